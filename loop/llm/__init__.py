@@ -1,0 +1,1 @@
+"""Chat-model backends behind `memory_agent.chat_model.ChatModel`."""

@@ -1,0 +1,128 @@
+"""The Ollama backend, through the official `ollama.AsyncClient`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import httpx
+import ollama
+import pydantic
+from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
+
+from loop.llm import guard
+from memory_agent.chat_model import (
+    ChatMessage,
+    ChatModel,
+    ChatReply,
+    JsonSchema,
+    TokenUsage,
+    ToolCall,
+    ToolSpec,
+)
+from memory_agent.errors import (
+    ChatModelError,
+    ChatModelResponseError,
+    ChatModelTimeout,
+    ChatModelUnavailable,
+)
+
+
+@contextmanager
+def translated_ollama_errors(model: str) -> Iterator[None]:
+    """The one place where the Ollama client's errors become the project's."""
+    try:
+        yield
+    except ollama.ResponseError as error:
+        raise ChatModelResponseError(
+            f"Ollama answered {error.status_code}: {error.error}",
+            status_code=error.status_code, model=model,
+        ) from None
+    except httpx.TimeoutException:
+        raise ChatModelTimeout("Ollama did not answer in time", model=model) from None
+    except (ConnectionError, httpx.TransportError) as error:
+        raise ChatModelUnavailable(f"cannot reach Ollama: {error}", model=model) from None
+    except pydantic.ValidationError as error:
+        raise ChatModelError(f"Ollama sent a malformed answer: {error}", model=model) from None
+
+
+def _is_transient(error: BaseException) -> bool:
+    return isinstance(error, ChatModelError) and error.transient
+
+
+class OllamaChatModel(ChatModel):
+    def __init__(
+        self, model: str, *, host: str | None = None, timeout: float = 30.0, attempts: int = 3
+    ) -> None:
+        self.name = f"ollama:{model}"
+        self.model = model
+        self._client = ollama.AsyncClient(host=host, timeout=timeout)
+        self._attempts = attempts
+
+    async def chat(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        tools: Sequence[ToolSpec] = (),
+        json_schema: JsonSchema | None = None,
+    ) -> ChatReply:
+        async for attempt in AsyncRetrying(
+            stop=stop_after_attempt(self._attempts),
+            wait=wait_exponential(multiplier=0.2, max=2),
+            retry=retry_if_exception(_is_transient),
+            reraise=True,
+        ):
+            with attempt:
+                return await self._chat_once(messages, tools, json_schema)
+        raise AssertionError("unreachable")
+
+    async def _chat_once(
+        self,
+        messages: Sequence[ChatMessage],
+        tools: Sequence[ToolSpec],
+        json_schema: JsonSchema | None,
+    ) -> ChatReply:
+        guard.check_model_requests_allowed(self.name)
+        with translated_ollama_errors(self.name):
+            response = await self._client.chat(
+                model=self.model,
+                messages=[{"role": m.role, "content": m.content} for m in messages],
+                tools=[_tool_payload(tool) for tool in tools] or None,
+                format=json_schema,
+                # Structured answers are decisions: make them repeatable.
+                options={"temperature": 0} if json_schema else None,
+            )
+        calls = tuple(
+            ToolCall(call.function.name, dict(call.function.arguments or {}))
+            for call in response.message.tool_calls or ()
+        )
+        return ChatReply(
+            text=response.message.content or "",
+            tool_calls=calls,
+            usage=TokenUsage(response.prompt_eval_count or 0, response.eval_count or 0),
+            truncated=response.done_reason == "length",
+        )
+
+    async def has_model(self) -> bool:
+        """True when the server answers and has this model pulled."""
+        with translated_ollama_errors(self.name):
+            try:
+                await self._client.show(self.model)
+            except ollama.ResponseError as error:
+                if error.status_code == 404:
+                    return False
+                raise
+        return True
+
+    async def aclose(self) -> None:
+        await self._client.close()  # type: ignore[no-untyped-call]
+
+
+def _tool_payload(tool: ToolSpec) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "function": {
+            "name": tool.name, "description": tool.description, "parameters": tool.parameters,
+        },
+    }

@@ -1,0 +1,75 @@
+"""The seam to an LLM: one async method, messages in, text, tool calls and token usage out.
+
+Each backend (Ollama, embedded llama.cpp) is a small module in `loop/llm/` behind this class.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Role = Literal["system", "user", "assistant", "tool"]
+JsonSchema = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ChatMessage:
+    role: Role
+    content: str
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    description: str
+    parameters: JsonSchema = field(default_factory=lambda: {"type": "object", "properties": {}})
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    name: str
+    arguments: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TokenUsage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+@dataclass(frozen=True)
+class ChatReply:
+    text: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    usage: TokenUsage = TokenUsage()
+    # True when the model stopped at its token limit (Ollama's done_reason "length").
+    truncated: bool = False
+
+
+class ChatModel(ABC):
+    """A chat-capable language model."""
+
+    name: str
+
+    @abstractmethod
+    async def chat(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        tools: Sequence[ToolSpec] = (),
+        json_schema: JsonSchema | None = None,
+    ) -> ChatReply:
+        """Answer the conversation. With `json_schema`, the text is JSON matching it.
+
+        Raises `errors.ChatModelError` (or a subclass) when no answer can be had.
+        """
+
+    async def aclose(self) -> None:
+        """Release what the backend holds (connections, model weights)."""
+        return None

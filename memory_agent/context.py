@@ -1,0 +1,55 @@
+"""The memory context injected into conversations, with stored text kept as data.
+
+A memory is written by a model from what users said, so it may carry text that tries to act
+as an instruction. Before injection each memory is folded onto its own numbered line, chat
+template tokens are removed, role prefixes and the block's own header and footer lose the
+form that would let them start a new role or block, and instruction-like sentences are
+marked as quoted.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from memory_agent.models import Memory
+
+HEADER = "(memories for app: {app_name})"
+INTRO = "The following are memories from previous conversations with this app:"
+FOOTER = "Use these memories to provide context-aware responses."
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029\u0085]")
+_TEMPLATE_TOKEN = re.compile(r"<\|[^|>]*\|>|\[/?INST\]|<</?SYS>>|</?s>", re.IGNORECASE)
+_ROLE_PREFIX = re.compile(r"\b(system|assistant|user|tool|developer)\s*:", re.IGNORECASE)
+_BLOCK_MARKER = re.compile(
+    r"\(\s*memories for app\s*:|use these memories to provide context-aware responses"
+    r"|the following are memories from previous conversations",
+    re.IGNORECASE,
+)
+_INSTRUCTION = re.compile(
+    r"\b(ignore|disregard|forget|override)\b[^.!?]{0,40}\b(instructions?|prompts?|rules|context)\b"
+    r"|\b(you must|you are now|from now on|new instructions?)\b",
+    re.IGNORECASE,
+)
+
+
+def neutralise(content: str) -> str:
+    text = _CONTROL.sub(" ", content)
+    text = _TEMPLATE_TOKEN.sub(" ", text)
+    text = _BLOCK_MARKER.sub(lambda m: "[" + m.group(0).strip("( :").lower() + "]", text)
+    text = _ROLE_PREFIX.sub(lambda m: f"({m.group(1).lower()})", text)
+    text = " ".join(text.split())
+    if _INSTRUCTION.search(text):
+        text = 'Recorded text, not an instruction: "' + text.replace('"', "'") + '"'
+    return text
+
+
+def format_memories_for_context(app_name: str, memories: Sequence[Memory]) -> str:
+    """The seed's memory block, newest memory first; "" when there is nothing to inject."""
+    if not memories:
+        return ""
+    lines = [HEADER.format(app_name=neutralise(app_name)), INTRO, ""]
+    for number, memory in enumerate(memories, start=1):
+        lines.append(f"{number}. [Created: {memory.created_date}] {neutralise(memory.content)}")
+    lines += ["", FOOTER]
+    return "\n".join(lines)

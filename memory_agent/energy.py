@@ -1,0 +1,31 @@
+"""Energy metering: what LLM calls cost, kept until the host polls it."""
+
+from __future__ import annotations
+
+import math
+
+from memory_agent.chat_model import TokenUsage
+
+
+def energy_cost(usage: TokenUsage, tokens_per_unit: int) -> int:
+    """`ceil((prompt + completion tokens) / tokens_per_unit)`."""
+    return math.ceil(usage.total / tokens_per_unit)
+
+
+class EnergyMeter:
+    """Accumulates the cost of calls until `take()` hands it out and starts again at zero."""
+
+    def __init__(self, tokens_per_unit: int) -> None:
+        if tokens_per_unit <= 0:
+            raise ValueError("tokens_per_unit must be positive")
+        self._tokens_per_unit = tokens_per_unit
+        self._unpolled = 0
+
+    def charge(self, usage: TokenUsage) -> int:
+        cost = energy_cost(usage, self._tokens_per_unit)
+        self._unpolled += cost
+        return cost
+
+    def take(self) -> int:
+        spent, self._unpolled = self._unpolled, 0
+        return spent

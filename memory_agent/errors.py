@@ -1,0 +1,73 @@
+"""Errors of the memory sub-agent and of the ports it is given.
+
+    MnemoloopError
+    ├── ChatModelError               an LLM call did not produce an answer
+    │   ├── ChatModelTimeout         no answer in time (transient)
+    │   ├── ChatModelUnavailable     the server could not be reached (transient)
+    │   └── ChatModelResponseError   the server answered with an error (transient if 5xx)
+    ├── InvalidMemoryText            an answer that cannot be made into a valid memory
+    ├── InvalidCompactionDecision    a compaction decision that cannot be applied
+    ├── MemoryNotFound               no such memory in this app
+    └── StorageError                 the database failed (locked, I/O, constraint)
+
+Third-party errors are translated into these at exactly one place per adapter; retry
+policies look at `transient` only.
+"""
+
+from __future__ import annotations
+
+
+class MnemoloopError(Exception):
+    """Base of every error the project raises on purpose."""
+
+
+class ChatModelError(MnemoloopError):
+    transient: bool = False
+
+    def __init__(self, message: str, *, model: str | None = None) -> None:
+        super().__init__(message)
+        self.model = model
+
+
+class ChatModelTimeout(ChatModelError):
+    transient = True
+
+
+class ChatModelUnavailable(ChatModelError):
+    transient = True
+
+
+class ChatModelResponseError(ChatModelError):
+    def __init__(self, message: str, *, status_code: int, model: str | None = None) -> None:
+        super().__init__(message, model=model)
+        self.status_code = status_code
+        self.transient = status_code >= 500 or status_code == 429
+
+
+class InvalidMemoryText(MnemoloopError):
+    """The model's answer is not a usable memory; `reason` says why."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class InvalidCompactionDecision(MnemoloopError):
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class MemoryNotFound(MnemoloopError):
+    def __init__(self, app_id: str, memory_id: int) -> None:
+        super().__init__(f"memory {memory_id} not found in app {app_id!r}")
+        self.app_id = app_id
+        self.memory_id = memory_id
+
+
+class StorageError(MnemoloopError):
+    """A database operation failed; `cause` holds the driver's error."""
+
+    def __init__(self, message: str, *, cause: BaseException | None = None) -> None:
+        super().__init__(message)
+        self.cause = cause

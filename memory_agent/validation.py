@@ -1,0 +1,106 @@
+"""Turning model output into something safe to store: memory text and compaction decisions."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from memory_agent.errors import InvalidCompactionDecision, InvalidMemoryText
+
+MIN_SENTENCES = 2
+MAX_SENTENCES = 4
+
+_THINK_BLOCK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
+_UNCLOSED_THINK = re.compile(r"<think>.*", re.DOTALL | re.IGNORECASE)
+_FENCE = re.compile(r"```[a-zA-Z0-9_-]*\n?(.*?)```", re.DOTALL)
+_LABEL = re.compile(
+    r"^\s*(?:[#*_\s]*)(?:memory(?:\s+record)?|created memory|summary)\s*[:\-–]\s*(?:[*_]*)\s*",
+    re.IGNORECASE,
+)
+# A sentence ends at . ! or ? (with closing quotes or brackets) followed by space and a new start.
+_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])")
+
+
+def strip_reasoning(text: str) -> str:
+    """Drop `<think>` blocks (a block never closed swallows the rest) and unwrap code fences."""
+    text = _THINK_BLOCK.sub("", text)
+    text = _UNCLOSED_THINK.sub("", text)
+    fenced = _FENCE.search(text)
+    if fenced:
+        text = fenced.group(1)
+    return text.strip()
+
+
+def split_sentences(text: str) -> list[str]:
+    return [part for part in _SENTENCE_END.split(text) if part.strip()]
+
+
+def normalise_memory_text(raw: str, *, max_chars: int) -> str:
+    """Make a model's answer into one memory paragraph, or raise `InvalidMemoryText`.
+
+    Strips reasoning blocks, code fences and a leading "Memory:" label, folds white space into
+    one paragraph, keeps at most four sentences, and requires two and at most `max_chars`.
+    """
+    text = strip_reasoning(raw)
+    text = _LABEL.sub("", text, count=1)
+    text = " ".join(text.split()).strip("*_ ")
+    if not text:
+        raise InvalidMemoryText("the answer is empty")
+    sentences = split_sentences(text)
+    if len(sentences) > MAX_SENTENCES:
+        # Extra sentences are trailing detail: keep the first four rather than lose the memory.
+        text = " ".join(sentences[:MAX_SENTENCES])
+        sentences = sentences[:MAX_SENTENCES]
+    if len(sentences) < MIN_SENTENCES:
+        raise InvalidMemoryText(
+            f"it has {len(sentences)} sentence, the memory needs {MIN_SENTENCES}-{MAX_SENTENCES}"
+        )
+    if len(text) > max_chars:
+        raise InvalidMemoryText(f"it is {len(text)} characters long, the limit is {max_chars}")
+    return text
+
+
+class CompactionDecision(BaseModel):
+    """The seed's decision format. Types are strict: `"7"` is not an id."""
+
+    model_config = ConfigDict(strict=True, populate_by_name=True, extra="ignore")
+
+    action: Literal["delete", "edit"]
+    target_memory_id: int = Field(alias="targetMemoryId")
+    new_content: str | None = Field(default=None, alias="newContent")
+    reason: str = ""
+
+
+# Given to the model as its output format (Ollama `format`, llama.cpp grammar). Kept by hand
+# so it stays a plain schema every grammar engine accepts.
+COMPACTION_DECISION_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "action": {"type": "string", "enum": ["delete", "edit"]},
+        "targetMemoryId": {"type": "integer"},
+        "newContent": {"type": "string"},
+        "reason": {"type": "string"},
+    },
+    "required": ["action", "targetMemoryId", "reason"],
+}
+
+
+def parse_compaction_decision(raw: str) -> CompactionDecision:
+    """Read the decision out of the model's answer, or raise `InvalidCompactionDecision`."""
+    text = strip_reasoning(raw)
+    start, end = text.find("{"), text.rfind("}")
+    if start < 0 or end < start:
+        raise InvalidCompactionDecision("the answer holds no JSON object")
+    try:
+        data = json.loads(text[start : end + 1])
+    except json.JSONDecodeError as error:
+        raise InvalidCompactionDecision(f"the answer is not valid JSON: {error.msg}") from None
+    try:
+        return CompactionDecision.model_validate(data)
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "decision"
+        raise InvalidCompactionDecision(f"{where}: {first['msg']}") from None

@@ -1,0 +1,100 @@
+"""Scripted chat models for unit tests, in the manner of pydantic-ai's FunctionModel."""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from memory_agent.chat_model import (
+    ChatMessage,
+    ChatModel,
+    ChatReply,
+    JsonSchema,
+    TokenUsage,
+    ToolSpec,
+)
+
+CREATION_PREFIX = "You are a memory creation assistant."
+COMPACTION_PREFIX = "You are a memory management assistant."
+
+
+@dataclass(frozen=True)
+class ModelCall:
+    messages: list[ChatMessage]
+    tools: list[ToolSpec]
+    json_schema: JsonSchema | None
+
+    @property
+    def prompt(self) -> str:
+        return self.messages[0].content if self.messages else ""
+
+
+Answer = str | ChatReply
+ModelFunction = Callable[[ModelCall], Answer | Awaitable[Answer]]
+
+
+class FunctionModel(ChatModel):
+    """Answers with `fn(call)`; a plain string becomes a reply costing 1 token per 4 chars."""
+
+    __test__ = False
+
+    def __init__(self, fn: ModelFunction, name: str = "function-model") -> None:
+        self.name = name
+        self._fn = fn
+        self.calls: list[ModelCall] = []
+
+    async def chat(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        tools: Sequence[ToolSpec] = (),
+        json_schema: JsonSchema | None = None,
+    ) -> ChatReply:
+        call = ModelCall(list(messages), list(tools), json_schema)
+        self.calls.append(call)
+        answer = self._fn(call)
+        if inspect.isawaitable(answer):
+            answer = await answer
+        if isinstance(answer, ChatReply):
+            return answer
+        prompt_chars = sum(len(m.content) for m in messages)
+        return ChatReply(answer, usage=TokenUsage(prompt_chars // 4, len(answer) // 4))
+
+    def calls_starting_with(self, prefix: str) -> list[ModelCall]:
+        return [c for c in self.calls if c.prompt.startswith(prefix)]
+
+
+def decision(action: str, target: Any, new_content: str | None = None, reason: str = "r") -> str:
+    body: dict[str, Any] = {"action": action, "targetMemoryId": target, "reason": reason}
+    if new_content is not None:
+        body["newContent"] = new_content
+    return json.dumps(body)
+
+
+def memory_model(
+    memory: str | Callable[[ModelCall], Answer] = "The user likes tea. They drink it at noon.",
+    compaction: Callable[[ModelCall], Answer | Awaitable[Answer]] | str = "not json",
+) -> FunctionModel:
+    """A model that writes `memory` when asked to create and answers `compaction` to compact."""
+
+    def answer(call: ModelCall) -> Answer | Awaitable[Answer]:
+        if call.prompt.startswith(COMPACTION_PREFIX):
+            return compaction(call) if callable(compaction) else compaction
+        if call.prompt.startswith(CREATION_PREFIX):
+            return memory(call) if callable(memory) else memory
+        return "Sure."
+
+    return FunctionModel(answer)
+
+
+def ids_in_prompt(call: ModelCall) -> list[int]:
+    import re
+
+    return [int(n) for n in re.findall(r"\[id=(\d+)\]", call.prompt)]
+
+
+def new_memory_id(call: ModelCall) -> int:
+    return ids_in_prompt(call)[-1]

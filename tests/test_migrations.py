@@ -1,0 +1,76 @@
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from loop.migrations import MigrationError, apply_migrations, discover
+
+
+def tables(path) -> set[str]:
+    with sqlite3.connect(path) as connection:
+        return {
+            r[0] for r in connection.execute("SELECT name FROM sqlite_master WHERE type='table'")
+        }
+
+
+def test_fresh_database_gets_every_table_and_a_record(db_path):
+    applied = apply_migrations(db_path)
+    assert [m.version for m in applied] == [m.version for m in discover()]
+    assert {
+        "apps",
+        "conversations",
+        "messages",
+        "app_memories",
+        "memory_jobs",
+        "energy_state",
+        "schema_migrations",
+    } <= tables(db_path)
+    with sqlite3.connect(db_path) as connection:
+        assert connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        versions = connection.execute("SELECT version, name FROM schema_migrations").fetchall()
+    assert versions == [(1, "initial")]
+
+
+def test_second_run_is_a_no_op(db_path):
+    apply_migrations(db_path)
+    assert apply_migrations(db_path) == []
+
+
+def test_a_newer_database_is_refused(db_path):
+    apply_migrations(db_path)
+    with sqlite3.connect(db_path) as connection:
+        connection.execute("INSERT INTO schema_migrations VALUES (99, 'future', 'x')")
+    with pytest.raises(MigrationError, match="schema version 99, newer than"):
+        apply_migrations(db_path)
+
+
+def test_a_failing_migration_leaves_no_trace(db_path, tmp_path):
+    folder = tmp_path / "m"
+    folder.mkdir()
+    (folder / "0001_good.sql").write_text("CREATE TABLE a (x INTEGER);")
+    (folder / "0002_bad.sql").write_text("CREATE TABLE b (x INTEGER);\nTHIS IS NOT SQL;")
+    with pytest.raises(MigrationError, match=r"0002_bad\.sql"):
+        apply_migrations(db_path, folder)
+    assert "b" not in tables(db_path)
+    assert "a" in tables(db_path)
+    with sqlite3.connect(db_path) as connection:
+        assert connection.execute("SELECT version FROM schema_migrations").fetchall() == [(1,)]
+
+
+def test_duplicate_versions_are_an_error(tmp_path):
+    (tmp_path / "0001_a.sql").write_text("")
+    (tmp_path / "0001_b.sql").write_text("")
+    with pytest.raises(MigrationError, match="share version 1"):
+        discover(tmp_path)
+
+
+async def test_foreign_keys_are_enforced(database):
+    from memory_agent.errors import StorageError
+
+    with pytest.raises(StorageError, match="FOREIGN KEY"):
+        async with database.transaction() as tx:
+            await tx.execute("INSERT INTO app_memories (app_id, content) VALUES ('nobody', 'x')")
+
+
+pytestmark = pytest.mark.anyio

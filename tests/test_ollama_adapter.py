@@ -1,0 +1,166 @@
+"""The Ollama backend driven over the real `/api/chat` wire format with respx."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+import respx
+
+from loop.llm.ollama import OllamaChatModel
+from memory_agent import ChatMessage, MemoryCreationRequest, MemorySubAgent, ToolSpec
+from memory_agent.errors import ChatModelResponseError, ChatModelTimeout, ChatModelUnavailable
+from memory_agent.validation import COMPACTION_DECISION_SCHEMA
+from tests.conftest import install_app
+
+pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("allow_model_requests")]
+
+HOST = "http://ollama.test:11434"
+
+
+def chat_body(content: str = "", *, tool_calls=None, prompt=26, completion=12, done_reason="stop"):
+    message: dict = {"role": "assistant", "content": content}
+    if tool_calls:
+        message["tool_calls"] = tool_calls
+    return {
+        "model": "llama3.2:1b",
+        "created_at": "2025-10-11T14:13:43.416799Z",
+        "message": message,
+        "done": True,
+        "done_reason": done_reason,
+        "total_duration": 5191566416,
+        "load_duration": 2154458,
+        "prompt_eval_count": prompt,
+        "prompt_eval_duration": 383809000,
+        "eval_count": completion,
+        "eval_duration": 4799921000,
+    }
+
+
+@pytest.fixture
+def model():
+    return OllamaChatModel("llama3.2:1b", host=HOST, timeout=2)
+
+
+@respx.mock
+async def test_chat_sends_messages_and_schema_and_reads_usage(model):
+    route = respx.post(f"{HOST}/api/chat").respond(json=chat_body('{"action": "delete"}'))
+    reply = await model.chat(
+        [ChatMessage("user", "decide")], json_schema=COMPACTION_DECISION_SCHEMA
+    )
+
+    sent = json.loads(route.calls.last.request.content)
+    assert sent["model"] == "llama3.2:1b"
+    assert sent["messages"] == [{"role": "user", "content": "decide"}]
+    assert sent["format"] == COMPACTION_DECISION_SCHEMA
+    assert sent["stream"] is False
+    assert reply.text == '{"action": "delete"}'
+    assert (reply.usage.prompt_tokens, reply.usage.completion_tokens) == (26, 12)
+    assert reply.truncated is False
+
+
+@respx.mock
+async def test_tool_calls_come_back_parsed(model):
+    call = {"function": {"name": "end_conversation", "arguments": {"reason": "goodbye"}}}
+    route = respx.post(f"{HOST}/api/chat").respond(json=chat_body(tool_calls=[call]))
+    tool = ToolSpec("end_conversation", "End it.", {"type": "object", "properties": {}})
+    reply = await model.chat([ChatMessage("user", "bye")], tools=[tool])
+
+    sent = json.loads(route.calls.last.request.content)
+    assert sent["tools"][0]["function"]["name"] == "end_conversation"
+    assert reply.tool_calls[0].name == "end_conversation"
+    assert reply.tool_calls[0].arguments == {"reason": "goodbye"}
+
+
+@respx.mock
+async def test_a_cut_off_answer_is_marked_truncated(model):
+    respx.post(f"{HOST}/api/chat").respond(json=chat_body('{"act', done_reason="length"))
+    assert (await model.chat([ChatMessage("user", "x")])).truncated is True
+
+
+@respx.mock
+async def test_a_500_is_retried_then_succeeds(model):
+    route = respx.post(f"{HOST}/api/chat")
+    route.side_effect = [
+        httpx.Response(500, json={"error": "busy"}),
+        httpx.Response(200, json=chat_body("ok")),
+    ]
+    assert (await model.chat([ChatMessage("user", "x")])).text == "ok"
+    assert route.call_count == 2
+
+
+@respx.mock
+async def test_a_lasting_500_becomes_a_transient_response_error(model):
+    route = respx.post(f"{HOST}/api/chat").respond(500, json={"error": "runner crashed"})
+    with pytest.raises(ChatModelResponseError, match="runner crashed") as caught:
+        await model.chat([ChatMessage("user", "x")])
+    assert caught.value.status_code == 500 and caught.value.transient
+    assert route.call_count == 3
+
+
+@respx.mock
+async def test_model_not_found_is_not_retried(model):
+    route = respx.post(f"{HOST}/api/chat").respond(
+        404, json={"error": 'model "llama3.2:1b" not found, try pulling it first'}
+    )
+    with pytest.raises(ChatModelResponseError, match="not found") as caught:
+        await model.chat([ChatMessage("user", "x")])
+    assert caught.value.status_code == 404 and not caught.value.transient
+    assert route.call_count == 1
+
+
+@respx.mock
+async def test_a_timeout_becomes_chat_model_timeout(model):
+    respx.post(f"{HOST}/api/chat").mock(side_effect=httpx.ReadTimeout("slow"))
+    with pytest.raises(ChatModelTimeout):
+        await model.chat([ChatMessage("user", "x")])
+
+
+@respx.mock
+async def test_connection_refused_becomes_unavailable(model):
+    respx.post(f"{HOST}/api/chat").mock(side_effect=httpx.ConnectError("refused"))
+    with pytest.raises(ChatModelUnavailable):
+        await model.chat([ChatMessage("user", "x")])
+
+
+@respx.mock
+async def test_has_model_asks_show(model):
+    respx.post(f"{HOST}/api/show").respond(404, json={"error": "model not found"})
+    assert await model.has_model() is False
+
+
+@respx.mock
+async def test_sub_agent_compacts_through_ollama(model, database):
+    """Creation and a structured delete decision, end to end over the Ollama wire."""
+    await install_app(database, "app")
+    agent = MemorySubAgent(database, model)
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        prompt = body["messages"][0]["content"]
+        if prompt.startswith("You are a memory management assistant."):
+            assert body["format"] == COMPACTION_DECISION_SCHEMA
+            first_id = int(prompt.split("[id=")[1].split("]")[0])
+            return httpx.Response(
+                200,
+                json=chat_body(
+                    json.dumps({"action": "delete", "targetMemoryId": first_id, "reason": "stale"}),
+                    prompt=150,
+                    completion=50,
+                ),
+            )
+        return httpx.Response(
+            200,
+            json=chat_body("The user said hello. They were friendly.", prompt=180, completion=20),
+        )
+
+    respx.post(f"{HOST}/api/chat").mock(side_effect=answer)
+    for n in range(11):
+        await agent.create_memory(
+            MemoryCreationRequest("app", f"c{n}", [ChatMessage("user", "hello")])
+        )
+    assert await agent.get_memory_count("app") == 10
+    assert agent.stats.compactions["delete"] == 1
+    # 11 creations at ceil(200/100)=2 units, one decision at ceil((150+50)/100)=2 units
+    assert agent.get_energy_consumed_since_last_poll() == 24
