@@ -20,10 +20,13 @@ from loop.migrations import apply_migrations
 from memory_agent.errors import StorageError
 from memory_agent.ports import Params, WriteResult
 
-_PRAGMAS = ("PRAGMA foreign_keys=ON", "PRAGMA busy_timeout=5000",
-            # NORMAL in WAL mode: a commit survives a crash of the process; only a power cut
-            # can take the last few back.
-            "PRAGMA synchronous=NORMAL")
+_PRAGMAS = (
+    "PRAGMA foreign_keys=ON",
+    "PRAGMA busy_timeout=5000",
+    # NORMAL in WAL mode: a commit survives a crash of the process; only a power cut
+    # can take the last few back.
+    "PRAGMA synchronous=NORMAL",
+)
 
 
 class SqliteDatabase:
@@ -42,8 +45,7 @@ class SqliteDatabase:
             self._writer.row_factory = sqlite3.Row
             for pragma in _PRAGMAS:
                 await self._writer.execute(pragma)
-            self._reader = sqlite3.connect(self.path, isolation_level=None,
-                                           check_same_thread=False)
+            self._reader = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
             self._reader.row_factory = sqlite3.Row
             for pragma in (*_PRAGMAS, "PRAGMA query_only=ON"):
                 self._reader.execute(pragma)
@@ -91,11 +93,13 @@ class SqliteDatabase:
                 raise StorageError(f"cannot start a transaction: {error}", cause=error) from None
             try:
                 yield _Transaction(writer)
-                await writer.execute("COMMIT")
+                # Once the body is done the commit must finish, even if we are cancelled:
+                # the statements already ran on aiosqlite's thread.
+                with anyio.CancelScope(shield=True):
+                    await writer.execute("COMMIT")
             except BaseException as error:
                 with anyio.CancelScope(shield=True):
-                    if writer.in_transaction:
-                        await writer.execute("ROLLBACK")
+                    await _rollback(writer)
                 if isinstance(error, sqlite3.Error):
                     raise StorageError(f"write failed: {error}", cause=error) from None
                 raise
@@ -104,6 +108,16 @@ class SqliteDatabase:
         if self._reader is None:
             raise StorageError("database is not open")
         return self._reader
+
+
+async def _rollback(writer: aiosqlite.Connection) -> None:
+    """Roll back; statements still queued on the connection's thread run first, so this undoes
+    them too. Nothing to roll back (the failure was COMMIT itself) is fine."""
+    try:
+        await writer.execute("ROLLBACK")
+    except sqlite3.OperationalError as error:
+        if "no transaction is active" not in str(error):
+            raise
 
 
 class _Transaction:

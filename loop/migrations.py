@@ -36,8 +36,10 @@ def discover(directory: Path | None = None) -> list[Migration]:
             raise MigrationError(f"migration file {path.name!r} is not named NNNN_name.sql")
         version = int(match.group(1))
         if version in found:
-            raise MigrationError(f"two migrations share version {version}: "
-                                 f"{found[version].path.name} and {path.name}")
+            raise MigrationError(
+                f"two migrations share version {version}: "
+                f"{found[version].path.name} and {path.name}"
+            )
         found[version] = Migration(version, match.group(2), path)
     return [found[v] for v in sorted(found)]
 

@@ -113,8 +113,11 @@ class MemorySubAgent:
                     )
                 )
                 self.stats.memories_created += 1
-                log.info("📝 Created memory for app %s from conversation %s",
-                         request.app_id, request.conversation_id)
+                log.info(
+                    "📝 Created memory for app %s from conversation %s",
+                    request.app_id,
+                    request.conversation_id,
+                )
                 compactions = await self._compact_locked(request.app_id, memory)
         except MnemoloopError as error:
             self.stats.creation_failures += 1
@@ -164,11 +167,19 @@ class MemorySubAgent:
             outcomes.append(outcome)
             self.stats.compactions[outcome.action] += 1
             if outcome.fallback_reason:
-                log.warning("🗜️  Compacted memories for app %s: fifo memory %s (%s)",
-                            app_id, outcome.target_memory_id, outcome.fallback_reason)
+                log.warning(
+                    "🗜️  Compacted memories for app %s: fifo memory %s (%s)",
+                    app_id,
+                    outcome.target_memory_id,
+                    outcome.fallback_reason,
+                )
             else:
-                log.info("🗜️  Compacted memories for app %s: %s memory %s",
-                         app_id, outcome.action, outcome.target_memory_id)
+                log.info(
+                    "🗜️  Compacted memories for app %s: %s memory %s",
+                    app_id,
+                    outcome.action,
+                    outcome.target_memory_id,
+                )
         if outcomes:
             remaining = await self.store.count(app_id)
             if remaining > self._limit:
@@ -223,8 +234,9 @@ class MemorySubAgent:
                     rejection = f"invalid decision: {error.reason}"
             oldest = current[0]
             await self.store.delete(app_id, oldest.id, tx=tx)
-            return CompactionOutcome(app_id, "fifo", oldest.id, "deleted the oldest memory",
-                                     fallback_reason=rejection)
+            return CompactionOutcome(
+                app_id, "fifo", oldest.id, "deleted the oldest memory", fallback_reason=rejection
+            )
 
     async def _apply_decision(
         self,
@@ -252,10 +264,14 @@ class MemorySubAgent:
             raise InvalidCompactionDecision(f"newContent: {error.reason}") from None
         related = list(target.metadata.get("relatedConversations", []))
         related += [c for c in new.metadata.get("relatedConversations", []) if c not in related]
-        metadata = {**target.metadata, "relatedConversations": related,
-                    "mergedFrom": [*target.metadata.get("mergedFrom", []), new.id]}
-        await self.store.update_content(app_id, target.id, content, updated_at=self._now(),
-                                        metadata=metadata, tx=tx)
+        metadata = {
+            **target.metadata,
+            "relatedConversations": related,
+            "mergedFrom": [*target.metadata.get("mergedFrom", []), new.id],
+        }
+        await self.store.update_content(
+            app_id, target.id, content, updated_at=self._now(), metadata=metadata, tx=tx
+        )
         await self.store.delete(app_id, new.id, tx=tx)
         return CompactionOutcome(app_id, "edit", target.id, decision.reason)
 
@@ -289,8 +305,9 @@ class MemorySubAgent:
 
     # -- helpers ----------------------------------------------------------------------------
 
-    async def _ask(self, messages: list[ChatMessage], json_schema: JsonSchema | None = None
-                   ) -> ChatReply:
+    async def _ask(
+        self, messages: list[ChatMessage], json_schema: JsonSchema | None = None
+    ) -> ChatReply:
         try:
             with anyio.fail_after(self._timeout):
                 reply = await self._model.chat(messages, json_schema=json_schema)

@@ -38,13 +38,26 @@ class MemoryStore:
             "INSERT INTO app_memories (app_id, content, created_at, updated_at,"
             " source_conversation_id, metadata) VALUES (?, ?, ?, ?, ?, ?)"
         )
-        params = (app_id, content, created_at, created_at, source_conversation_id,
-                  json.dumps(metadata))
+        params = (
+            app_id,
+            content,
+            created_at,
+            created_at,
+            source_conversation_id,
+            json.dumps(metadata),
+        )
         async with self._writer(tx) as writer:
             result = await writer.execute(sql, params)
         assert result.lastrowid is not None
-        return Memory(result.lastrowid, app_id, content, created_at, created_at,
-                      source_conversation_id, metadata)
+        return Memory(
+            result.lastrowid,
+            app_id,
+            content,
+            created_at,
+            created_at,
+            source_conversation_id,
+            metadata,
+        )
 
     async def list_newest(
         self, app_id: str, limit: int, *, tx: SqlReader | None = None

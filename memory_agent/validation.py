@@ -17,7 +17,8 @@ _THINK_BLOCK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
 _UNCLOSED_THINK = re.compile(r"<think>.*", re.DOTALL | re.IGNORECASE)
 _FENCE = re.compile(r"```[a-zA-Z0-9_-]*\n?(.*?)```", re.DOTALL)
 _LABEL = re.compile(
-    r"^\s*(?:[#*_\s]*)(?:memory(?:\s+record)?|created memory|summary)\s*[:\-–]\s*(?:[*_]*)\s*",
+    r"^\s*(?:[#*_\s]*)(?:memory(?:\s+record)?|created memory|summary|user|assistant)"
+    r"\s*[:\-–]\s*(?:[*_]*)\s*",
     re.IGNORECASE,
 )
 # A sentence ends at . ! or ? (with closing quotes or brackets) followed by space and a new start.

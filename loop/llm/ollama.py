@@ -37,7 +37,8 @@ def translated_ollama_errors(model: str) -> Iterator[None]:
     except ollama.ResponseError as error:
         raise ChatModelResponseError(
             f"Ollama answered {error.status_code}: {error.error}",
-            status_code=error.status_code, model=model,
+            status_code=error.status_code,
+            model=model,
         ) from None
     except httpx.TimeoutException:
         raise ChatModelTimeout("Ollama did not answer in time", model=model) from None
@@ -123,6 +124,8 @@ def _tool_payload(tool: ToolSpec) -> dict[str, Any]:
     return {
         "type": "function",
         "function": {
-            "name": tool.name, "description": tool.description, "parameters": tool.parameters,
+            "name": tool.name,
+            "description": tool.description,
+            "parameters": tool.parameters,
         },
     }

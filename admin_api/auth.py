@@ -1,0 +1,62 @@
+"""Bearer-token guards: the admin token opens everything; an app's key opens only its own
+conversation routes."""
+
+from __future__ import annotations
+
+import hmac
+from typing import Any
+
+from litestar.connection import ASGIConnection
+from litestar.exceptions import NotAuthorizedException, NotFoundException, PermissionDeniedException
+from litestar.handlers.base import BaseRouteHandler
+
+from loop.service import Services
+
+CHALLENGE = {"WWW-Authenticate": 'Bearer realm="mnemoloop"'}
+
+
+def _services(connection: ASGIConnection[Any, Any, Any, Any]) -> Services:
+    services: Services = connection.app.state.services
+    return services
+
+
+def _bearer(connection: ASGIConnection[Any, Any, Any, Any]) -> str:
+    scheme, _, token = connection.headers.get("authorization", "").partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise NotAuthorizedException("send Authorization: Bearer <token>", headers=CHALLENGE)
+    return token.strip()
+
+
+def _is_admin(connection: ASGIConnection[Any, Any, Any, Any], token: str) -> bool:
+    admin_token: str = connection.app.state.admin_token
+    return hmac.compare_digest(token.encode(), admin_token.encode())
+
+
+async def admin_only(connection: ASGIConnection[Any, Any, Any, Any], _: BaseRouteHandler) -> None:
+    token = _bearer(connection)
+    if _is_admin(connection, token):
+        return
+    if await _services(connection).registry.app_for_key(token):
+        raise PermissionDeniedException("an app key opens only its own app's conversation routes")
+    raise NotAuthorizedException("the token is not valid", headers=CHALLENGE)
+
+
+async def admin_or_own_app(
+    connection: ASGIConnection[Any, Any, Any, Any], _: BaseRouteHandler
+) -> None:
+    token = _bearer(connection)
+    if _is_admin(connection, token):
+        return
+    services = _services(connection)
+    key_app = await services.registry.app_for_key(token)
+    if key_app is None:
+        raise NotAuthorizedException("the token is not valid", headers=CHALLENGE)
+    if "app_id" in connection.path_params:
+        if connection.path_params["app_id"] != key_app:
+            raise PermissionDeniedException("this key belongs to another app")
+        return
+    conversation_id = connection.path_params.get("conversation_id", "")
+    owner = await services.registry.get_app_id_for_conversation(conversation_id)
+    if owner != key_app:
+        # Another app's conversation answers as if it did not exist.
+        raise NotFoundException(f"conversation {conversation_id!r} not found")

@@ -1,0 +1,48 @@
+from __future__ import annotations
+
+from typing import Annotated
+
+from litestar import Controller, delete, get, post
+from litestar.di import NamedDependency
+from litestar.params import FromPath, JSONBody, QueryParameter
+
+from admin_api.auth import admin_only
+from admin_api.schemas import AppOut, AppsOut, InstallApp, InstalledAppOut, UninstalledOut
+from loop.service import Services
+
+
+class AppsController(Controller):
+    path = "/apps"
+    tags = ["apps"]
+    guards = [admin_only]
+
+    @post("/", summary="Install (or re-install) an app; its API key is shown once")
+    async def install(
+        self, data: JSONBody[InstallApp], services: NamedDependency[Services]
+    ) -> InstalledAppOut:
+        installed = await services.registry.install(data.app_id, data.name)
+        app = installed.app
+        return InstalledAppOut(app.app_id, app.name, app.installed, installed.api_key)
+
+    @get("/", summary="List apps with their memory counts")
+    async def list_apps(self, services: NamedDependency[Services]) -> AppsOut:
+        return AppsOut(
+            [
+                AppOut(a.app_id, a.name, a.installed, a.memory_count)
+                for a in await services.registry.list()
+            ]
+        )
+
+    @delete(
+        "/{app_id:str}",
+        status_code=200,
+        summary="Uninstall an app; its memories stay unless purgeMemories=true",
+    )
+    async def uninstall(
+        self,
+        app_id: FromPath[str],
+        services: NamedDependency[Services],
+        purge_memories: Annotated[bool, QueryParameter(name="purgeMemories")] = False,
+    ) -> UninstalledOut:
+        purged = await services.registry.uninstall(app_id, purge_memories=purge_memories)
+        return UninstalledOut(True, purged)

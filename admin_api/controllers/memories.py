@@ -1,0 +1,50 @@
+from __future__ import annotations
+
+from litestar import Controller, delete, get
+from litestar.di import NamedDependency
+from litestar.params import FromPath
+
+from admin_api.auth import admin_only
+from admin_api.schemas import MemoriesOut, MemoryOut, PurgedOut, SuccessOut
+from loop.service import Services
+from memory_agent.errors import MemoryNotFound
+
+
+class MemoriesController(Controller):
+    path = "/apps/{app_id:str}/memories"
+    tags = ["memories"]
+    guards = [admin_only]
+
+    @get("/", summary="An app's memories, newest first")
+    async def list_memories(
+        self, app_id: FromPath[str], services: NamedDependency[Services]
+    ) -> MemoriesOut:
+        await services.registry.require(app_id)
+        memories = await services.agent.store.list_newest(app_id, services.agent.memory_limit * 10)
+        return MemoriesOut(
+            [
+                MemoryOut(
+                    m.id,
+                    m.content,
+                    m.created_at,
+                    m.updated_at,
+                    m.source_conversation_id,
+                    m.metadata,
+                )
+                for m in memories
+            ]
+        )
+
+    @delete("/", status_code=200, summary="Purge all of an app's memories")
+    async def purge(self, app_id: FromPath[str], services: NamedDependency[Services]) -> PurgedOut:
+        await services.registry.require(app_id)
+        return PurgedOut(True, await services.agent.delete_app_memories(app_id))
+
+    @delete("/{memory_id:int}", status_code=200, summary="Delete one memory of this app")
+    async def delete_one(
+        self, app_id: FromPath[str], memory_id: FromPath[int], services: NamedDependency[Services]
+    ) -> SuccessOut:
+        await services.registry.require(app_id)
+        if not await services.agent.delete_memory(app_id, memory_id):
+            raise MemoryNotFound(app_id, memory_id)
+        return SuccessOut(True)

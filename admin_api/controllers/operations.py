@@ -1,0 +1,63 @@
+"""Health, memory jobs, energy and metrics."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from litestar import Controller, MediaType, Response, get
+from litestar.di import NamedDependency
+from litestar.params import FromQuery, QueryParameter
+
+from admin_api.auth import admin_only
+from admin_api.schemas import EnergyOut, HealthOut, JobOut, JobsOut
+from loop.metrics import CONTENT_TYPE
+from loop.service import Services
+
+JobStatusFilter = Literal["pending", "running", "deferred", "done", "skipped", "failed"]
+
+
+@get("/health", tags=["operations"], summary="Liveness; needs no token")
+async def health() -> HealthOut:
+    return HealthOut("ok")
+
+
+class OperationsController(Controller):
+    path = "/"
+    tags = ["operations"]
+    guards = [admin_only]
+
+    @get("/memory-jobs", summary="Memory jobs, newest first")
+    async def list_jobs(
+        self,
+        services: NamedDependency[Services],
+        app_id: Annotated[str | None, QueryParameter(name="appId", max_length=64)] = None,
+        status: FromQuery[JobStatusFilter | None] = None,
+        limit: Annotated[int, QueryParameter(ge=1, le=10_000)] = 1000,
+    ) -> JobsOut:
+        jobs = await services.jobs.list(app_id=app_id, status=status, limit=limit)
+        return JobsOut(
+            [
+                JobOut(
+                    j.id,
+                    j.app_id,
+                    j.conversation_id,
+                    j.status,
+                    j.attempts,
+                    j.last_error,
+                    j.created_at,
+                    j.updated_at,
+                )
+                for j in jobs
+            ]
+        )
+
+    @get("/energy", summary="The energy budget and what memory and conversations spent")
+    async def energy(self, services: NamedDependency[Services]) -> EnergyOut:
+        report = services.energy.report()
+        return EnergyOut(
+            report.capacity, report.level, report.memory_spent, report.conversation_spent
+        )
+
+    @get("/metrics", media_type=MediaType.TEXT, summary="Prometheus metrics")
+    async def metrics(self, services: NamedDependency[Services]) -> Response[bytes]:
+        return Response(await services.metrics_text(), media_type=CONTENT_TYPE)

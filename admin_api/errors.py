@@ -1,0 +1,87 @@
+"""Every error becomes `application/problem+json`, mapped in this one table."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from litestar import Request, Response
+from litestar.exceptions import HTTPException, ValidationException
+from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
+
+from loop.errors import (
+    AppNotFound,
+    AppNotInstalled,
+    ConversationEnded,
+    ConversationNotFound,
+    NoChatModel,
+)
+from memory_agent.errors import MemoryNotFound, MnemoloopError, StorageError
+
+log = logging.getLogger("mnemoloop.http")
+PROBLEM_JSON = "application/problem+json"
+
+DOMAIN_STATUS: dict[type[MnemoloopError], int] = {
+    AppNotFound: 404,
+    ConversationNotFound: 404,
+    MemoryNotFound: 404,
+    AppNotInstalled: 409,
+    ConversationEnded: 409,
+    StorageError: 503,
+    NoChatModel: 503,
+}
+TITLES = {
+    400: "Bad Request",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "Not Found",
+    405: "Method Not Allowed",
+    409: "Conflict",
+    413: "Content Too Large",
+    500: "Internal Server Error",
+    503: "Service Unavailable",
+}
+
+
+def problem(status: int, detail: str, headers: dict[str, str] | None = None) -> Response[Any]:
+    body = {
+        "type": "about:blank",
+        "title": TITLES.get(status, "Error"),
+        "status": status,
+        "detail": detail,
+    }
+    return Response(body, status_code=status, media_type=PROBLEM_JSON, headers=headers)
+
+
+def domain_error(_: Request[Any, Any, Any], error: MnemoloopError) -> Response[Any]:
+    status = next((code for kind, code in DOMAIN_STATUS.items() if isinstance(error, kind)), 500)
+    if status >= 500:
+        log.error("request failed: %s", error)
+    return problem(status, str(error))
+
+
+def validation_error(_: Request[Any, Any, Any], error: ValidationException) -> Response[Any]:
+    fields = [
+        f"{item.get('key') or 'body'}: {item.get('message')}"
+        for item in (error.extra if isinstance(error.extra, list) else [])
+        if isinstance(item, dict)
+    ]
+    detail = "; ".join(fields) or str(error.detail)
+    return problem(400, detail)
+
+
+def http_error(_: Request[Any, Any, Any], error: HTTPException) -> Response[Any]:
+    return problem(error.status_code, str(error.detail), headers=error.headers)
+
+
+def unexpected_error(request: Request[Any, Any, Any], error: Exception) -> Response[Any]:
+    log.exception("unexpected error in %s %s", request.method, request.url.path)
+    return problem(HTTP_500_INTERNAL_SERVER_ERROR, "internal error; see the service log")
+
+
+EXCEPTION_HANDLERS: dict[type[Exception] | int, Any] = {
+    MnemoloopError: domain_error,
+    ValidationException: validation_error,
+    HTTPException: http_error,
+    Exception: unexpected_error,
+}

@@ -1,0 +1,139 @@
+"""Request and response bodies. JSON field names are camelCase, as in the seed."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import msgspec
+
+AppId = Annotated[
+    str,
+    msgspec.Meta(
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$",
+        max_length=64,
+        description="letters, digits, '_', '.', '-'; at most 64",
+    ),
+]
+
+
+class Body(msgspec.Struct, rename="camel", forbid_unknown_fields=True):
+    pass
+
+
+class InstallApp(Body):
+    app_id: AppId
+    name: Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
+
+
+class PostMessage(Body):
+    content: Annotated[str, msgspec.Meta(min_length=1, max_length=32_000)]
+
+
+class EndConversation(Body):
+    reason: Annotated[str, msgspec.Meta(min_length=1, max_length=200)] = "app"
+
+
+class Reply(msgspec.Struct, rename="camel"):
+    pass
+
+
+class InstalledAppOut(Reply):
+    app_id: str
+    name: str
+    installed: bool
+    api_key: str
+
+
+class AppOut(Reply):
+    app_id: str
+    name: str
+    installed: bool
+    memory_count: int
+
+
+class AppsOut(Reply):
+    apps: list[AppOut]
+
+
+class UninstalledOut(Reply):
+    success: bool
+    purged_memories: int
+
+
+class ConversationCreatedOut(Reply):
+    conversation_id: str
+
+
+class AcceptedOut(Reply):
+    accepted: bool
+
+
+class MessageOut(Reply):
+    role: str
+    content: str
+    created_at: str
+
+
+class ConversationOut(Reply):
+    conversation_id: str
+    app_id: str
+    status: str
+    end_reason: str | None
+    messages: list[MessageOut]
+
+
+class MemoryOut(Reply):
+    id: int
+    content: str
+    created_at: str
+    updated_at: str
+    source_conversation_id: str | None
+    metadata: dict[str, Any]
+
+
+class MemoriesOut(Reply):
+    memories: list[MemoryOut]
+
+
+class PurgedOut(Reply):
+    success: bool
+    deleted_count: int
+
+
+class SuccessOut(Reply):
+    success: bool
+
+
+class JobOut(Reply):
+    id: int
+    app_id: str
+    conversation_id: str
+    status: str
+    attempts: int
+    last_error: str | None
+    created_at: str
+    updated_at: str
+
+
+class JobsOut(Reply):
+    jobs: list[JobOut]
+
+
+class EnergyOut(Reply):
+    capacity: float
+    level: float
+    memory_spent: int
+    conversation_spent: int
+
+
+class HealthOut(Reply):
+    status: str
+
+
+class Problem(Reply):
+    """RFC 9457 problem details."""
+
+    type: str
+    title: str
+    status: int
+    detail: str

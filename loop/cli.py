@@ -1,0 +1,170 @@
+"""The `mnemoloop` command."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
+from dataclasses import asdict
+
+import anyio
+
+from loop.llm.select import NoModelLoaded
+from loop.migrations import MigrationError, apply_migrations
+from loop.runner import HttpAppFactory, ServeRefused, serve
+from loop.service import Services, open_services
+from loop.settings import Settings, SettingsError, load_settings
+from memory_agent.errors import MnemoloopError
+
+Command = Callable[[Settings, argparse.Namespace], Awaitable[int]]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mnemoloop", description="A self-maintaining per-app memory for LLM-driven apps."
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="log every memory event")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    commands.add_parser("serve", help="run the loop, the memory worker and the HTTP API")
+    chat = commands.add_parser("chat", help="talk to an app's assistant in this terminal")
+    chat.add_argument("app_id")
+    commands.add_parser("migrate", help="bring the database schema up to date")
+    commands.add_parser("demo", help="a scripted run over two apps with the configured model")
+
+    apps = commands.add_parser("apps", help="install, uninstall and list apps").add_subparsers(
+        dest="action", required=True, metavar="ACTION"
+    )
+    install = apps.add_parser("install", help="install (or re-install) an app")
+    install.add_argument("app_id")
+    install.add_argument("--name", help="display name (default: the app id)")
+    uninstall = apps.add_parser("uninstall", help="uninstall an app (memories are kept)")
+    uninstall.add_argument("app_id")
+    uninstall.add_argument("--purge-memories", action="store_true", help="delete its memories")
+    apps.add_parser("list", help="list apps with their memory counts")
+
+    memories = commands.add_parser(
+        "memories", help="list, export, purge and delete memories"
+    ).add_subparsers(dest="action", required=True, metavar="ACTION")
+    memories.add_parser("list", help="an app's memories, newest first").add_argument("app_id")
+    export = memories.add_parser("export", help="memories as JSON (one app, or all)")
+    export.add_argument("app_id", nargs="?")
+    memories.add_parser("purge", help="delete all of an app's memories").add_argument("app_id")
+    delete = memories.add_parser("delete", help="delete one memory")
+    delete.add_argument("app_id")
+    delete.add_argument("memory_id", type=int)
+    return parser
+
+
+def main(
+    argv: Sequence[str] | None = None, *, http_app_factory: HttpAppFactory | None = None
+) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO if args.verbose or args.command == "serve" else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(message)s"
+        if args.command == "serve"
+        else "%(message)s",
+    )
+    try:
+        settings = load_settings()
+        if args.command == "serve":
+            if http_app_factory is None:
+                raise SystemExit("mnemoloop: serve needs the HTTP app; run the `mnemoloop` command")
+            anyio.run(serve, settings, http_app_factory)
+            return 0
+        return anyio.run(_COMMANDS[args.command], settings, args)
+    except (SettingsError, ServeRefused, MigrationError, MnemoloopError) as error:
+        print(f"mnemoloop: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+async def _migrate(settings: Settings, args: argparse.Namespace) -> int:
+    applied = await anyio.to_thread.run_sync(apply_migrations, settings.db)
+    print(
+        f"{settings.db}: applied {len(applied)} migration(s)"
+        + "".join(f"\n  {m.version:04d} {m.name}" for m in applied)
+    )
+    return 0
+
+
+async def _apps(settings: Settings, args: argparse.Namespace) -> int:
+    async with _admin_services(settings) as services:
+        if args.action == "install":
+            installed = await services.registry.install(args.app_id, args.name or args.app_id)
+            print(f"installed {args.app_id}; its API key (shown once): {installed.api_key}")
+        elif args.action == "uninstall":
+            purged = await services.registry.uninstall(
+                args.app_id, purge_memories=args.purge_memories
+            )
+            print(f"uninstalled {args.app_id}; purged {purged} memories")
+        else:
+            for app in await services.registry.list():
+                state = "installed" if app.installed else "uninstalled"
+                print(f"{app.app_id}\t{app.name}\t{state}\t{app.memory_count} memories")
+    return 0
+
+
+async def _memories(settings: Settings, args: argparse.Namespace) -> int:
+    async with _admin_services(settings) as services:
+        if args.action == "list":
+            await services.registry.require(args.app_id)
+            for memory in await services.agent.store.list_newest(args.app_id, 10_000):
+                print(f"[{memory.id}] {memory.created_at[:10]} {memory.content}")
+        elif args.action == "export":
+            app_ids = (
+                [args.app_id] if args.app_id else [a.app_id for a in await services.registry.list()]
+            )
+            exported = {}
+            for app_id in app_ids:
+                await services.registry.require(app_id)
+                exported[app_id] = [
+                    asdict(m) for m in await services.agent.store.list_oldest_first(app_id)
+                ]
+            print(json.dumps(exported, indent=2, ensure_ascii=False))
+        elif args.action == "purge":
+            await services.registry.require(args.app_id)
+            print(f"deleted {await services.agent.delete_app_memories(args.app_id)} memories")
+        else:
+            await services.registry.require(args.app_id)
+            if not await services.agent.delete_memory(args.app_id, args.memory_id):
+                print(
+                    f"mnemoloop: no memory {args.memory_id} in app {args.app_id}", file=sys.stderr
+                )
+                return 1
+            print(f"deleted memory {args.memory_id}")
+    return 0
+
+
+def _admin_services(settings: Settings) -> AbstractAsyncContextManager[Services]:
+    model = NoModelLoaded()
+    return open_services(settings, chat_model=model, memory_model=model)
+
+
+async def _chat(settings: Settings, args: argparse.Namespace) -> int:
+    from loop.terminal_chat import run_chat
+
+    async with open_services(settings) as services:
+        return await run_chat(services, args.app_id)
+
+
+async def _demo(settings: Settings, args: argparse.Namespace) -> int:
+    from loop.demo import run_demo
+
+    async with open_services(settings) as services:
+        return await run_demo(services)
+
+
+_COMMANDS: dict[str, Command] = {
+    "migrate": _migrate,
+    "apps": _apps,
+    "memories": _memories,
+    "chat": _chat,
+    "demo": _demo,
+}
+
+__all__ = ["Services", "main"]

@@ -1,0 +1,41 @@
+"""Errors of the host, beside `memory_agent.errors` whose base they share.
+
+MnemoloopError
+├── AppNotFound               no app with this id
+├── AppNotInstalled           the app exists but is uninstalled (conflict)
+├── ConversationNotFound      no conversation with this id
+├── ConversationEnded         the conversation no longer takes messages (conflict)
+└── NoChatModel               no usable model backend; the message says how to fix it
+"""
+
+from __future__ import annotations
+
+from memory_agent.errors import MnemoloopError
+
+
+class AppNotFound(MnemoloopError):
+    def __init__(self, app_id: str) -> None:
+        super().__init__(f"app {app_id!r} not found")
+        self.app_id = app_id
+
+
+class AppNotInstalled(MnemoloopError):
+    def __init__(self, app_id: str) -> None:
+        super().__init__(f"app {app_id!r} is uninstalled")
+        self.app_id = app_id
+
+
+class ConversationNotFound(MnemoloopError):
+    def __init__(self, conversation_id: str) -> None:
+        super().__init__(f"conversation {conversation_id!r} not found")
+        self.conversation_id = conversation_id
+
+
+class ConversationEnded(MnemoloopError):
+    def __init__(self, conversation_id: str) -> None:
+        super().__init__(f"conversation {conversation_id!r} has ended")
+        self.conversation_id = conversation_id
+
+
+class NoChatModel(MnemoloopError):
+    pass

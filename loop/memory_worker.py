@@ -1,0 +1,120 @@
+"""Runs memory jobs in order: one at a time per app, many apps at once, above the energy floor."""
+
+from __future__ import annotations
+
+import logging
+
+import anyio
+from anyio.abc import TaskGroup
+
+from loop.conversations import ConversationStore
+from loop.energy import EnergyBudget
+from loop.jobs import JobStatus, MemoryJob, MemoryJobStore
+from loop.signals import InFlight
+from memory_agent import MemoryCreationRequest, MemorySubAgent
+from memory_agent.errors import MnemoloopError
+
+log = logging.getLogger("mnemoloop.worker")
+
+
+class MemoryWorker:
+    def __init__(
+        self,
+        *,
+        jobs: MemoryJobStore,
+        conversations: ConversationStore,
+        agent: MemorySubAgent,
+        energy: EnergyBudget,
+        max_concurrent: int,
+        poll_interval: float = 0.5,
+    ) -> None:
+        self._jobs = jobs
+        self._conversations = conversations
+        self._agent = agent
+        self._energy = energy
+        self._max_concurrent = max_concurrent
+        self._poll_interval = poll_interval
+        self._running_apps = InFlight()
+        self._stopping = False
+
+    async def run(self) -> None:
+        recovered = await self._jobs.recover_interrupted()
+        if recovered:
+            log.info("requeued %d memory jobs interrupted by a stop", recovered)
+        async with anyio.create_task_group() as group:
+            while not self._stopping:
+                wait = await self._start_ready_jobs(group)
+                await self._conversations.job_queued.wait(wait)
+
+    async def drain(self, grace: float) -> None:
+        """Stop taking jobs; wait up to `grace` seconds for running ones (the rest are requeued)."""
+        self._stopping = True
+        self._conversations.job_queued.set()
+        with anyio.move_on_after(grace):
+            await self._running_apps.wait_empty()
+
+    async def _start_ready_jobs(self, group: TaskGroup) -> float:
+        """Start what may start now; return how long to wait before looking again."""
+        if not self._energy.memory_work_allowed():
+            deferred = await self._jobs.defer_pending(
+                f"energy {self._energy.level:.0f} is below the memory floor"
+            )
+            if deferred:
+                log.info("deferred %d memory jobs until energy recovers", deferred)
+            return min(max(self._energy.seconds_until_memory_work(), 0.05), 5.0)
+        resumed = await self._jobs.resume_deferred()
+        if resumed:
+            log.info("resumed %d deferred memory jobs", resumed)
+        while len(self._running_apps) < self._max_concurrent and not self._stopping:
+            job = await self._jobs.claim_next({str(app) for app in self._running_apps.keys()})
+            if job is None:
+                break
+            self._running_apps.add(job.app_id)
+            group.start_soon(self._run_and_release, job)
+        return self._poll_interval
+
+    async def _run_and_release(self, job: MemoryJob) -> None:
+        try:
+            await self.run_job(job)
+        finally:
+            self._running_apps.discard(job.app_id)
+            self._conversations.job_queued.set()
+
+    async def run_job(self, job: MemoryJob) -> JobStatus:
+        """Write the conversation's memory; record `done`, `skipped` (with why) or `failed`."""
+        status: JobStatus
+        error: str | None = None
+        try:
+            conversation = await self._conversations.get(job.conversation_id)
+            await self._agent.create_memory(
+                MemoryCreationRequest(job.app_id, job.conversation_id, conversation.chat_messages())
+            )
+            status = "done"
+        except anyio.get_cancelled_exc_class():
+            with anyio.CancelScope(shield=True):
+                # Stopped mid-job: leave it `running`, which a restart requeues.
+                await self._charge_memory_energy()
+            raise
+        except MnemoloopError as failure:
+            # Already logged by the sub-agent; the conversation is unaffected.
+            status, error = "skipped", f"{type(failure).__name__}: {failure}"
+        except Exception as failure:
+            log.exception("memory job %d failed unexpectedly", job.id)
+            status, error = "failed", f"{type(failure).__name__}: {failure}"
+        await self._charge_memory_energy()
+        await self._jobs.finish(job.id, status, error)
+        return status
+
+    async def run_now(self, conversation_id: str) -> MemoryJob | None:
+        """Run this conversation's waiting job at once (for the terminal chat and the demo).
+
+        Below the energy floor the job is left waiting for `serve`. Returns the job as it ends.
+        """
+        if self._energy.memory_work_allowed():
+            job = await self._jobs.claim_for_conversation(conversation_id)
+            if job is not None:
+                await self.run_job(job)
+        return await self._jobs.for_conversation(conversation_id)
+
+    async def _charge_memory_energy(self) -> None:
+        await self._energy.charge("memory", self._agent.get_energy_consumed_since_last_poll())

@@ -1,0 +1,90 @@
+"""Prometheus metrics of the running service."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from memory_agent.agent import AgentStats
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.retrieval_seconds = Histogram(
+            "mnemoloop_memory_retrieval_seconds",
+            "Time to read an app's memories and format its memory context.",
+            buckets=(0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.05, 0.1),
+            registry=self.registry,
+        )
+        self.answer_failures = Counter(
+            "mnemoloop_answer_failures",
+            "Conversation answers that failed and will be retried.",
+            registry=self.registry,
+        )
+        self._snapshot = _Snapshot()
+        self.registry.register(self._snapshot)
+
+    def render(
+        self,
+        *,
+        stats: AgentStats,
+        jobs_by_status: dict[str, int],
+        energy_spent: dict[str, int],
+        apps_with_memories: int,
+        apps: int,
+    ) -> bytes:
+        self._snapshot.stats = stats
+        self._snapshot.jobs = jobs_by_status
+        self._snapshot.energy = energy_spent
+        self._snapshot.apps = (apps_with_memories, apps)
+        return generate_latest(self.registry)
+
+
+class _Snapshot(Collector):
+    """Figures read at scrape time from the sub-agent, the job table and the energy budget."""
+
+    def __init__(self) -> None:
+        self.stats = AgentStats()
+        self.jobs: dict[str, int] = {}
+        self.energy: dict[str, int] = {}
+        self.apps = (0, 0)
+
+    def collect(self) -> Iterator[CounterMetricFamily | GaugeMetricFamily]:
+        created = CounterMetricFamily("mnemoloop_memories_created", "Memories written.")
+        created.add_metric([], self.stats.memories_created)
+        yield created
+        failed = CounterMetricFamily(
+            "mnemoloop_memory_creation_failures", "Memory creations skipped after an error."
+        )
+        failed.add_metric([], self.stats.creation_failures)
+        yield failed
+        compactions = CounterMetricFamily(
+            "mnemoloop_compactions", "Compaction steps by outcome.", labels=["outcome"]
+        )
+        for outcome in ("delete", "edit", "fifo"):
+            compactions.add_metric([outcome], self.stats.compactions.get(outcome, 0))
+        yield compactions
+        jobs = GaugeMetricFamily(
+            "mnemoloop_memory_jobs", "Memory jobs by status.", labels=["status"]
+        )
+        for status, count in sorted(self.jobs.items()):
+            jobs.add_metric([status], count)
+        yield jobs
+        energy = CounterMetricFamily(
+            "mnemoloop_energy_spent", "Energy units spent by kind.", labels=["kind"]
+        )
+        for kind, units in sorted(self.energy.items()):
+            energy.add_metric([kind], units)
+        yield energy
+        apps = GaugeMetricFamily(
+            "mnemoloop_apps", "Apps known, and apps holding memories.", labels=["with_memories"]
+        )
+        apps.add_metric(["true"], self.apps[0])
+        apps.add_metric(["false"], self.apps[1] - self.apps[0])
+        yield apps

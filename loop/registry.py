@@ -1,0 +1,114 @@
+"""Installed apps: install, uninstall (memories kept unless purged), re-install, keys."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+import sqlite3
+from dataclasses import dataclass
+
+from loop.errors import AppNotFound
+from memory_agent import MemorySubAgent
+from memory_agent.ports import Clock, Database, format_timestamp
+
+
+@dataclass(frozen=True)
+class App:
+    app_id: str
+    name: str
+    installed: bool
+    installed_at: str
+    uninstalled_at: str | None
+    memory_count: int = 0
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> App:
+        keys = row.keys()
+        return cls(
+            row["app_id"],
+            row["name"],
+            bool(row["installed"]),
+            row["installed_at"],
+            row["uninstalled_at"],
+            row["memory_count"] if "memory_count" in keys else 0,
+        )
+
+
+@dataclass(frozen=True)
+class InstalledApp:
+    app: App
+    api_key: str  # shown once; only its hash is stored
+
+
+def hash_key(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+class AppRegistry:
+    def __init__(self, database: Database, agent: MemorySubAgent, clock: Clock) -> None:
+        self._db = database
+        self._agent = agent
+        self._clock = clock
+
+    async def install(self, app_id: str, name: str) -> InstalledApp:
+        """Install, or re-install an uninstalled app (its memories come back), with a new key."""
+        key = "mlk_" + secrets.token_urlsafe(24)
+        now = format_timestamp(self._clock.now())
+        async with self._db.transaction() as tx:
+            await tx.execute(
+                "INSERT INTO apps (app_id, name, installed, installed_at, api_key_hash)"
+                " VALUES (?, ?, 1, ?, ?) ON CONFLICT (app_id) DO UPDATE SET name = excluded.name,"
+                " installed = 1, installed_at = excluded.installed_at, uninstalled_at = NULL,"
+                " api_key_hash = excluded.api_key_hash",
+                (app_id, name, now, hash_key(key)),
+            )
+        return InstalledApp(await self.require(app_id), key)
+
+    async def uninstall(self, app_id: str, *, purge_memories: bool = False) -> int:
+        """Mark the app uninstalled; the row stays so no cascade fires. Returns memories purged."""
+        await self.require(app_id)
+        async with self._db.transaction() as tx:
+            await tx.execute(
+                "UPDATE apps SET installed = 0, uninstalled_at = ?, api_key_hash = NULL"
+                " WHERE app_id = ?",
+                (format_timestamp(self._clock.now()), app_id),
+            )
+        return await self._agent.delete_app_memories(app_id) if purge_memories else 0
+
+    async def get(self, app_id: str) -> App | None:
+        row = await self._db.fetch_one("SELECT * FROM apps WHERE app_id = ?", (app_id,))
+        return App.from_row(row) if row else None
+
+    async def require(self, app_id: str) -> App:
+        app = await self.get(app_id)
+        if app is None:
+            raise AppNotFound(app_id)
+        return app
+
+    async def list(self) -> list[App]:
+        rows = await self._db.fetch_all(
+            "SELECT a.*, (SELECT COUNT(*) FROM app_memories m WHERE m.app_id = a.app_id)"
+            " AS memory_count FROM apps a ORDER BY a.app_id"
+        )
+        return [App.from_row(row) for row in rows]
+
+    async def get_app_id_for_conversation(self, conversation_id: str) -> str | None:
+        row = await self._db.fetch_one(
+            "SELECT app_id FROM conversations WHERE conversation_id = ?", (conversation_id,)
+        )
+        return row["app_id"] if row else None
+
+    async def key_matches(self, app_id: str, key: str) -> bool:
+        row = await self._db.fetch_one(
+            "SELECT api_key_hash FROM apps WHERE app_id = ? AND installed = 1", (app_id,)
+        )
+        stored = row["api_key_hash"] if row else None
+        # Compare even when there is nothing stored, so timing says nothing about the app.
+        return hmac.compare_digest(stored or "-" * 64, hash_key(key)) and stored is not None
+
+    async def app_for_key(self, key: str) -> str | None:
+        row = await self._db.fetch_one(
+            "SELECT app_id FROM apps WHERE api_key_hash = ? AND installed = 1", (hash_key(key),)
+        )
+        return row["app_id"] if row else None

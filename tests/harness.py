@@ -1,0 +1,80 @@
+"""Helpers to run the real service (real SQLite file, real loop and worker) in a test."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from loop.service import Services, open_services
+from loop.settings import Settings
+from memory_agent import ChatModel, ChatReply, ToolCall
+from tests.fakes import COMPACTION_PREFIX, CREATION_PREFIX, FunctionModel, ModelCall
+
+
+def settings_for(db: Path, **overrides: Any) -> Settings:
+    return Settings(db=db, llm="local", **overrides)
+
+
+@asynccontextmanager
+async def service(
+    db: Path, model: ChatModel, *, memory_model: ChatModel | None = None, **overrides: Any
+) -> AsyncIterator[Services]:
+    async with open_services(
+        settings_for(db, **overrides), chat_model=model, memory_model=memory_model or model
+    ) as services:
+        yield services
+
+
+@asynccontextmanager
+async def running(services: Services) -> AsyncIterator[Services]:
+    """The central loop and the memory worker running in the background, as `serve` runs them."""
+    async with anyio.create_task_group() as group:
+        group.start_soon(services.central.run)
+        group.start_soon(services.worker().run)
+        yield services
+        group.cancel_scope.cancel()
+
+
+async def eventually(check: Callable[[], Awaitable[Any]], timeout: float = 10.0) -> Any:  # noqa: ASYNC109
+    """Poll until `check()` is truthy; fail with the last value after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    value = None
+    while time.monotonic() < deadline:
+        value = await check()
+        if value:
+            return value
+        await anyio.sleep(0.02)
+    raise AssertionError(f"condition not met within {timeout} s (last value: {value!r})")
+
+
+def assistant_model(
+    reply: str = "Happy to help.",
+    *,
+    memory: str = "The user talked about {topic}. They were clear about it.",
+    end_on: str | None = None,
+    compaction: Callable[[ModelCall], str] | None = None,
+) -> FunctionModel:
+    """Answers conversations with `reply` (calling end_conversation when the last user message
+    contains `end_on`), writes memories naming the conversation's first user message."""
+
+    def answer(call: ModelCall) -> str | ChatReply:
+        if call.prompt.startswith(CREATION_PREFIX):
+            topic = call.prompt.split("User: ", 1)[1].split("\n")[0].rstrip(".")
+            return memory.format(topic=topic)
+        if call.prompt.startswith(COMPACTION_PREFIX):
+            return compaction(call) if compaction else "no decision"
+        last = call.messages[-1].content
+        if end_on and end_on in last:
+            return ChatReply("Goodbye!", tool_calls=(ToolCall("end_conversation"),))
+        return reply
+
+    return FunctionModel(answer)
+
+
+def conversation_calls(model: FunctionModel) -> list[ModelCall]:
+    return [c for c in model.calls if c.tools]

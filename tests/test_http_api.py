@@ -1,0 +1,247 @@
+"""Every route of the admin API on a real service.
+
+The client is httpx over `ASGITransport`, so the app runs on the test's own event loop, where
+the service's aiosqlite connection and locks live (Litestar 2's AsyncTestClient would run it
+on a thread of its own).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+from httpx import ASGITransport, AsyncClient
+
+from admin_api import create_app
+from tests.harness import assistant_model, eventually, running, service
+
+pytestmark = pytest.mark.anyio
+ADMIN = {"Authorization": "Bearer admin-secret"}
+
+
+@pytest.fixture
+async def services(db_path) -> AsyncIterator:
+    async with service(db_path, assistant_model()) as services, running(services):
+        yield services
+
+
+@pytest.fixture
+async def client(services) -> AsyncIterator[AsyncClient]:
+    transport = ASGITransport(app=create_app(services, "admin-secret"))
+    async with AsyncClient(transport=transport, base_url="http://mnemoloop.test") as client:
+        yield client
+
+
+async def install(client, app_id: str = "cal", name: str = "Calendar") -> str:
+    response = await client.post("/apps", json={"appId": app_id, "name": name}, headers=ADMIN)
+    assert response.status_code == 201, response.text
+    return response.json()["apiKey"]
+
+
+async def converse(client, app_id: str, text: str, headers=ADMIN) -> str:
+    opened = await client.post(f"/apps/{app_id}/conversations", headers=headers)
+    assert opened.status_code == 201, opened.text
+    conversation_id = opened.json()["conversationId"]
+    posted = await client.post(f"/conversations/{conversation_id}/messages",
+                               json={"content": text}, headers=headers)
+    assert posted.status_code == 202 and posted.json() == {"accepted": True}
+    return conversation_id
+
+
+async def remember(client, services, app_id: str, text: str) -> str:
+    """Talk, end, and wait for the memory job to finish."""
+    conversation_id = await converse(client, app_id, text)
+
+    async def answered() -> bool:
+        shown = await client.get(f"/conversations/{conversation_id}", headers=ADMIN)
+        return shown.json()["messages"][-1]["role"] == "assistant"
+
+    await eventually(answered)
+    ended = await client.post(f"/conversations/{conversation_id}/end", json={"reason": "done"},
+                              headers=ADMIN)
+    assert ended.status_code == 202
+
+    async def done() -> bool:
+        job = await services.jobs.for_conversation(conversation_id)
+        return job is not None and job.status == "done"
+
+    await eventually(done)
+    return conversation_id
+
+
+def assert_problem(response, status: int, *fragments: str) -> None:
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"].startswith("application/problem+json")
+    body = response.json()
+    assert body["status"] == status and body["title"]
+    for fragment in fragments:
+        assert fragment in body["detail"], body
+
+
+async def test_health_needs_no_token(client):
+    response = await client.get("/health")
+    assert response.status_code == 200 and response.json() == {"status": "ok"}
+
+
+async def test_openapi_is_open_and_describes_every_route(client):
+    response = await client.get("/schema/openapi.json")
+    assert response.status_code == 200
+    paths = response.json()["paths"]
+    for path in ("/apps", "/apps/{app_id}", "/apps/{app_id}/conversations",
+                 "/conversations/{conversation_id}/messages", "/conversations/{conversation_id}",
+                 "/conversations/{conversation_id}/end", "/apps/{app_id}/memories",
+                 "/apps/{app_id}/memories/{memory_id}", "/memory-jobs", "/energy", "/metrics",
+                 "/health"):
+        assert path in paths, path
+
+
+async def test_install_list_and_uninstall(client):
+    key = await install(client)
+    assert key.startswith("mlk_")
+    listed = await client.get("/apps", headers=ADMIN)
+    assert listed.json() == {"apps": [
+        {"appId": "cal", "name": "Calendar", "installed": True, "memoryCount": 0}]}
+    gone = await client.delete("/apps/cal", headers=ADMIN)
+    assert gone.json() == {"success": True, "purgedMemories": 0}
+    assert (await client.get("/apps", headers=ADMIN)).json()["apps"][0]["installed"] is False
+
+
+async def test_a_conversation_is_answered_and_ends_into_a_memory(client, services):
+    await install(client)
+    conversation_id = await remember(client, services, "cal", "Meetings after 2pm")
+    shown = await client.get(f"/conversations/{conversation_id}", headers=ADMIN)
+    body = shown.json()
+    assert body["status"] == "ended" and body["endReason"] == "done" and body["appId"] == "cal"
+    assert [m["role"] for m in body["messages"]] == ["user", "assistant"]
+    memories = (await client.get("/apps/cal/memories", headers=ADMIN)).json()["memories"]
+    assert len(memories) == 1
+    assert memories[0]["sourceConversationId"] == conversation_id
+    assert set(memories[0]) == {"id", "content", "createdAt", "updatedAt",
+                                "sourceConversationId", "metadata"}
+    jobs = (await client.get("/memory-jobs?appId=cal&status=done", headers=ADMIN)).json()["jobs"]
+    assert [j["conversationId"] for j in jobs] == [conversation_id]
+    again = await client.post(f"/conversations/{conversation_id}/end", headers=ADMIN)
+    assert again.status_code == 202  # idempotent
+
+
+async def test_seed_admin_scenarios_list_purge_delete_and_uninstall_keeps(client, services):
+    await install(client)
+    for n in range(3):
+        await remember(client, services, "cal", f"Fact {n}")
+    memories = (await client.get("/apps/cal/memories", headers=ADMIN)).json()["memories"]
+    assert len(memories) == 3
+
+    deleted = await client.delete(f"/apps/cal/memories/{memories[0]['id']}", headers=ADMIN)
+    assert deleted.json() == {"success": True}
+    assert_problem(await client.delete(f"/apps/cal/memories/{memories[0]['id']}", headers=ADMIN),
+                   404, "not found")
+
+    assert (await client.delete("/apps/cal", headers=ADMIN)).json()["purgedMemories"] == 0
+    assert len((await client.get("/apps/cal/memories", headers=ADMIN)).json()["memories"]) == 2
+
+    purged = await client.delete("/apps/cal/memories", headers=ADMIN)
+    assert purged.json() == {"success": True, "deletedCount": 2}
+    assert (await client.get("/apps/cal/memories", headers=ADMIN)).json() == {"memories": []}
+
+
+async def test_uninstall_with_purge_answers_the_true_count(client, services):
+    await install(client)
+    for n in range(2):
+        await remember(client, services, "cal", f"Fact {n}")
+    response = await client.delete("/apps/cal?purgeMemories=true", headers=ADMIN)
+    assert response.json() == {"success": True, "purgedMemories": 2}
+
+
+async def test_another_apps_memory_id_is_404_and_nothing_is_deleted(client, services):
+    await install(client, "a", "A")
+    await install(client, "b", "B")
+    await remember(client, services, "a", "Secret of A")
+    [memory] = (await client.get("/apps/a/memories", headers=ADMIN)).json()["memories"]
+    assert_problem(await client.delete(f"/apps/b/memories/{memory['id']}", headers=ADMIN), 404)
+    assert len((await client.get("/apps/a/memories", headers=ADMIN)).json()["memories"]) == 1
+
+
+@pytest.mark.parametrize("headers", [{}, {"Authorization": "Bearer wrong"},
+                                     {"Authorization": "Basic YTpi"}])
+async def test_admin_routes_refuse_a_missing_or_wrong_token(client, headers):
+    for method, path in [("GET", "/apps"), ("GET", "/apps/cal/memories"), ("GET", "/energy"),
+                         ("GET", "/metrics"), ("GET", "/memory-jobs"),
+                         ("POST", "/apps/cal/conversations")]:
+        assert_problem(await client.request(method, path, headers=headers), 401)
+
+
+async def test_an_app_key_opens_only_its_own_conversations(client):
+    key_a = await install(client, "a", "A")
+    await install(client, "b", "B")
+    own = {"Authorization": f"Bearer {key_a}"}
+    conversation_id = await converse(client, "a", "hello", headers=own)
+    assert (await client.get(f"/conversations/{conversation_id}", headers=own)).status_code == 200
+
+    assert_problem(await client.post("/apps/b/conversations", headers=own), 403)
+    other = await converse(client, "b", "hello b")
+    assert_problem(await client.get(f"/conversations/{other}", headers=own), 404)
+    assert_problem(await client.post(f"/conversations/{other}/end", headers=own), 404)
+    for path in ("/apps", "/apps/a/memories", "/energy", "/memory-jobs"):
+        assert_problem(await client.get(path, headers=own), 403)
+
+
+async def test_bad_bodies_are_400_naming_the_field(client):
+    assert_problem(await client.post("/apps", json={"name": "x"}, headers=ADMIN), 400, "appId")
+    assert_problem(await client.post("/apps", json={"appId": "bad id!", "name": "x"},
+                                     headers=ADMIN), 400, "appId")
+    assert_problem(await client.post("/apps", json={"appId": "ok", "name": ""}, headers=ADMIN),
+                   400, "name")
+    assert_problem(await client.post("/apps", json={"appId": "ok", "name": "x", "extra": 1},
+                                     headers=ADMIN), 400, "extra")
+    assert_problem(await client.post("/apps", content=b"\xff\xfe not json",
+                                     headers={**ADMIN, "content-type": "application/json"}), 400)
+    await install(client)
+    opened = await client.post("/apps/cal/conversations", headers=ADMIN)
+    conversation_id = opened.json()["conversationId"]
+    assert_problem(await client.post(f"/conversations/{conversation_id}/messages",
+                                     json={"content": ""}, headers=ADMIN), 400, "content")
+    assert_problem(await client.post(f"/conversations/{conversation_id}/messages",
+                                     json={"content": 7}, headers=ADMIN), 400, "content")
+    assert_problem(await client.get("/memory-jobs?status=bogus", headers=ADMIN), 400, "status")
+    assert_problem(await client.delete("/apps/cal/memories/notanumber", headers=ADMIN), 404)
+
+
+async def test_unknown_things_are_404_and_conflicts_are_409(client):
+    assert_problem(await client.get("/apps/nobody/memories", headers=ADMIN), 404, "nobody")
+    assert_problem(await client.delete("/apps/nobody", headers=ADMIN), 404)
+    assert_problem(await client.post("/apps/nobody/conversations", headers=ADMIN), 404)
+    assert_problem(await client.get("/conversations/nope", headers=ADMIN), 404)
+    assert_problem(await client.post("/conversations/nope/end", headers=ADMIN), 404)
+
+    await install(client)
+    conversation_id = await converse(client, "cal", "hi")
+    await client.post(f"/conversations/{conversation_id}/end", headers=ADMIN)
+    assert_problem(await client.post(f"/conversations/{conversation_id}/messages",
+                                     json={"content": "late"}, headers=ADMIN), 409, "ended")
+    await client.delete("/apps/cal", headers=ADMIN)
+    assert_problem(await client.post("/apps/cal/conversations", headers=ADMIN), 409,
+                   "uninstalled")
+
+
+async def test_a_body_over_64_kib_is_413(client):
+    await install(client)
+    response = await client.post("/apps", json={"appId": "big", "name": "x" * 70_000},
+                                 headers=ADMIN)
+    assert_problem(response, 413)
+
+
+async def test_energy_and_metrics_report_the_work_done(client, services):
+    await install(client)
+    await remember(client, services, "cal", "Count me")
+    energy = (await client.get("/energy", headers=ADMIN)).json()
+    assert set(energy) == {"capacity", "level", "memorySpent", "conversationSpent"}
+    assert energy["memorySpent"] > 0 and energy["conversationSpent"] > 0
+    metrics = await client.get("/metrics", headers=ADMIN)
+    assert metrics.headers["content-type"].startswith("text/plain")
+    text = metrics.text
+    assert "mnemoloop_memories_created_total 1.0" in text
+    assert 'mnemoloop_compactions_total{outcome="fifo"} 0.0' in text
+    assert 'mnemoloop_memory_jobs{status="done"} 1.0' in text
+    assert 'mnemoloop_energy_spent_total{kind="memory"}' in text
+    assert "mnemoloop_memory_retrieval_seconds_bucket" in text
+    assert 'mnemoloop_apps{with_memories="true"} 1.0' in text

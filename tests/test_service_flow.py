@@ -1,0 +1,259 @@
+"""The seed's scenarios at the service level: real database file, real loop and worker,
+scripted model."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+
+from loop.errors import AppNotInstalled, ConversationEnded
+from memory_agent import ChatReply
+from tests.fakes import FunctionModel, ModelCall, decision, ids_in_prompt
+from tests.harness import assistant_model, conversation_calls, eventually, running, service
+
+pytestmark = pytest.mark.anyio
+
+
+async def talk(services, app_id: str, text: str, *, end: bool = True) -> str:
+    conversation_id = await services.conversations.open(app_id)
+    await services.conversations.add_message(conversation_id, "user", text)
+    await eventually(lambda: _answered(services, conversation_id))
+    if end:
+        await services.conversations.end(conversation_id, "app")
+    return conversation_id
+
+
+async def _answered(services, conversation_id: str) -> bool:
+    conversation = await services.conversations.get(conversation_id)
+    return conversation.status == "ended" or conversation.messages[-1].role == "assistant"
+
+
+async def job_status(services, conversation_id: str) -> str | None:
+    job = await services.jobs.for_conversation(conversation_id)
+    return job.status if job else None
+
+
+async def settled(services, conversation_id: str) -> str | None:
+    status = await job_status(services, conversation_id)
+    return status if status in ("done", "skipped", "failed") else None
+
+
+async def test_a_memory_is_created_when_the_app_ends_the_conversation(db_path):
+    async with service(db_path, assistant_model()) as services, running(services):
+        await services.registry.install("cal", "Calendar")
+        conversation_id = await talk(services, "cal", "Meetings after 2pm please.")
+        assert await eventually(lambda: settled(services, conversation_id)) == "done"
+        [memory] = await services.agent.get_memories("cal")
+        assert memory.content == (
+            "The user talked about Meetings after 2pm please. They were clear about it."
+        )
+        assert memory.source_conversation_id == conversation_id
+        conversation = await services.conversations.get(conversation_id)
+        assert (conversation.status, conversation.end_reason) == ("ended", "app")
+
+
+async def test_the_end_conversation_tool_call_ends_it_and_writes_the_memory(db_path):
+    model = assistant_model(end_on="bye")
+    async with service(db_path, model) as services, running(services):
+        await services.registry.install("cal", "Calendar")
+        conversation_id = await talk(services, "cal", "Thanks, bye", end=False)
+        assert await eventually(lambda: settled(services, conversation_id)) == "done"
+        conversation = await services.conversations.get(conversation_id)
+        assert conversation.end_reason == "end_conversation"
+        assert conversation.messages[-1].content == "Goodbye!"
+        assert conversation_calls(model)[0].tools[0].name == "end_conversation"
+
+
+async def test_an_idle_conversation_is_ended_by_the_loop(db_path):
+    async with service(db_path, assistant_model(), idle_end_seconds=0.3) as services, \
+            running(services):
+        await services.registry.install("cal", "Calendar")
+        conversation_id = await talk(services, "cal", "Hello there", end=False)
+        assert await eventually(lambda: settled(services, conversation_id)) == "done"
+        conversation = await services.conversations.get(conversation_id)
+        assert conversation.end_reason == "idle"
+
+
+async def test_memories_are_in_the_context_of_the_same_app_only(db_path):
+    model = assistant_model()
+    async with service(db_path, model) as services, running(services):
+        await services.registry.install("cal", "Calendar")
+        await services.registry.install("food", "Recipes")
+        first = await talk(services, "cal", "I work on project Phoenix")
+        await eventually(lambda: settled(services, first))
+
+        await talk(services, "cal", "What do you know?", end=False)
+        await talk(services, "food", "Any dinner ideas?", end=False)
+
+    calls = conversation_calls(model)
+    same_app, other_app = calls[-2], calls[-1]
+    assert [m.role for m in same_app.messages] == ["system", "system", "user"]
+    block = same_app.messages[1].content
+    assert block.startswith("(memories for app: Calendar)\n")
+    assert "I work on project Phoenix" in block
+    assert [m.role for m in other_app.messages] == ["system", "user"]
+    assert all("Phoenix" not in m.content for m in other_app.messages)
+
+
+async def test_the_eleventh_memory_compacts_the_app_back_to_ten(db_path):
+    model = assistant_model(compaction=lambda call: decision("delete", ids_in_prompt(call)[0]))
+    async with service(db_path, model) as services, running(services):
+        await services.registry.install("cal", "Calendar")
+        ids = [await talk(services, "cal", f"Topic {n}") for n in range(11)]
+        for conversation_id in ids:
+            await eventually(lambda c=conversation_id: settled(services, c))
+        assert await services.agent.get_memory_count("cal") == 10
+        assert services.agent.stats.compactions["delete"] == 1
+        contents = [m.content for m in await services.agent.get_memories("cal")]
+        assert not any("Topic 0." in c for c in contents)
+
+
+async def test_uninstall_keeps_memories_purge_removes_them_and_reinstall_restores(db_path):
+    async with service(db_path, assistant_model()) as services, running(services):
+        await services.registry.install("cal", "Calendar")
+        conversation_id = await talk(services, "cal", "Remember this")
+        await eventually(lambda: settled(services, conversation_id))
+
+        assert await services.registry.uninstall("cal") == 0
+        assert await services.agent.get_memory_count("cal") == 1
+        with pytest.raises(AppNotInstalled):
+            await services.conversations.open("cal")
+
+        await services.registry.install("cal", "Calendar")
+        assert await services.agent.get_memory_count("cal") == 1
+
+        assert await services.registry.uninstall("cal", purge_memories=True) == 1
+        assert await services.agent.get_memory_count("cal") == 0
+
+
+async def test_memories_and_energy_persist_across_a_restart(db_path):
+    async with service(db_path, assistant_model()) as services, running(services):
+        await services.registry.install("cal", "Calendar")
+        conversation_id = await talk(services, "cal", "Persist me")
+        await eventually(lambda: settled(services, conversation_id))
+        spent = services.energy.report()
+
+    async with service(db_path, assistant_model()) as services:
+        assert [m.source_conversation_id for m in await services.agent.get_memories("cal")] == [
+            conversation_id
+        ]
+        after = services.energy.report()
+        assert (after.memory_spent, after.conversation_spent) == (
+            spent.memory_spent, spent.conversation_spent)
+        assert spent.memory_spent > 0 and spent.conversation_spent > 0
+
+
+async def test_jobs_below_the_energy_floor_wait_deferred_and_run_when_it_recovers(db_path):
+    async with service(db_path, assistant_model(), energy_capacity=100,
+                       energy_refill_per_second=0) as services, running(services):
+        await services.registry.install("cal", "Calendar")
+        await services.energy.set_level(10)  # below the 20 % floor; no refill
+        conversation_id = await talk(services, "cal", "Later please")
+        assert await eventually(
+            lambda: _is(job_status(services, conversation_id), "deferred"))
+        assert await services.agent.get_memory_count("cal") == 0
+
+        await services.energy.set_level(100)
+        assert await eventually(lambda: settled(services, conversation_id)) == "done"
+        assert await services.agent.get_memory_count("cal") == 1
+
+
+async def _is(status, wanted: str) -> bool:
+    return await status == wanted
+
+
+async def test_a_job_interrupted_by_a_crash_is_completed_after_restart(db_path):
+    stuck = anyio.Event()
+
+    async def hangs_on_memory(call: ModelCall) -> str:
+        if call.prompt.startswith("You are a memory creation assistant."):
+            stuck.set()
+            await anyio.sleep_forever()
+        return "Hi."
+
+    async with service(db_path, FunctionModel(hangs_on_memory)) as services:
+        await services.registry.install("cal", "Calendar")
+        conversation_id = await services.conversations.open("cal")
+        await services.conversations.add_message(conversation_id, "user", "Hello")
+        await services.conversations.end(conversation_id, "app")
+        with anyio.move_on_after(5):
+            async with anyio.create_task_group() as group:
+                group.start_soon(services.worker().run)
+                await stuck.wait()
+                group.cancel_scope.cancel()  # the worker dies mid-job
+        assert await job_status(services, conversation_id) == "running"
+
+    async with service(db_path, assistant_model()) as services, running(services):
+        assert await eventually(lambda: settled(services, conversation_id)) == "done"
+        job = await services.jobs.for_conversation(conversation_id)
+        assert job is not None and job.attempts == 2
+        assert await services.agent.get_memory_count("cal") == 1
+
+
+async def test_answering_never_waits_for_memory_work(db_path):
+    release = anyio.Event()
+
+    async def slow_memory(call: ModelCall) -> str | ChatReply:
+        if call.prompt.startswith("You are a memory creation assistant."):
+            await release.wait()
+            return "A slow memory was written. It took a while."
+        return "Quick answer."
+
+    model = FunctionModel(slow_memory)
+    async with service(db_path, model) as services, running(services):
+        await services.registry.install("cal", "Calendar")
+        first = await talk(services, "cal", "First")
+        await eventually(lambda: _is(job_status(services, first), "running"))
+
+        with anyio.fail_after(5):
+            second = await talk(services, "cal", "Second", end=False)
+        conversation = await services.conversations.get(second)
+        assert conversation.messages[-1].content == "Quick answer."
+        assert await job_status(services, first) == "running"
+        release.set()
+        assert await eventually(lambda: settled(services, first)) == "done"
+
+
+async def test_ending_twice_queues_one_job_and_messages_after_end_are_refused(db_path):
+    async with service(db_path, assistant_model()) as services:
+        await services.registry.install("cal", "Calendar")
+        conversation_id = await services.conversations.open("cal")
+        assert await services.conversations.end(conversation_id, "app") is True
+        assert await services.conversations.end(conversation_id, "app") is False
+        assert len(await services.jobs.list(app_id="cal")) == 1
+        with pytest.raises(ConversationEnded):
+            await services.conversations.add_message(conversation_id, "user", "late")
+
+
+async def test_a_failing_memory_model_skips_the_job_with_the_reason(db_path):
+    def no_memory(call: ModelCall) -> str:
+        if call.prompt.startswith("You are a memory creation assistant."):
+            return "Nope."
+        return "Fine."
+
+    async with service(db_path, FunctionModel(no_memory)) as services, running(services):
+        await services.registry.install("cal", "Calendar")
+        conversation_id = await talk(services, "cal", "Hello")
+        assert await eventually(lambda: settled(services, conversation_id)) == "skipped"
+        job = await services.jobs.for_conversation(conversation_id)
+        assert job is not None and "InvalidMemoryText" in (job.last_error or "")
+        conversation = await services.conversations.get(conversation_id)
+        assert conversation.status == "ended"
+
+
+async def test_conversation_and_memory_spending_are_charged_separately(db_path):
+    def costed(call: ModelCall) -> ChatReply:
+        from memory_agent import TokenUsage
+
+        if call.prompt.startswith("You are a memory creation assistant."):
+            return ChatReply("Memory one is here. It is short.", usage=TokenUsage(250, 50))
+        return ChatReply("Answer.", usage=TokenUsage(90, 20))
+
+    async with service(db_path, FunctionModel(costed), tokens_per_energy_unit=100) as services, \
+            running(services):
+        await services.registry.install("cal", "Calendar")
+        conversation_id = await talk(services, "cal", "Hello")
+        await eventually(lambda: settled(services, conversation_id))
+        report = services.energy.report()
+        assert (report.conversation_spent, report.memory_spent) == (2, 3)
+        assert report.level == pytest.approx(1000 - 5, abs=2)
