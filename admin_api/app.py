@@ -48,6 +48,8 @@ def create_app(services: Services, admin_token: str) -> Litestar:
             ),
         ),
         debug=False,
+        # The service configures logging once, for every part of it.
+        logging_config=None,
     )
     app.state.services = services
     app.state.admin_token = admin_token

@@ -89,8 +89,14 @@ class SqliteDatabase:
         async with self._write_lock:
             try:
                 await writer.execute("BEGIN IMMEDIATE")
-            except sqlite3.Error as error:
-                raise StorageError(f"cannot start a transaction: {error}", cause=error) from None
+            except BaseException as error:
+                # Cancelled while BEGIN ran on the connection's thread: it may have begun.
+                with anyio.CancelScope(shield=True):
+                    await _rollback(writer)
+                if isinstance(error, sqlite3.Error):
+                    raise StorageError(f"cannot start a transaction: {error}",
+                                       cause=error) from None
+                raise
             try:
                 yield _Transaction(writer)
                 # Once the body is done the commit must finish, even if we are cancelled:

@@ -63,12 +63,32 @@ async def serve(settings: Settings, http_app_factory: HttpAppFactory) -> None:
         )
         server = _Server(config)
         worker = services.worker()
+        server_stopped = anyio.Event()
+
+        async def run_server() -> None:
+            try:
+                await server.serve()
+            finally:
+                server_stopped.set()
+
         async with anyio.create_task_group() as group:
             group.start_soon(services.central.run)
             group.start_soon(worker.run)
-            group.start_soon(server.serve)
-            group.start_soon(_stop_on_signal, group.cancel_scope, server, services, worker)
+            group.start_soon(run_server)
             print(f"mnemoloop: serving on http://{settings.host}:{settings.port}", flush=True)
+            with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                async for received in signals:
+                    log.info("mnemoloop: %s received, draining", signal.Signals(received).name)
+                    break
+            # Stop taking requests and work, let what is in flight finish, then stop the rest.
+            server.should_exit = True
+            async with anyio.create_task_group() as drain:
+                drain.start_soon(services.central.drain, DRAIN_SECONDS)
+                drain.start_soon(worker.drain, DRAIN_SECONDS)
+            with anyio.move_on_after(DRAIN_SECONDS):
+                await server_stopped.wait()
+            group.cancel_scope.cancel()
+    print("mnemoloop: stopped", flush=True)
 
 
 class _Server(uvicorn.Server):
@@ -76,19 +96,3 @@ class _Server(uvicorn.Server):
     def capture_signals(self) -> Iterator[None]:
         # The runner owns SIGINT/SIGTERM, so that the loop and the worker drain too.
         yield
-
-
-async def _stop_on_signal(
-    scope: anyio.CancelScope, server: uvicorn.Server, services: Services, worker: Any
-) -> None:
-    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-        async for received in signals:
-            log.info("mnemoloop: %s received, draining", signal.Signals(received).name)
-            break
-    server.should_exit = True
-    with anyio.CancelScope(shield=True):
-        async with anyio.create_task_group() as group:
-            group.start_soon(services.central.drain, DRAIN_SECONDS)
-            group.start_soon(worker.drain, DRAIN_SECONDS)
-    scope.cancel()
-    print("mnemoloop: stopped", flush=True)

@@ -43,18 +43,20 @@ def normalise_memory_text(raw: str, *, max_chars: int) -> str:
     """Make a model's answer into one memory paragraph, or raise `InvalidMemoryText`.
 
     Strips reasoning blocks, code fences and a leading "Memory:" label, folds white space into
-    one paragraph, keeps at most four sentences, and requires two and at most `max_chars`.
+    one paragraph, keeps at most four sentences (fewer if that fits `max_chars`), and requires
+    two sentences within `max_chars`.
     """
     text = strip_reasoning(raw)
     text = _LABEL.sub("", text, count=1)
     text = " ".join(text.split()).strip("*_ ")
     if not text:
         raise InvalidMemoryText("the answer is empty")
-    sentences = split_sentences(text)
-    if len(sentences) > MAX_SENTENCES:
-        # Extra sentences are trailing detail: keep the first four rather than lose the memory.
-        text = " ".join(sentences[:MAX_SENTENCES])
-        sentences = sentences[:MAX_SENTENCES]
+    sentences = split_sentences(text)[:MAX_SENTENCES]
+    # Trailing sentences are the least essential: drop them (down to two) to fit the limit,
+    # rather than lose the whole memory.
+    while len(sentences) > MIN_SENTENCES and len(" ".join(sentences)) > max_chars:
+        sentences.pop()
+    text = " ".join(sentences)
     if len(sentences) < MIN_SENTENCES:
         raise InvalidMemoryText(
             f"it has {len(sentences)} sentence, the memory needs {MIN_SENTENCES}-{MAX_SENTENCES}"

@@ -91,6 +91,14 @@ async def test_an_answer_that_stays_invalid_is_not_stored(database, clock, answe
     assert agent.stats.creation_failures == 1
 
 
+async def test_trailing_sentences_are_dropped_to_fit_the_length_limit(database, clock):
+    await install_app(database, "calendar")
+    answer = "The user likes tea. They drink it at noon. They also said " + "much " * 80 + "more."
+    agent = MemorySubAgent(database, memory_model(answer), clock=clock, max_chars=100)
+    created = await agent.create_memory(request())
+    assert created.memory.content == "The user likes tea. They drink it at noon."
+
+
 async def test_more_than_four_sentences_keep_the_first_four(database, clock):
     await install_app(database, "calendar")
     answer = "One is here. Two is here. Three is here. Four is here. Five is here."

@@ -124,10 +124,21 @@ async def test_connection_refused_becomes_unavailable(model):
         await model.chat([ChatMessage("user", "x")])
 
 
+TAGS = {"models": [{
+    "name": "llama3.2:1b", "model": "llama3.2:1b", "modified_at": "2025-10-01T10:00:00Z",
+    "size": 1321098329,
+    "digest": "baf6a787fdffd633537aa2eb51cfd54cb93ff08e28040095462bb63daf552878",
+    "details": {"parent_model": "", "format": "gguf", "family": "llama", "families": ["llama"],
+                "parameter_size": "1.2B", "quantization_level": "Q8_0"},
+}]}
+
+
 @respx.mock
-async def test_has_model_asks_show(model):
-    respx.post(f"{HOST}/api/show").respond(404, json={"error": "model not found"})
-    assert await model.has_model() is False
+async def test_has_model_reads_the_pulled_models(model):
+    respx.get(f"{HOST}/api/tags").respond(json=TAGS)
+    assert await model.has_model() is True
+    other = OllamaChatModel("qwen2.5", host=HOST)
+    assert await other.has_model() is False
 
 
 @respx.mock

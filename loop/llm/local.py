@@ -101,6 +101,8 @@ class LocalChatModel(ChatModel):
             "messages": payload,
             "max_tokens": self._max_answer_tokens,
             "temperature": self._temperature,
+            # Small models fall into loops of one repeated sentence without it.
+            "repeat_penalty": 1.3,
         }
         if json_schema is not None:
             options["response_format"] = {"type": "json_object", "schema": json_schema}

@@ -106,15 +106,12 @@ class OllamaChatModel(ChatModel):
         )
 
     async def has_model(self) -> bool:
-        """True when the server answers and has this model pulled."""
+        """True when the server answers and has this model pulled (`/api/tags`)."""
         with translated_ollama_errors(self.name):
-            try:
-                await self._client.show(self.model)
-            except ollama.ResponseError as error:
-                if error.status_code == 404:
-                    return False
-                raise
-        return True
+            listed = await self._client.list()
+        wanted = self.model if ":" in self.model else f"{self.model}:latest"
+        return any(wanted in (entry.model, getattr(entry, "name", None))
+                   for entry in listed.models)
 
     async def aclose(self) -> None:
         await self._client.close()  # type: ignore[no-untyped-call]

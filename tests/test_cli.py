@@ -1,0 +1,84 @@
+"""The `mnemoloop` command as a user runs it: a real process on a real database file."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def mnemoloop(db: Path, *args: str, env: dict[str, str] | None = None
+              ) -> subprocess.CompletedProcess[str]:
+    environment = {**os.environ, "MNEMOLOOP_DB": str(db), **(env or {})}
+    return subprocess.run([sys.executable, "-m", "admin_api.main", *args], env=environment,
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_install_list_export_purge_and_uninstall(db_path):
+    installed = mnemoloop(db_path, "apps", "install", "cal", "--name", "Calendar")
+    assert installed.returncode == 0, installed.stderr
+    assert "its API key (shown once): mlk_" in installed.stdout
+    listed = mnemoloop(db_path, "apps", "list")
+    assert listed.stdout.split("\t")[:3] == ["cal", "Calendar", "installed"]
+
+    import sqlite3
+    with sqlite3.connect(db_path) as connection:
+        connection.execute("INSERT INTO app_memories (app_id, content, created_at, updated_at,"
+                           " metadata) VALUES ('cal', 'Likes tea. Drinks it hot.', "
+                           "'2025-10-10T10:00:00.000000Z', '2025-10-10T10:00:00.000000Z', '{}')")
+
+    exported = json.loads(mnemoloop(db_path, "memories", "export", "cal").stdout)
+    assert [m["content"] for m in exported["cal"]] == ["Likes tea. Drinks it hot."]
+    assert "Likes tea" in mnemoloop(db_path, "memories", "list", "cal").stdout
+
+    uninstalled = mnemoloop(db_path, "apps", "uninstall", "cal")
+    assert "purged 0 memories" in uninstalled.stdout
+    assert "deleted 1 memories" in mnemoloop(db_path, "memories", "purge", "cal").stdout
+
+
+def test_errors_are_one_clear_line_and_a_nonzero_exit(db_path):
+    missing = mnemoloop(db_path, "memories", "list", "nobody")
+    assert missing.returncode == 2
+    assert missing.stderr.strip() == "mnemoloop: app 'nobody' not found"
+
+    bad = mnemoloop(db_path, "apps", "list", env={"MNEMOLOOP_MEMORY_LIMIT": "-1"})
+    assert bad.returncode == 2
+    assert bad.stderr.strip().startswith("mnemoloop: MNEMOLOOP_MEMORY_LIMIT='-1':")
+
+    mnemoloop(db_path, "apps", "install", "cal")
+    absent = mnemoloop(db_path, "memories", "delete", "cal", "99")
+    assert absent.returncode == 1 and "no memory 99" in absent.stderr
+
+    usage = mnemoloop(db_path, "memories", "delete", "cal", "not-a-number")
+    assert usage.returncode == 2 and "invalid int value" in usage.stderr
+
+
+def test_migrate_reports_what_it_applied(db_path):
+    first = mnemoloop(db_path, "migrate")
+    assert "applied 1 migration(s)" in first.stdout and "0001 initial" in first.stdout
+    assert "applied 0 migration(s)" in mnemoloop(db_path, "migrate").stdout
+
+
+def test_serve_refuses_a_public_bind_without_a_token(db_path):
+    refused = mnemoloop(db_path, "serve",
+                        env={"MNEMOLOOP_HOST": "0.0.0.0", "MNEMOLOOP_LLM": "local"})
+    assert refused.returncode == 2
+    assert "set MNEMOLOOP_ADMIN_TOKEN" in refused.stderr
+
+
+@pytest.mark.usefixtures("allow_model_requests")
+def test_chat_in_the_terminal_writes_the_memory_on_end(db_path):
+    mnemoloop(db_path, "apps", "install", "cal", "--name", "Calendar")
+    environment = {**os.environ, "MNEMOLOOP_DB": str(db_path), "MNEMOLOOP_LLM": "local"}
+    chat = subprocess.run(
+        [sys.executable, "-m", "admin_api.main", "chat", "cal"], env=environment,
+        input="I only drink green tea, never coffee.\n/end\n", capture_output=True, text=True,
+        timeout=180,
+    )
+    assert chat.returncode == 0, chat.stderr
+    assert "assistant> " in chat.stdout
+    assert "memory: " in chat.stdout
