@@ -18,7 +18,7 @@ MAX_BODY_BYTES = 64 * 1024
 
 
 def create_app(services: Services, admin_token: str) -> Litestar:
-    async def provide_services() -> Services:
+    def provide_services() -> Services:
         return services
 
     guarded = Router(
@@ -33,7 +33,9 @@ def create_app(services: Services, admin_token: str) -> Litestar:
     )
     app = Litestar(
         route_handlers=[health, guarded],
-        dependencies={"services": Provide(provide_services, use_cache=True)},
+        dependencies={
+            "services": Provide(provide_services, use_cache=True, sync_to_thread=False)
+        },
         exception_handlers=EXCEPTION_HANDLERS,
         request_max_body_size=MAX_BODY_BYTES,
         openapi_config=OpenAPIConfig(

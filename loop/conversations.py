@@ -121,6 +121,14 @@ class ConversationStore:
             [Message(m["role"], m["content"], m["created_at"]) for m in messages],
         )
 
+    async def chat_messages(self, conversation_id: str) -> list[ChatMessage]:
+        """The conversation's messages, for the model (one query; the memory worker's read)."""
+        rows = await self._db.fetch_all(
+            "SELECT role, content FROM messages WHERE conversation_id = ? ORDER BY id",
+            (conversation_id,),
+        )
+        return [ChatMessage(row["role"], row["content"]) for row in rows]
+
     async def unanswered(self, limit: int = 100) -> list[str]:
         """Open conversations whose last message is the user's, oldest activity first."""
         rows = await self._db.fetch_all(

@@ -2,8 +2,15 @@
 
 Reads run on a plain `sqlite3` connection on the event loop's thread: an indexed read of a
 few rows takes tens of microseconds, less than handing it to a thread would, and in WAL mode
-a reader never waits for a writer. Writes go through one aiosqlite connection in
-`BEGIN IMMEDIATE` transactions, serialised by a lock, so they never block the event loop.
+a reader never waits for a writer.
+
+Writes are serialised by one lock. A transaction of several statements runs on an aiosqlite
+connection (`BEGIN IMMEDIATE`), off the event loop. A single statement, atomic on its own in
+autocommit mode, runs on the loop's thread too, on a connection that never waits: it takes
+~20 µs there against ~150 µs for a trip to a thread. If another process holds the database's
+write lock, the statement goes the aiosqlite way instead and waits there, off the loop. That
+connection never checkpoints (which would fsync on the loop); the aiosqlite connection does,
+and every `_CHECKPOINT_EVERY`th single statement is sent its way so the WAL stays bounded.
 """
 
 from __future__ import annotations
@@ -11,6 +18,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import aiosqlite
@@ -29,12 +37,22 @@ _PRAGMAS = (
 )
 
 
+# The reader serves the hot path: map the file into memory (a page read is a memory read, not
+# a system call) and keep a larger page cache.
+_READER_PRAGMAS = ("PRAGMA query_only=ON", "PRAGMA mmap_size=268435456",
+                   "PRAGMA cache_size=-32768")
+_CHECKPOINT_EVERY = 500
+
+
 class SqliteDatabase:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self._reader: sqlite3.Connection | None = None
         self._writer: aiosqlite.Connection | None = None
-        self._write_lock = anyio.Lock()
+        self._loop_writer: sqlite3.Connection | None = None
+        # fast_acquire: an uncontended lock is taken without a trip round the event loop.
+        self._write_lock = anyio.Lock(fast_acquire=True)
+        self._single_writes = 0
 
     async def open(self) -> SqliteDatabase:
         """Apply pending migrations and open the connections."""
@@ -47,8 +65,13 @@ class SqliteDatabase:
                 await self._writer.execute(pragma)
             self._reader = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
             self._reader.row_factory = sqlite3.Row
-            for pragma in (*_PRAGMAS, "PRAGMA query_only=ON"):
+            for pragma in (*_PRAGMAS, *_READER_PRAGMAS):
                 self._reader.execute(pragma)
+            self._loop_writer = sqlite3.connect(self.path, isolation_level=None,
+                                                check_same_thread=False)
+            self._loop_writer.row_factory = sqlite3.Row
+            for pragma in (*_PRAGMAS, "PRAGMA busy_timeout=0", "PRAGMA wal_autocheckpoint=0"):
+                self._loop_writer.execute(pragma)
         except (sqlite3.Error, OSError) as error:
             await self.close()
             raise StorageError(f"cannot open database {self.path}: {error}", cause=error) from None
@@ -58,9 +81,10 @@ class SqliteDatabase:
         if self._writer is not None:
             await self._writer.close()
             self._writer = None
-        if self._reader is not None:
-            self._reader.close()
-            self._reader = None
+        for connection in (self._reader, self._loop_writer):
+            if connection is not None:
+                connection.close()
+        self._reader = self._loop_writer = None
 
     async def __aenter__(self) -> SqliteDatabase:
         return await self.open()
@@ -81,11 +105,39 @@ class SqliteDatabase:
         except sqlite3.Error as error:
             raise StorageError(f"read failed: {error}", cause=error) from None
 
+    async def execute(self, sql: str, params: Params = ()) -> WriteResult:
+        cursor = await self._single_statement(sql, params)
+        return WriteResult(cursor.rowcount, cursor.lastrowid)
+
+    async def execute_returning(self, sql: str, params: Params = ()) -> list[sqlite3.Row]:
+        cursor = await self._single_statement(sql, params, fetch=True)
+        return cursor.rows
+
+    async def _single_statement(self, sql: str, params: Params, fetch: bool = False
+                                ) -> _Outcome:
+        writer = self._write_connection()
+        async with self._write_lock:
+            self._single_writes += 1
+            if self._loop_writer is not None and self._single_writes % _CHECKPOINT_EVERY:
+                try:
+                    cursor = self._loop_writer.execute(sql, params)
+                    return _Outcome(cursor.fetchall() if fetch else [], cursor.rowcount,
+                                    cursor.lastrowid)
+                except sqlite3.OperationalError as error:
+                    if "locked" not in str(error) and "busy" not in str(error):
+                        raise StorageError(f"write failed: {error}", cause=error) from None
+                except sqlite3.Error as error:
+                    raise StorageError(f"write failed: {error}", cause=error) from None
+            try:
+                async_cursor = await writer.execute(sql, params)
+                rows = list(await async_cursor.fetchall()) if fetch else []
+                return _Outcome(rows, async_cursor.rowcount, async_cursor.lastrowid)
+            except sqlite3.Error as error:
+                raise StorageError(f"write failed: {error}", cause=error) from None
+
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[_Transaction]:
-        if self._writer is None:
-            raise StorageError("database is not open")
-        writer = self._writer
+        writer = self._write_connection()
         async with self._write_lock:
             try:
                 await writer.execute("BEGIN IMMEDIATE")
@@ -110,10 +162,22 @@ class SqliteDatabase:
                     raise StorageError(f"write failed: {error}", cause=error) from None
                 raise
 
+    def _write_connection(self) -> aiosqlite.Connection:
+        if self._writer is None:
+            raise StorageError("database is not open")
+        return self._writer
+
     def _read_connection(self) -> sqlite3.Connection:
         if self._reader is None:
             raise StorageError("database is not open")
         return self._reader
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    rows: list[sqlite3.Row]
+    rowcount: int
+    lastrowid: int | None
 
 
 async def _rollback(writer: aiosqlite.Connection) -> None:

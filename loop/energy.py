@@ -1,13 +1,21 @@
-"""The energy budget: a level that refills continuously up to capacity, kept in the database."""
+"""The energy budget: a level that refills continuously up to capacity, kept in the database.
+
+Every charge updates the budget in memory at once; the stored copy is written at most once
+per `SAVE_INTERVAL` and when the service closes, since a write per LLM call would cost more
+than the call's bookkeeping is worth. A crash can thus lose the record of the last second's
+spending; a restart loses nothing.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Literal
 
 from memory_agent.ports import Clock, Database, format_timestamp, parse_timestamp
 
 SpendingKind = Literal["memory", "conversation"]
+SAVE_INTERVAL = timedelta(seconds=1)
 
 
 @dataclass(frozen=True)
@@ -36,6 +44,8 @@ class EnergyBudget:
         self._level = capacity
         self._as_of = clock.now()
         self._spent = {"memory": 0, "conversation": 0}
+        self._saved_at: datetime | None = None
+        self._unsaved = False
 
     async def load(self) -> None:
         """Read the stored state, or store a full budget on first start."""
@@ -60,7 +70,14 @@ class EnergyBudget:
         self._level = max(0.0, self.level - units)
         self._as_of = now
         self._spent[kind] += units
-        await self._save()
+        self._unsaved = True
+        if self._saved_at is None or now - self._saved_at >= SAVE_INTERVAL:
+            await self._save()
+
+    async def flush(self) -> None:
+        """Write what is not stored yet (on close)."""
+        if self._unsaved:
+            await self._save()
 
     async def set_level(self, level: float) -> None:
         """For operators and tests: put the level at `level` now."""
@@ -86,16 +103,17 @@ class EnergyBudget:
         )
 
     async def _save(self) -> None:
-        async with self._db.transaction() as tx:
-            await tx.execute(
-                "INSERT INTO energy_state (id, level, updated_at, memory_spent, conversation_spent)"
-                " VALUES (1, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET level = excluded.level,"
-                " updated_at = excluded.updated_at, memory_spent = excluded.memory_spent,"
-                " conversation_spent = excluded.conversation_spent",
-                (
-                    self._level,
-                    format_timestamp(self._as_of),
-                    self._spent["memory"],
-                    self._spent["conversation"],
-                ),
-            )
+        self._saved_at = self._clock.now()
+        self._unsaved = False
+        await self._db.execute(
+            "INSERT INTO energy_state (id, level, updated_at, memory_spent, conversation_spent)"
+            " VALUES (1, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET level = excluded.level,"
+            " updated_at = excluded.updated_at, memory_spent = excluded.memory_spent,"
+            " conversation_spent = excluded.conversation_spent",
+            (
+                self._level,
+                format_timestamp(self._as_of),
+                self._spent["memory"],
+                self._spent["conversation"],
+            ),
+        )

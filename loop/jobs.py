@@ -74,63 +74,47 @@ class MemoryJobStore:
         placeholders = ",".join("?" * len(busy_apps))
         busy = f"AND app_id NOT IN ({placeholders})" if busy_apps else ""
         return await self._claim(
-            f"SELECT * FROM memory_jobs WHERE status = 'pending' {busy} ORDER BY id LIMIT 1",
+            f"SELECT id FROM memory_jobs WHERE status = 'pending' {busy} ORDER BY id LIMIT 1",
             tuple(busy_apps),
         )
 
     async def claim_for_conversation(self, conversation_id: str) -> MemoryJob | None:
         """Take this conversation's job if it is waiting (pending or deferred)."""
         return await self._claim(
-            "SELECT * FROM memory_jobs WHERE conversation_id = ?"
+            "SELECT id FROM memory_jobs WHERE conversation_id = ?"
             " AND status IN ('pending', 'deferred')",
             (conversation_id,),
         )
 
-    async def _claim(self, select: str, params: tuple[str, ...]) -> MemoryJob | None:
-        async with self._db.transaction() as tx:
-            row = await tx.fetch_one(select, params)
-            if row is None:
-                return None
-            await tx.execute(
-                "UPDATE memory_jobs SET status = 'running', attempts = attempts + 1,"
-                " updated_at = ? WHERE id = ?",
-                (self._now(), row["id"]),
-            )
-        job = MemoryJob.from_row(row)
-        return MemoryJob(
-            job.id,
-            job.app_id,
-            job.conversation_id,
-            "running",
-            job.attempts + 1,
-            job.last_error,
-            job.created_at,
-            job.updated_at,
+    async def _claim(self, select_id: str, params: tuple[str, ...]) -> MemoryJob | None:
+        # One statement picks and marks the job, so two claimers can never take the same one.
+        rows = await self._db.execute_returning(
+            "UPDATE memory_jobs SET status = 'running', attempts = attempts + 1, updated_at = ?"
+            f" WHERE id = ({select_id}) RETURNING *",
+            (self._now(), *params),
         )
+        return MemoryJob.from_row(rows[0]) if rows else None
 
     async def finish(self, job_id: int, status: JobStatus, error: str | None = None) -> None:
-        async with self._db.transaction() as tx:
-            await tx.execute(
-                "UPDATE memory_jobs SET status = ?, last_error = ?, updated_at = ? WHERE id = ?",
-                (status, error, self._now(), job_id),
-            )
+        await self._db.execute(
+            "UPDATE memory_jobs SET status = ?, last_error = ?, updated_at = ? WHERE id = ?",
+            (status, error, self._now(), job_id),
+        )
 
     async def defer_pending(self, reason: str) -> int:
-        async with self._db.transaction() as tx:
-            result = await tx.execute(
-                "UPDATE memory_jobs SET status = 'deferred', last_error = ?, updated_at = ?"
-                " WHERE status = 'pending'",
-                (reason, self._now()),
-            )
+        result = await self._db.execute(
+            "UPDATE memory_jobs SET status = 'deferred', last_error = ?, updated_at = ?"
+            " WHERE status = 'pending'",
+            (reason, self._now()),
+        )
         return result.rowcount
 
     async def resume_deferred(self) -> int:
-        async with self._db.transaction() as tx:
-            result = await tx.execute(
-                "UPDATE memory_jobs SET status = 'pending', last_error = NULL, updated_at = ?"
-                " WHERE status = 'deferred'",
-                (self._now(),),
-            )
+        result = await self._db.execute(
+            "UPDATE memory_jobs SET status = 'pending', last_error = NULL, updated_at = ?"
+            " WHERE status = 'deferred'",
+            (self._now(),),
+        )
         return result.rowcount
 
     async def has_waiting(self) -> bool:

@@ -36,6 +36,8 @@ class MemoryWorker:
         self._poll_interval = poll_interval
         self._running_apps = InFlight()
         self._stopping = False
+        # Jobs may have been deferred before a restart; after one resume we know.
+        self._may_have_deferred = True
 
     async def run(self) -> None:
         recovered = await self._jobs.recover_interrupted()
@@ -60,11 +62,14 @@ class MemoryWorker:
                 f"energy {self._energy.level:.0f} is below the memory floor"
             )
             if deferred:
+                self._may_have_deferred = True
                 log.info("deferred %d memory jobs until energy recovers", deferred)
             return min(max(self._energy.seconds_until_memory_work(), 0.05), 5.0)
-        resumed = await self._jobs.resume_deferred()
-        if resumed:
-            log.info("resumed %d deferred memory jobs", resumed)
+        if self._may_have_deferred:
+            self._may_have_deferred = False
+            resumed = await self._jobs.resume_deferred()
+            if resumed:
+                log.info("resumed %d deferred memory jobs", resumed)
         while len(self._running_apps) < self._max_concurrent and not self._stopping:
             job = await self._jobs.claim_next({str(app) for app in self._running_apps.keys()})
             if job is None:
@@ -85,9 +90,9 @@ class MemoryWorker:
         status: JobStatus
         error: str | None = None
         try:
-            conversation = await self._conversations.get(job.conversation_id)
+            messages = await self._conversations.chat_messages(job.conversation_id)
             await self._agent.create_memory(
-                MemoryCreationRequest(job.app_id, job.conversation_id, conversation.chat_messages())
+                MemoryCreationRequest(job.app_id, job.conversation_id, messages)
             )
             status = "done"
         except anyio.get_cancelled_exc_class():

@@ -55,25 +55,23 @@ class AppRegistry:
         """Install, or re-install an uninstalled app (its memories come back), with a new key."""
         key = "mlk_" + secrets.token_urlsafe(24)
         now = format_timestamp(self._clock.now())
-        async with self._db.transaction() as tx:
-            await tx.execute(
-                "INSERT INTO apps (app_id, name, installed, installed_at, api_key_hash)"
-                " VALUES (?, ?, 1, ?, ?) ON CONFLICT (app_id) DO UPDATE SET name = excluded.name,"
-                " installed = 1, installed_at = excluded.installed_at, uninstalled_at = NULL,"
-                " api_key_hash = excluded.api_key_hash",
-                (app_id, name, now, hash_key(key)),
-            )
+        await self._db.execute(
+            "INSERT INTO apps (app_id, name, installed, installed_at, api_key_hash)"
+            " VALUES (?, ?, 1, ?, ?) ON CONFLICT (app_id) DO UPDATE SET name = excluded.name,"
+            " installed = 1, installed_at = excluded.installed_at, uninstalled_at = NULL,"
+            " api_key_hash = excluded.api_key_hash",
+            (app_id, name, now, hash_key(key)),
+        )
         return InstalledApp(await self.require(app_id), key)
 
     async def uninstall(self, app_id: str, *, purge_memories: bool = False) -> int:
         """Mark the app uninstalled; the row stays so no cascade fires. Returns memories purged."""
         await self.require(app_id)
-        async with self._db.transaction() as tx:
-            await tx.execute(
-                "UPDATE apps SET installed = 0, uninstalled_at = ?, api_key_hash = NULL"
-                " WHERE app_id = ?",
-                (format_timestamp(self._clock.now()), app_id),
-            )
+        await self._db.execute(
+            "UPDATE apps SET installed = 0, uninstalled_at = ?, api_key_hash = NULL"
+            " WHERE app_id = ?",
+            (format_timestamp(self._clock.now()), app_id),
+        )
         return await self._agent.delete_app_memories(app_id) if purge_memories else 0
 
     async def get(self, app_id: str) -> App | None:

@@ -114,20 +114,23 @@ async def open_services(
             idle_end_seconds=settings.idle_end_seconds,
             max_concurrent=settings.max_concurrent_conversations,
         )
-        yield Services(
-            settings,
-            database,
-            clock,
-            chat_model,
-            memory_model,
-            agent,
-            registry,
-            conversations,
-            MemoryJobStore(database, clock),
-            energy,
-            metrics,
-            central,
-        )
+        try:
+            yield Services(
+                settings,
+                database,
+                clock,
+                chat_model,
+                memory_model,
+                agent,
+                registry,
+                conversations,
+                MemoryJobStore(database, clock),
+                energy,
+                metrics,
+                central,
+            )
+        finally:
+            await energy.flush()
     finally:
         for model in owned:
             await model.aclose()

@@ -10,7 +10,6 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 import anyio
-from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
 
 from memory_agent import prompts
 from memory_agent.chat_model import ChatMessage, ChatModel, ChatReply, JsonSchema
@@ -154,7 +153,7 @@ class MemorySubAgent:
 
     async def _compact_locked(self, app_id: str, new_memory: Memory) -> list[CompactionOutcome]:
         outcomes: list[CompactionOutcome] = []
-        while True:
+        while await self.store.count(app_id) > self._limit:
             memories = await self.store.list_oldest_first(app_id)
             if len(memories) <= self._limit:
                 break
@@ -321,7 +320,8 @@ class MemorySubAgent:
     def _app_lock(self, app_id: str) -> anyio.Lock:
         lock = self._app_locks.get(app_id)
         if lock is None:
-            lock = anyio.Lock()
+            # fast_acquire: an uncontended lock is taken without a trip round the event loop.
+            lock = anyio.Lock(fast_acquire=True)
             self._app_locks[app_id] = lock
         return lock
 
@@ -330,9 +330,12 @@ class MemorySubAgent:
 
 
 async def _retry_once_on_storage_error(operation: Callable[[], Awaitable[T]]) -> T:
-    async for attempt in AsyncRetrying(
-        stop=stop_after_attempt(2), retry=retry_if_exception_type(StorageError), reraise=True
-    ):
-        with attempt:
-            return await operation()
-    raise AssertionError("unreachable")
+    """The seed's policy for database errors: one more try, then the error goes up.
+
+    A plain loop: this runs on every memory write, and a policy this small needs no library.
+    """
+    try:
+        return await operation()
+    except StorageError as error:
+        log.warning("database error, trying once more: %s", error)
+    return await operation()

@@ -22,15 +22,11 @@ class Memory:
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> Memory:
-        return cls(
-            id=row["id"],
-            app_id=row["app_id"],
-            content=row["content"],
-            created_at=row["created_at"],
-            updated_at=row["updated_at"],
-            source_conversation_id=row["source_conversation_id"],
-            metadata=json.loads(row["metadata"]) if row["metadata"] else {},
-        )
+        """From a row of the store's columns, in the store's order (read by position: this is
+        on the path of every retrieval)."""
+        memory_id, app_id, content, created_at, updated_at, source, metadata = row
+        return cls(memory_id, app_id, content, created_at, updated_at, source,
+                   json.loads(metadata) if metadata else {})
 
     @property
     def created_date(self) -> str:

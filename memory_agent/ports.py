@@ -39,6 +39,14 @@ class Database(SqlReader, Protocol):
         """Open a write transaction (`BEGIN IMMEDIATE`); commits on exit, rolls back on error."""
         ...
 
+    async def execute(self, sql: str, params: Params = ()) -> WriteResult:
+        """One write statement, atomic on its own, serialised with transactions."""
+        ...
+
+    async def execute_returning(self, sql: str, params: Params = ()) -> list[sqlite3.Row]:
+        """One write statement with a RETURNING clause; the rows it returns."""
+        ...
+
 
 class Clock(Protocol):
     def now(self) -> datetime: ...

@@ -1,5 +1,5 @@
-"""All SQL for memories. Reads go to the database at once; writes take a transaction, or run
-inside the caller's when one is given."""
+"""All SQL for memories. Reads go to the database at once; a write is one statement on its
+own, or runs inside the caller's transaction when one is given."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from memory_agent.models import Memory
-from memory_agent.ports import Database, SqlReader, SqlTransaction
+from memory_agent.ports import Database, Params, SqlReader, SqlTransaction, WriteResult
 
+# The order Memory.from_row reads them in.
 _COLUMNS = "id, app_id, content, created_at, updated_at, source_conversation_id, metadata"
 
 
@@ -46,8 +47,7 @@ class MemoryStore:
             source_conversation_id,
             json.dumps(metadata),
         )
-        async with self._writer(tx) as writer:
-            result = await writer.execute(sql, params)
+        result = await self._write(sql, params, tx)
         assert result.lastrowid is not None
         return Memory(
             result.lastrowid,
@@ -99,32 +99,25 @@ class MemoryStore:
         metadata: dict[str, Any],
         tx: SqlTransaction | None = None,
     ) -> bool:
-        async with self._writer(tx) as writer:
-            result = await writer.execute(
-                "UPDATE app_memories SET content = ?, updated_at = ?, metadata = ?"
-                " WHERE app_id = ? AND id = ?",
-                (content, updated_at, json.dumps(metadata), app_id, memory_id),
-            )
+        result = await self._write(
+            "UPDATE app_memories SET content = ?, updated_at = ?, metadata = ?"
+            " WHERE app_id = ? AND id = ?",
+            (content, updated_at, json.dumps(metadata), app_id, memory_id),
+            tx,
+        )
         return result.rowcount == 1
 
     async def delete(
         self, app_id: str, memory_id: int, *, tx: SqlTransaction | None = None
     ) -> bool:
-        async with self._writer(tx) as writer:
-            result = await writer.execute(
-                "DELETE FROM app_memories WHERE app_id = ? AND id = ?", (app_id, memory_id)
-            )
+        result = await self._write(
+            "DELETE FROM app_memories WHERE app_id = ? AND id = ?", (app_id, memory_id), tx
+        )
         return result.rowcount == 1
 
     async def delete_all(self, app_id: str, *, tx: SqlTransaction | None = None) -> int:
-        async with self._writer(tx) as writer:
-            result = await writer.execute("DELETE FROM app_memories WHERE app_id = ?", (app_id,))
+        result = await self._write("DELETE FROM app_memories WHERE app_id = ?", (app_id,), tx)
         return result.rowcount
 
-    @asynccontextmanager
-    async def _writer(self, tx: SqlTransaction | None) -> AsyncIterator[SqlTransaction]:
-        if tx is not None:
-            yield tx
-        else:
-            async with self._db.transaction() as own:
-                yield own
+    async def _write(self, sql: str, params: Params, tx: SqlTransaction | None) -> WriteResult:
+        return await (tx or self._db).execute(sql, params)

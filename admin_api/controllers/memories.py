@@ -19,8 +19,9 @@ class MemoriesController(Controller):
     async def list_memories(
         self, app_id: FromPath[str], services: NamedDependency[Services]
     ) -> MemoriesOut:
-        await services.registry.require(app_id)
         memories = await services.agent.store.list_newest(app_id, services.agent.memory_limit * 10)
+        if not memories:
+            await services.registry.require(app_id)  # no memories: is there such an app?
         return MemoriesOut(
             [
                 MemoryOut(

@@ -1,0 +1,235 @@
+"""Pieces of scripts/bench.py: seeding, scripted models, and the two processes it starts.
+
+    python scripts/bench_support.py serve {floor|memories} DB PORT TOKEN
+    python scripts/bench_support.py load PORT PATH_TEMPLATE APPS SECONDS TOKEN
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import random
+import re
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from loop.migrations import apply_migrations
+from memory_agent import ChatMessage, ChatModel, ChatReply, TokenUsage, ToolSpec
+from memory_agent.chat_model import JsonSchema
+
+TIMED_MODEL_SECONDS = 0.05
+STAMP = "2025-10-01T00:00:00.000000Z"
+
+
+def percentile(values: Sequence[float], pct: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, math.ceil(pct / 100 * len(ordered)) - 1)]
+
+
+def seed_memories(db: Path, *, apps: int, per_app: int) -> None:
+    apply_migrations(db)
+    with sqlite3.connect(db) as connection:
+        connection.executemany(
+            "INSERT INTO apps (app_id, name, installed, installed_at) VALUES (?, ?, 1, ?)",
+            ((f"app{n}", f"App {n}", STAMP) for n in range(apps)))
+        connection.executemany(
+            "INSERT INTO app_memories (app_id, content, created_at, updated_at, metadata)"
+            " VALUES (?, ?, ?, ?, '{}')",
+            ((f"app{n}", f"The user of app {n} said thing {k}. It matters for later work.",
+              f"2025-10-{k + 1:02d}T10:00:00.000000Z", STAMP)
+             for n in range(apps) for k in range(per_app)))
+        connection.execute("ANALYZE")
+
+
+def seed_ended_conversations(db: Path, *, apps: int, per_app: int) -> None:
+    """Ended conversations with their pending memory jobs, interleaved across apps."""
+    apply_migrations(db)
+    with sqlite3.connect(db) as connection:
+        connection.executemany(
+            "INSERT INTO apps (app_id, name, installed, installed_at) VALUES (?, ?, 1, ?)",
+            ((f"app{n}", f"App {n}", STAMP) for n in range(apps)))
+        for round_ in range(per_app):
+            rows = [(f"c{round_}-{n}", f"app{n}") for n in range(apps)]
+            connection.executemany(
+                "INSERT INTO conversations (conversation_id, app_id, status, end_reason,"
+                " created_at, ended_at, last_activity_at) VALUES (?, ?, 'ended', 'app', ?, ?, ?)",
+                ((c, a, STAMP, STAMP, STAMP) for c, a in rows))
+            connection.executemany(
+                "INSERT INTO messages (conversation_id, role, content, created_at)"
+                " VALUES (?, ?, ?, ?)",
+                ((c, role, text, STAMP) for c, _ in rows for role, text in (
+                    ("user", f"Remember note {round_} for me please."),
+                    ("assistant", f"Noted: note {round_}."))))
+            connection.executemany(
+                "INSERT INTO memory_jobs (app_id, conversation_id, status, created_at,"
+                " updated_at) VALUES (?, ?, 'pending', ?, ?)",
+                ((a, c, STAMP, STAMP) for c, a in rows))
+
+
+def scripted_answer(messages: Sequence[ChatMessage]) -> str:
+    prompt = messages[0].content
+    if prompt.startswith("You are a memory creation assistant."):
+        note = re.search(r"note (\d+)", prompt)
+        return f"The user asked to remember note {note.group(1) if note else 0}. It was kept."
+    if prompt.startswith("You are a memory management assistant."):
+        first = re.search(r"\[id=(\d+)\]", prompt)
+        return json.dumps({"action": "delete", "targetMemoryId": int(first.group(1)) if first
+                           else 0, "reason": "oldest note"})
+    return "Noted."
+
+
+class InstantModel(ChatModel):
+    """Answers at once, with token counts of about one token per four characters."""
+
+    name = "scripted"
+
+    async def chat(self, messages: Sequence[ChatMessage], *, tools: Sequence[ToolSpec] = (),
+                   json_schema: JsonSchema | None = None) -> ChatReply:
+        text = scripted_answer(messages)
+        prompt_tokens = sum(len(m.content) for m in messages) // 4
+        return ChatReply(text, usage=TokenUsage(prompt_tokens, len(text) // 4))
+
+
+class TimedModel(ChatModel):
+    """Takes TIMED_MODEL_SECONDS per call (or wraps a real model) and adds up its own time."""
+
+    def __init__(self, inner: ChatModel | None = None) -> None:
+        self.name = inner.name if inner else "timed"
+        self._inner = inner
+        self.seconds = 0.0
+        self.completion_tokens = 0
+
+    async def chat(self, messages: Sequence[ChatMessage], *, tools: Sequence[ToolSpec] = (),
+                   json_schema: JsonSchema | None = None) -> ChatReply:
+        started = time.perf_counter()
+        if self._inner is None:
+            await anyio.sleep(TIMED_MODEL_SECONDS)
+            reply = ChatReply(scripted_answer(messages), usage=TokenUsage(100, 20))
+        else:
+            reply = await self._inner.chat(messages, tools=tools, json_schema=json_schema)
+        self.seconds += time.perf_counter() - started
+        self.completion_tokens += reply.usage.completion_tokens
+        return reply
+
+
+# -- the server process ------------------------------------------------------------------------
+
+def serve(kind: str, db: str, port: int, token: str) -> None:
+    import uvicorn
+    from litestar import Litestar, get
+
+    from admin_api import create_app
+    from loop.llm.select import NoModelLoaded
+    from loop.service import open_services
+    from loop.settings import Settings
+
+    def run(app: Any) -> None:
+        config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning",
+                                access_log=False)
+        anyio.run(uvicorn.Server(config).serve)
+
+    if kind == "floor":
+        @get("/floor", sync_to_thread=False)
+        def floor() -> dict[str, list[str]]:
+            return {"memories": []}
+
+        run(Litestar([floor], logging_config=None))
+        return
+
+    async def memories() -> None:
+        model = NoModelLoaded()
+        settings = Settings(db=Path(db), llm="local")
+        async with open_services(settings, chat_model=model, memory_model=model) as services:
+            config = uvicorn.Config(create_app(services, token), host="127.0.0.1", port=port,
+                                    log_level="warning", access_log=False)
+            await uvicorn.Server(config).serve()
+
+    anyio.run(memories)
+
+
+# -- the load process --------------------------------------------------------------------------
+
+WRK_SCRIPT = """
+local apps = {apps}
+math.randomseed(1)
+request = function()
+  local path = string.gsub("{template}", "{{n}}", tostring(math.random(0, apps - 1)))
+  return wrk.format("GET", path, {{["Authorization"] = "Bearer {token}"}})
+end
+"""
+_UNITS = {"us": 1e-3, "ms": 1.0, "s": 1e3}
+
+
+def load_with_wrk(port: int, template: str, apps: int, seconds: int, token: str
+                  ) -> dict[str, Any]:
+    with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as script:
+        script.write(WRK_SCRIPT.format(apps=apps, template=template, token=token))
+    # One load thread: on a 2-core machine the server needs the other core to itself.
+    out = subprocess.run(["wrk", "-t1", "-c32", f"-d{seconds}s", "--latency", "-s", script.name,
+                          f"http://127.0.0.1:{port}"], capture_output=True, text=True,
+                         check=True).stdout
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
+    p99 = re.search(r"99%\s+([\d.]+)(us|ms|s)", out)
+    bad = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", out)
+    return {"rps": rps, "p99_ms": float(p99.group(1)) * _UNITS[p99.group(2)] if p99 else math.nan,
+            "errors": int(bad.group(1)) if bad else 0, "wrk": True}
+
+
+async def _connection(port: int, template: str, apps: int, token: str, until: float,
+                      latencies: list[float], errors: list[int]) -> None:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    rng = random.Random()
+    while time.perf_counter() < until:
+        path = template.replace("{n}", str(rng.randrange(apps)))
+        started = time.perf_counter()
+        writer.write(f"GET {path} HTTP/1.1\r\nHost: bench\r\nAuthorization: Bearer {token}"
+                     "\r\n\r\n".encode())
+        head = await reader.readuntil(b"\r\n\r\n")
+        length = int(re.search(rb"content-length:\s*(\d+)", head, re.I).group(1))  # type: ignore[union-attr]
+        await reader.readexactly(length)
+        latencies.append(time.perf_counter() - started)
+        if not head.startswith(b"HTTP/1.1 2"):
+            errors.append(1)
+    writer.close()
+
+
+async def load_with_asyncio(port: int, template: str, apps: int, seconds: int, token: str
+                            ) -> dict[str, Any]:
+    latencies: list[float] = []
+    errors: list[int] = []
+    until = time.perf_counter() + seconds
+    started = time.perf_counter()
+    await asyncio.gather(*(_connection(port, template, apps, token, until, latencies, errors)
+                           for _ in range(32)))
+    elapsed = time.perf_counter() - started
+    return {"rps": len(latencies) / elapsed, "p99_ms": percentile(latencies, 99) * 1000,
+            "errors": len(errors), "wrk": False}
+
+
+def main(argv: list[str]) -> None:
+    if argv[0] == "serve":
+        serve(argv[1], argv[2], int(argv[3]), argv[4])
+    elif argv[0] == "load":
+        port, template, token = int(argv[1]), argv[2], argv[5]
+        apps, seconds = int(argv[3]), int(argv[4])
+        if shutil.which("wrk"):
+            figures = load_with_wrk(port, template, apps, seconds, token)
+        else:
+            figures = asyncio.run(load_with_asyncio(port, template, apps, seconds, token))
+        print(json.dumps(figures))
+    else:
+        raise SystemExit(__doc__)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,29 @@
+"""The benchmark script runs in --quick mode and prints every key (figures are not judged here)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+KEYS = {
+    "retrieval_p50_ms", "retrieval_p99_ms", "retrieval_scaling", "jobs_per_s", "overhead_pct",
+    "http_rps", "http_p99_ms", "http_vs_floor", "model_memory_s", "model_tokens_per_s",
+    "energy_memory_share", "rss_mb",
+}
+
+
+@pytest.mark.usefixtures("allow_model_requests")
+def test_bench_quick_prints_every_key():
+    script = Path(__file__).resolve().parent.parent / "scripts" / "bench.py"
+    run = subprocess.run([sys.executable, str(script), "--quick", "--json"], capture_output=True,
+                         text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    figures = json.loads(run.stdout)
+    assert KEYS <= set(figures)
+    measured = {key for key in KEYS if figures[key] is not None}
+    assert {"retrieval_p99_ms", "jobs_per_s", "overhead_pct", "http_rps", "rss_mb"} <= measured
+    assert figures["http_errors"] == 0
