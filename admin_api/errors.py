@@ -14,6 +14,7 @@ from loop.errors import (
     AppNotInstalled,
     ConversationEnded,
     ConversationNotFound,
+    InvalidInput,
     NoChatModel,
 )
 from memory_agent.errors import MemoryNotFound, MnemoloopError, StorageError
@@ -22,6 +23,7 @@ log = logging.getLogger("mnemoloop.http")
 PROBLEM_JSON = "application/problem+json"
 
 DOMAIN_STATUS: dict[type[MnemoloopError], int] = {
+    InvalidInput: 400,
     AppNotFound: 404,
     ConversationNotFound: 404,
     MemoryNotFound: 404,

@@ -68,6 +68,8 @@ def main(
         if args.command == "serve"
         else "%(message)s",
     )
+    # One line per model request is noise; the service logs what it does with the answers.
+    logging.getLogger("httpx").setLevel(logging.WARNING)
     try:
         settings = load_settings()
         if args.command == "serve":
@@ -95,7 +97,8 @@ async def _migrate(settings: Settings, args: argparse.Namespace) -> int:
 async def _apps(settings: Settings, args: argparse.Namespace) -> int:
     async with _admin_services(settings) as services:
         if args.action == "install":
-            installed = await services.registry.install(args.app_id, args.name or args.app_id)
+            name = args.app_id if args.name is None else args.name
+            installed = await services.registry.install(args.app_id, name)
             print(f"installed {args.app_id}; its API key (shown once): {installed.api_key}")
         elif args.action == "uninstall":
             purged = await services.registry.uninstall(

@@ -37,5 +37,9 @@ class ConversationEnded(MnemoloopError):
         self.conversation_id = conversation_id
 
 
+class InvalidInput(MnemoloopError):
+    pass
+
+
 class NoChatModel(MnemoloopError):
     pass

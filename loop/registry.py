@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 import secrets
 import sqlite3
 from dataclasses import dataclass
 
-from loop.errors import AppNotFound
+from loop.errors import AppNotFound, InvalidInput
 from memory_agent import MemorySubAgent
 from memory_agent.ports import Clock, Database, format_timestamp
 
@@ -41,6 +42,21 @@ class InstalledApp:
     api_key: str  # shown once; only its hash is stored
 
 
+APP_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}")
+MAX_NAME = 200
+
+
+def validate_app(app_id: str, name: str) -> None:
+    """The same rule for every way in (HTTP, CLI): ids are short and plain, names printable."""
+    if not APP_ID.fullmatch(app_id):
+        raise InvalidInput(
+            f"appId {app_id!r}: 1-64 of letters, digits, '_', '.', '-', starting with a letter "
+            "or digit"
+        )
+    if not name.strip() or len(name) > MAX_NAME or not name.isprintable():
+        raise InvalidInput(f"name: 1-{MAX_NAME} printable characters")
+
+
 def hash_key(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()
 
@@ -53,6 +69,7 @@ class AppRegistry:
 
     async def install(self, app_id: str, name: str) -> InstalledApp:
         """Install, or re-install an uninstalled app (its memories come back), with a new key."""
+        validate_app(app_id, name)
         key = "mlk_" + secrets.token_urlsafe(24)
         now = format_timestamp(self._clock.now())
         await self._db.execute(
@@ -75,6 +92,8 @@ class AppRegistry:
         return await self._agent.delete_app_memories(app_id) if purge_memories else 0
 
     async def get(self, app_id: str) -> App | None:
+        if not APP_ID.fullmatch(app_id):
+            return None  # no app can have such an id (it may not even be encodable)
         row = await self._db.fetch_one("SELECT * FROM apps WHERE app_id = ?", (app_id,))
         return App.from_row(row) if row else None
 

@@ -1,0 +1,77 @@
+"""A stand-in Ollama server on loopback, speaking the real `/api/chat` and `/api/tags` wire
+format, for tests that run `mnemoloop serve` as a separate process."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+MODEL = "fake:1b"
+
+
+def answer_for(body: dict[str, Any]) -> str:
+    prompt = body["messages"][0]["content"]
+    if prompt.startswith("You are a memory creation assistant."):
+        note = re.findall(r"note (\d+)", prompt)
+        return f"The user shared note {note[-1] if note else 0}. It was written down."
+    if prompt.startswith("You are a memory management assistant."):
+        ids = re.findall(r"\[id=(\d+)\]", prompt)
+        return json.dumps({"action": "delete", "targetMemoryId": int(ids[0]), "reason": "old"})
+    return "Noted."
+
+
+class _Handler(BaseHTTPRequestHandler):
+    delay = 0.03
+
+    def do_GET(self) -> None:
+        if self.path == "/api/tags":
+            self._send({"models": [{"name": MODEL, "model": MODEL, "size": 1, "digest": "x",
+                                    "modified_at": "2025-10-01T00:00:00Z", "details": {}}]})
+        else:
+            self._send({"error": "not found"}, 404)
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("content-length", 0))
+        body = json.loads(self.rfile.read(length))
+        time.sleep(self.delay)
+        content = answer_for(body)
+        self._send({
+            "model": MODEL, "created_at": "2025-10-11T14:13:43Z",
+            "message": {"role": "assistant", "content": content}, "done": True,
+            "done_reason": "stop", "prompt_eval_count": len(json.dumps(body)) // 4,
+            "eval_count": len(content) // 4,
+        })
+
+    def _send(self, payload: dict[str, Any], status: int = 200) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        try:
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client was killed mid-request: what these tests do on purpose
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@contextmanager
+def fake_ollama(delay: float = 0.03) -> Iterator[str]:
+    """Serve in a thread; yields the base URL."""
+    handler = type("Handler", (_Handler,), {"delay": delay})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -1,0 +1,104 @@
+"""Many writers at once: memory jobs, admin deletes, an HTTP purge, and a purge from a second
+process (the CLI), all on one database file."""
+
+from __future__ import annotations
+
+import os
+import random
+import sys
+
+import anyio
+import pytest
+from httpx import ASGITransport, AsyncClient
+
+from admin_api import create_app
+from tests.fakes import ModelCall, decision, ids_in_prompt
+from tests.harness import assistant_model, eventually, running, service
+
+pytestmark = [pytest.mark.fault, pytest.mark.anyio]
+ADMIN = {"Authorization": "Bearer admin"}
+
+
+async def test_fifty_endings_with_deletes_and_purges_in_flight(db_path):
+    async def slowish_delete(call: ModelCall) -> str:
+        await anyio.sleep(0.005)
+        return decision("delete", ids_in_prompt(call)[1])
+
+    model = assistant_model(compaction=slowish_delete)  # type: ignore[arg-type]
+    async with service(db_path, model, max_concurrent_memory_jobs=8) as services, \
+            running(services):
+        transport = ASGITransport(app=create_app(services, "admin"))
+        async with AsyncClient(transport=transport, base_url="http://t") as client:
+            await client.post("/apps", json={"appId": "cal", "name": "Calendar"}, headers=ADMIN)
+            conversations = []
+            for n in range(50):
+                conversation_id = await services.conversations.open("cal")
+                await services.conversations.add_message(conversation_id, "user", f"Note {n}")
+                await services.conversations.add_message(conversation_id, "assistant", "Noted.")
+                conversations.append(conversation_id)
+
+            statuses: list[int] = []
+            deleted_ids: list[int] = []
+            purged: list[int] = []
+            cli_purged: list[int] = []
+
+            async def end(conversation_id: str) -> None:
+                response = await client.post(f"/conversations/{conversation_id}/end",
+                                             headers=ADMIN)
+                statuses.append(response.status_code)
+
+            async def admin_deletes() -> None:
+                rng = random.Random(3)
+                for _ in range(15):
+                    listed = await client.get("/apps/cal/memories", headers=ADMIN)
+                    statuses.append(listed.status_code)
+                    ids = [m["id"] for m in listed.json()["memories"]]
+                    if ids:
+                        target = rng.choice(ids)
+                        gone = await client.delete(f"/apps/cal/memories/{target}", headers=ADMIN)
+                        statuses.append(gone.status_code)
+                        if gone.status_code == 200:
+                            deleted_ids.append(target)
+                    await anyio.sleep(0.01)
+
+            async def http_purge() -> None:
+                await anyio.sleep(0.3)
+                response = await client.delete("/apps/cal/memories", headers=ADMIN)
+                statuses.append(response.status_code)
+                purged.append(response.json()["deletedCount"])
+
+            async def cli_purge() -> None:
+                await anyio.sleep(0.1)
+                result = await anyio.run_process(
+                    [sys.executable, "-m", "admin_api.main", "memories", "purge", "cal"],
+                    env={**os.environ, "MNEMOLOOP_DB": str(db_path)}, check=False)
+                assert result.returncode == 0, result.stderr.decode()
+                cli_purged.append(int(result.stdout.decode().split()[1]))
+
+            async with anyio.create_task_group() as group:
+                for conversation_id in conversations:
+                    group.start_soon(end, conversation_id)
+                group.start_soon(admin_deletes)
+                group.start_soon(http_purge)
+                group.start_soon(cli_purge)
+
+            async def all_settled() -> bool:
+                counts = await services.jobs.counts_by_status()
+                return counts["done"] + counts["skipped"] + counts["failed"] == 50
+
+            await eventually(all_settled, timeout=60)
+
+        jobs = await services.jobs.list(app_id="cal")
+        assert all(s < 500 for s in statuses), statuses
+        assert not [j.last_error for j in jobs if j.last_error and "locked" in j.last_error]
+        assert all(j.status == "done" for j in jobs), [(j.status, j.last_error) for j in jobs]
+        remaining = await services.agent.store.list_oldest_first("cal")
+        assert len(remaining) <= 10
+        assert not {m.id for m in remaining} & set(deleted_ids), "a deleted memory came back"
+        stats = services.agent.stats
+        print(f"\ncreated {stats.memories_created}, compactions {dict(stats.compactions)}, "
+              f"admin deletes {len(deleted_ids)}, purged {purged} + cli {cli_purged}, "
+              f"left {len(remaining)}")
+        removed = (sum(stats.compactions.values()) + len(deleted_ids) + sum(purged)
+                   + sum(cli_purged))
+        assert stats.memories_created - removed == len(remaining), "every memory accounted for"
