@@ -33,9 +33,7 @@ def create_app(services: Services, admin_token: str) -> Litestar:
     )
     app = Litestar(
         route_handlers=[health, guarded],
-        dependencies={
-            "services": Provide(provide_services, use_cache=True, sync_to_thread=False)
-        },
+        dependencies={"services": Provide(provide_services, use_cache=True, sync_to_thread=False)},
         exception_handlers=EXCEPTION_HANDLERS,
         request_max_body_size=MAX_BODY_BYTES,
         openapi_config=OpenAPIConfig(

@@ -6,23 +6,27 @@ from typing import Annotated, Any
 
 import msgspec
 
+from loop.registry import APP_ID_PATTERN, MAX_NAME, NAME_PATTERN
+
 AppId = Annotated[
     str,
+    msgspec.Meta(pattern=APP_ID_PATTERN, description="letters, digits, '_', '.', '-'; at most 64"),
+]
+AppName = Annotated[
+    str,
     msgspec.Meta(
-        pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$",
-        max_length=64,
-        description="letters, digits, '_', '.', '-'; at most 64",
+        pattern=NAME_PATTERN, max_length=MAX_NAME, description="no control characters, not blank"
     ),
 ]
 
 
-class Body(msgspec.Struct, rename="camel", forbid_unknown_fields=True):
-    pass
+class Body(msgspec.Struct, rename="camel"):
+    """A request body. Unknown fields are ignored, as the OpenAPI schema allows them."""
 
 
 class InstallApp(Body):
     app_id: AppId
-    name: Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
+    name: AppName
 
 
 class PostMessage(Body):
@@ -137,3 +141,28 @@ class Problem(Reply):
     title: str
     status: int
     detail: str
+
+
+_PROBLEM_DESCRIPTIONS = {
+    400: "The body or a parameter does not validate; `detail` names the field.",
+    401: "No bearer token, or not a valid one.",
+    403: "The token does not open this route (an app key used outside its own app).",
+    404: "No such app, conversation or memory (or not this key's).",
+    409: "The app is uninstalled, or the conversation has ended.",
+    413: "The body is larger than 64 KiB.",
+}
+
+
+def problems(*codes: int) -> dict[int, Any]:
+    """OpenAPI descriptions of the errors a route can answer, as problem+json."""
+    from litestar.openapi.datastructures import ResponseSpec
+
+    return {
+        code: ResponseSpec(
+            data_container=Problem,
+            description=_PROBLEM_DESCRIPTIONS[code],
+            media_type="application/problem+json",
+            generate_examples=False,
+        )
+        for code in codes
+    }

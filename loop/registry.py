@@ -42,19 +42,22 @@ class InstalledApp:
     api_key: str  # shown once; only its hash is stored
 
 
-APP_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}")
+# The rules for every way in (HTTP, CLI); the HTTP schema declares the same patterns.
+APP_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$"
+NAME_PATTERN = r"^[^\x00-\x1f\x7f]*\S[^\x00-\x1f\x7f]*$"  # no control characters, not blank
 MAX_NAME = 200
+APP_ID = re.compile(APP_ID_PATTERN)
+NAME = re.compile(NAME_PATTERN)
 
 
 def validate_app(app_id: str, name: str) -> None:
-    """The same rule for every way in (HTTP, CLI): ids are short and plain, names printable."""
     if not APP_ID.fullmatch(app_id):
         raise InvalidInput(
             f"appId {app_id!r}: 1-64 of letters, digits, '_', '.', '-', starting with a letter "
             "or digit"
         )
-    if not name.strip() or len(name) > MAX_NAME or not name.isprintable():
-        raise InvalidInput(f"name: 1-{MAX_NAME} printable characters")
+    if len(name) > MAX_NAME or not NAME.fullmatch(name):
+        raise InvalidInput(f"name: 1-{MAX_NAME} characters, no control characters, not blank")
 
 
 def hash_key(key: str) -> str:

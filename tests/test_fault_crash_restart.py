@@ -3,12 +3,8 @@ it, and check that nothing was lost or corrupted."""
 
 from __future__ import annotations
 
-import os
 import signal
-import socket
 import sqlite3
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -18,40 +14,15 @@ import pytest
 
 from loop.migrations import apply_migrations
 from memory_agent.validation import split_sentences
-from tests.fake_ollama import MODEL, fake_ollama
+from tests.fake_ollama import fake_ollama
+from tests.live_service import free_port, start_serve, wait_healthy
 
 pytestmark = [pytest.mark.fault, pytest.mark.anyio]
 APPS, PER_APP, SEEDED, LIMIT = 20, 10, 8, 10
 TOKEN = {"Authorization": "Bearer crash-test"}
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def start_serve(db: Path, port: int, ollama: str, log: Path) -> subprocess.Popen[bytes]:
-    environment = {**os.environ, "MNEMOLOOP_DB": str(db), "MNEMOLOOP_LLM": f"ollama:{MODEL}",
-                   "OLLAMA_HOST": ollama, "MNEMOLOOP_ADMIN_TOKEN": "crash-test",
-                   "MNEMOLOOP_PORT": str(port), "MNEMOLOOP_MAX_CONCURRENT_MEMORY_JOBS": "4",
-                   "MNEMOLOOP_MEMORY_LIMIT": str(LIMIT),
-                   # This test is about durability; energy exhaustion has its own.
-                   "MNEMOLOOP_ENERGY_CAPACITY": "1e9"}
-    with log.open("ab") as out:  # the child keeps its own copy of the descriptor
-        return subprocess.Popen([sys.executable, "-m", "admin_api.main", "serve"],
-                                env=environment, stdout=out, stderr=subprocess.STDOUT)
-
-
-async def wait_healthy(client: httpx.AsyncClient) -> None:
-    with anyio.fail_after(30):
-        while True:
-            try:
-                if (await client.get("/health")).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            await anyio.sleep(0.1)
+SERVE = {"token": "crash-test", "max_concurrent_memory_jobs": "4", "memory_limit": str(LIMIT),
+         # This test is about durability; energy exhaustion has its own.
+         "energy_capacity": "1e9"}
 
 
 def seed(db: Path) -> None:
@@ -78,11 +49,11 @@ async def test_sigkill_mid_burst_loses_and_corrupts_nothing(tmp_path):
     db, log, port = tmp_path / "crash.db", tmp_path / "serve.log", free_port()
     seed(db)
     with fake_ollama(delay=0.03) as ollama:
-        server = start_serve(db, port, ollama, log)
+        server = start_serve(db, port, ollama, log, **SERVE)
         try:
             async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", headers=TOKEN,
                                          timeout=30) as client:
-                await wait_healthy(client)
+                await wait_healthy(f"http://127.0.0.1:{port}")
                 conversations = await open_and_talk(client)
                 async with anyio.create_task_group() as burst:
                     for conversation_id in conversations:
@@ -98,7 +69,7 @@ async def test_sigkill_mid_burst_loses_and_corrupts_nothing(tmp_path):
         assert at_kill.get("pending", 0) + at_kill.get("running", 0) > 0, at_kill
 
         restarted = time.monotonic()
-        server = start_serve(db, port, ollama, log)
+        server = start_serve(db, port, ollama, log, **SERVE)
         try:
             with anyio.fail_after(120):
                 while set(job_counts(db)) - {"done", "skipped", "failed"}:

@@ -7,7 +7,7 @@ from litestar.di import NamedDependency
 from litestar.params import FromPath, JSONBody, QueryParameter
 
 from admin_api.auth import admin_only
-from admin_api.schemas import AppOut, AppsOut, InstallApp, InstalledAppOut, UninstalledOut
+from admin_api.schemas import AppOut, AppsOut, InstallApp, InstalledAppOut, UninstalledOut, problems
 from loop.service import Services
 
 
@@ -16,7 +16,11 @@ class AppsController(Controller):
     tags = ["apps"]
     guards = [admin_only]
 
-    @post("/", summary="Install (or re-install) an app; its API key is shown once")
+    @post(
+        "/",
+        summary="Install (or re-install) an app; its API key is shown once",
+        responses=problems(400, 401, 403, 413),
+    )
     async def install(
         self, data: JSONBody[InstallApp], services: NamedDependency[Services]
     ) -> InstalledAppOut:
@@ -24,7 +28,7 @@ class AppsController(Controller):
         app = installed.app
         return InstalledAppOut(app.app_id, app.name, app.installed, installed.api_key)
 
-    @get("/", summary="List apps with their memory counts")
+    @get("/", summary="List apps with their memory counts", responses=problems(401, 403))
     async def list_apps(self, services: NamedDependency[Services]) -> AppsOut:
         return AppsOut(
             [
@@ -37,6 +41,7 @@ class AppsController(Controller):
         "/{app_id:str}",
         status_code=200,
         summary="Uninstall an app; its memories stay unless purgeMemories=true",
+        responses=problems(400, 401, 403, 404),
     )
     async def uninstall(
         self,

@@ -12,6 +12,7 @@ from admin_api.schemas import (
     EndConversation,
     MessageOut,
     PostMessage,
+    problems,
 )
 from loop.service import Services
 
@@ -21,7 +22,11 @@ class ConversationsController(Controller):
     tags = ["conversations"]
     guards = [admin_or_own_app]
 
-    @post("/apps/{app_id:str}/conversations", summary="Open a conversation")
+    @post(
+        "/apps/{app_id:str}/conversations",
+        summary="Open a conversation",
+        responses=problems(401, 403, 404, 409),
+    )
     async def open_conversation(
         self, app_id: FromPath[str], services: NamedDependency[Services]
     ) -> ConversationCreatedOut:
@@ -31,6 +36,7 @@ class ConversationsController(Controller):
         "/conversations/{conversation_id:str}/messages",
         status_code=202,
         summary="Post a user message; the loop answers it in the background",
+        responses=problems(400, 401, 403, 404, 409, 413),
     )
     async def post_message(
         self,
@@ -41,7 +47,11 @@ class ConversationsController(Controller):
         await services.conversations.add_message(conversation_id, "user", data.content)
         return AcceptedOut(True)
 
-    @get("/conversations/{conversation_id:str}", summary="A conversation with its messages")
+    @get(
+        "/conversations/{conversation_id:str}",
+        summary="A conversation with its messages",
+        responses=problems(401, 403, 404),
+    )
     async def get_conversation(
         self, conversation_id: FromPath[str], services: NamedDependency[Services]
     ) -> ConversationOut:
@@ -58,6 +68,7 @@ class ConversationsController(Controller):
         "/conversations/{conversation_id:str}/end",
         status_code=202,
         summary="End a conversation (idempotent); its memory is written in the background",
+        responses=problems(400, 401, 403, 404, 413),
     )
     async def end_conversation(
         self,

@@ -5,7 +5,7 @@ from litestar.di import NamedDependency
 from litestar.params import FromPath
 
 from admin_api.auth import admin_only
-from admin_api.schemas import MemoriesOut, MemoryOut, PurgedOut, SuccessOut
+from admin_api.schemas import MemoriesOut, MemoryOut, PurgedOut, SuccessOut, problems
 from loop.service import Services
 from memory_agent.errors import MemoryNotFound
 
@@ -15,7 +15,7 @@ class MemoriesController(Controller):
     tags = ["memories"]
     guards = [admin_only]
 
-    @get("/", summary="An app's memories, newest first")
+    @get("/", summary="An app's memories, newest first", responses=problems(401, 403, 404))
     async def list_memories(
         self, app_id: FromPath[str], services: NamedDependency[Services]
     ) -> MemoriesOut:
@@ -36,12 +36,22 @@ class MemoriesController(Controller):
             ]
         )
 
-    @delete("/", status_code=200, summary="Purge all of an app's memories")
+    @delete(
+        "/",
+        status_code=200,
+        summary="Purge all of an app's memories",
+        responses=problems(401, 403, 404),
+    )
     async def purge(self, app_id: FromPath[str], services: NamedDependency[Services]) -> PurgedOut:
         await services.registry.require(app_id)
         return PurgedOut(True, await services.agent.delete_app_memories(app_id))
 
-    @delete("/{memory_id:int}", status_code=200, summary="Delete one memory of this app")
+    @delete(
+        "/{memory_id:int}",
+        status_code=200,
+        summary="Delete one memory of this app",
+        responses=problems(401, 403, 404),
+    )
     async def delete_one(
         self, app_id: FromPath[str], memory_id: FromPath[int], services: NamedDependency[Services]
     ) -> SuccessOut:

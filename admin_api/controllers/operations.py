@@ -9,7 +9,7 @@ from litestar.di import NamedDependency
 from litestar.params import FromQuery, QueryParameter
 
 from admin_api.auth import admin_only
-from admin_api.schemas import EnergyOut, HealthOut, JobOut, JobsOut
+from admin_api.schemas import EnergyOut, HealthOut, JobOut, JobsOut, problems
 from loop.metrics import CONTENT_TYPE
 from loop.service import Services
 
@@ -26,7 +26,7 @@ class OperationsController(Controller):
     tags = ["operations"]
     guards = [admin_only]
 
-    @get("/memory-jobs", summary="Memory jobs, newest first")
+    @get("/memory-jobs", summary="Memory jobs, newest first", responses=problems(400, 401, 403))
     async def list_jobs(
         self,
         services: NamedDependency[Services],
@@ -51,13 +51,22 @@ class OperationsController(Controller):
             ]
         )
 
-    @get("/energy", summary="The energy budget and what memory and conversations spent")
+    @get(
+        "/energy",
+        summary="The energy budget and what memory and conversations spent",
+        responses=problems(401, 403),
+    )
     async def energy(self, services: NamedDependency[Services]) -> EnergyOut:
         report = services.energy.report()
         return EnergyOut(
             report.capacity, report.level, report.memory_spent, report.conversation_spent
         )
 
-    @get("/metrics", media_type=MediaType.TEXT, summary="Prometheus metrics")
+    @get(
+        "/metrics",
+        media_type=MediaType.TEXT,
+        summary="Prometheus metrics",
+        responses=problems(401, 403),
+    )
     async def metrics(self, services: NamedDependency[Services]) -> Response[bytes]:
         return Response(await services.metrics_text(), media_type=CONTENT_TYPE)
