@@ -25,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
@@ -56,18 +57,26 @@ def settings(db: Path, **overrides: Any) -> Settings:
 
 # -- retrieval ---------------------------------------------------------------------------------
 
-async def retrieval_latencies(db: Path, apps: int, samples: int) -> list[float]:
-    """Seconds to read an app's memories and format its context, for random apps."""
-    async with SqliteDatabase(db) as database:
-        agent = MemorySubAgent(database, NoModelLoaded())
+async def retrieval_latencies(dbs: dict[int, Path], samples: int, rounds: int = 20
+                              ) -> dict[int, list[float]]:
+    """Seconds to read an app's memories and format its context, for random apps, per
+    database (keyed by its number of apps). The databases take turns in short rounds, so a
+    noisy moment of the machine falls on all of them alike."""
+    async with AsyncExitStack() as stack:
+        agents = {}
+        for apps, db in dbs.items():
+            database = await stack.enter_async_context(SqliteDatabase(db))
+            agents[apps] = MemorySubAgent(database, NoModelLoaded())
         rng = random.Random(1)
-        timings = []
-        for _ in range(samples):
-            app_id = f"app{rng.randrange(apps)}"
-            started = time.perf_counter()
-            memories = await agent.get_memories(app_id)
-            agent.format_memories_for_context(app_id, memories)
-            timings.append(time.perf_counter() - started)
+        timings: dict[int, list[float]] = {apps: [] for apps in dbs}
+        for _ in range(rounds):
+            for apps, agent in agents.items():
+                for _ in range(samples // rounds):
+                    app_id = f"app{rng.randrange(apps)}"
+                    started = time.perf_counter()
+                    memories = await agent.get_memories(app_id)
+                    agent.format_memories_for_context(app_id, memories)
+                    timings[apps].append(time.perf_counter() - started)
         return timings
 
 
@@ -78,9 +87,8 @@ def bench_retrieval(tmp: Path, quick: bool) -> dict[str, Any]:
     for apps in sorted({main_apps, small_apps, large_apps}):
         dbs[apps] = tmp / f"retrieval-{apps}.db"
         seed_memories(dbs[apps], apps=apps, per_app=10)
-    main = anyio.run(retrieval_latencies, dbs[main_apps], main_apps, samples)
-    small = anyio.run(retrieval_latencies, dbs[small_apps], small_apps, samples)
-    large = anyio.run(retrieval_latencies, dbs[large_apps], large_apps, samples)
+    timings = anyio.run(retrieval_latencies, dbs, samples)
+    main, small, large = timings[main_apps], timings[small_apps], timings[large_apps]
     return {
         "retrieval_apps": main_apps,
         "retrieval_p50_ms": round(percentile(main, 50) * 1000, 4),

@@ -18,6 +18,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -36,12 +37,17 @@ def percentile(values: Sequence[float], pct: float) -> float:
     return ordered[min(len(ordered) - 1, math.ceil(pct / 100 * len(ordered)) - 1)]
 
 
-def seed_memories(db: Path, *, apps: int, per_app: int) -> None:
+def _migrated_with_apps(db: Path, apps: int) -> sqlite3.Connection:
     apply_migrations(db)
-    with sqlite3.connect(db) as connection:
-        connection.executemany(
-            "INSERT INTO apps (app_id, name, installed, installed_at) VALUES (?, ?, 1, ?)",
-            ((f"app{n}", f"App {n}", STAMP) for n in range(apps)))
+    connection = sqlite3.connect(db)
+    connection.executemany(
+        "INSERT INTO apps (app_id, name, installed, installed_at) VALUES (?, ?, 1, ?)",
+        ((f"app{n}", f"App {n}", STAMP) for n in range(apps)))
+    return connection
+
+
+def seed_memories(db: Path, *, apps: int, per_app: int) -> None:
+    with closing(_migrated_with_apps(db, apps)) as connection, connection:
         connection.executemany(
             "INSERT INTO app_memories (app_id, content, created_at, updated_at, metadata)"
             " VALUES (?, ?, ?, ?, '{}')",
@@ -53,11 +59,7 @@ def seed_memories(db: Path, *, apps: int, per_app: int) -> None:
 
 def seed_ended_conversations(db: Path, *, apps: int, per_app: int) -> None:
     """Ended conversations with their pending memory jobs, interleaved across apps."""
-    apply_migrations(db)
-    with sqlite3.connect(db) as connection:
-        connection.executemany(
-            "INSERT INTO apps (app_id, name, installed, installed_at) VALUES (?, ?, 1, ?)",
-            ((f"app{n}", f"App {n}", STAMP) for n in range(apps)))
+    with closing(_migrated_with_apps(db, apps)) as connection, connection:
         for round_ in range(per_app):
             rows = [(f"c{round_}-{n}", f"app{n}") for n in range(apps)]
             connection.executemany(

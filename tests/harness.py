@@ -9,11 +9,20 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+from httpx import ASGITransport, AsyncClient
 
+from admin_api import create_app
 from loop.service import Services, open_services
 from loop.settings import Settings
 from memory_agent import ChatModel, ChatReply, ToolCall
 from tests.fakes import COMPACTION_PREFIX, CREATION_PREFIX, FunctionModel, ModelCall
+
+
+def http_client(services: Services, admin_token: str) -> AsyncClient:
+    """httpx over ASGITransport: the app runs on the test's own event loop, where the service's
+    aiosqlite connection and locks live (Litestar's AsyncTestClient would use another)."""
+    transport = ASGITransport(app=create_app(services, admin_token))
+    return AsyncClient(transport=transport, base_url="http://mnemoloop.test")
 
 
 def settings_for(db: Path, **overrides: Any) -> Settings:

@@ -16,12 +16,11 @@ from urllib.parse import quote
 
 import anyio.from_thread
 import pytest
-from httpx import ASGITransport, AsyncClient
+from httpx import AsyncClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from admin_api import create_app
-from tests.harness import assistant_model, service
+from tests.harness import assistant_model, http_client, service
 
 pytestmark = pytest.mark.fault
 ADMIN = {"Authorization": "Bearer admin"}
@@ -58,8 +57,8 @@ def target(tmp_path_factory) -> Iterator[Target]:
     with anyio.from_thread.start_blocking_portal("asyncio") as portal, ExitStack() as stack:
         services = stack.enter_context(portal.wrap_async_context_manager(
             service(db, assistant_model())))
-        client = stack.enter_context(portal.wrap_async_context_manager(AsyncClient(
-            transport=ASGITransport(app=create_app(services, "admin")), base_url="http://t")))
+        client = stack.enter_context(portal.wrap_async_context_manager(
+            http_client(services, "admin")))
 
         async def seed() -> str:
             await services.registry.install("cal", "Calendar")

@@ -9,11 +9,9 @@ import sys
 
 import anyio
 import pytest
-from httpx import ASGITransport, AsyncClient
 
-from admin_api import create_app
 from tests.fakes import ModelCall, decision, ids_in_prompt
-from tests.harness import assistant_model, eventually, running, service
+from tests.harness import assistant_model, eventually, http_client, running, service
 
 pytestmark = [pytest.mark.fault, pytest.mark.anyio]
 ADMIN = {"Authorization": "Bearer admin"}
@@ -27,8 +25,7 @@ async def test_fifty_endings_with_deletes_and_purges_in_flight(db_path):
     model = assistant_model(compaction=slowish_delete)  # type: ignore[arg-type]
     async with service(db_path, model, max_concurrent_memory_jobs=8) as services, \
             running(services):
-        transport = ASGITransport(app=create_app(services, "admin"))
-        async with AsyncClient(transport=transport, base_url="http://t") as client:
+        async with http_client(services, "admin") as client:
             await client.post("/apps", json={"appId": "cal", "name": "Calendar"}, headers=ADMIN)
             conversations = []
             for n in range(50):

@@ -11,11 +11,9 @@ import anyio
 import httpx
 import pytest
 import respx
-from httpx import ASGITransport, AsyncClient
 
-from admin_api import create_app
 from loop.llm.ollama import OllamaChatModel
-from tests.harness import eventually, running, service
+from tests.harness import eventually, http_client, running, service
 from tests.test_ollama_adapter import chat_body
 
 pytestmark = [pytest.mark.fault, pytest.mark.anyio,
@@ -97,8 +95,7 @@ async def test_model_fault_ends_in_its_documented_outcome(db_path, caplog, fault
             await services.conversations.add_message(other, "user", "Still there?")
             await eventually(lambda: _last_role_is(services, other, "assistant"))
 
-            transport = ASGITransport(app=create_app(services, "admin"))
-            async with AsyncClient(transport=transport, base_url="http://t") as client:
+            async with http_client(services, "admin") as client:
                 metrics = (await client.get("/metrics", headers=ADMIN)).text
             assert len(await services.agent.store.list_oldest_first("victim")) <= 10
 

@@ -1,19 +1,12 @@
-"""Every route of the admin API on a real service.
-
-The client is httpx over `ASGITransport`, so the app runs on the test's own event loop, where
-the service's aiosqlite connection and locks live (Litestar 2's AsyncTestClient would run it
-on a thread of its own).
-"""
+"""Every route of the admin API on a real service."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
 import pytest
-from httpx import ASGITransport, AsyncClient
 
-from admin_api import create_app
-from tests.harness import assistant_model, eventually, running, service
+from tests.harness import assistant_model, eventually, http_client, running, service
 
 pytestmark = pytest.mark.anyio
 ADMIN = {"Authorization": "Bearer admin-secret"}
@@ -26,9 +19,8 @@ async def services(db_path) -> AsyncIterator:
 
 
 @pytest.fixture
-async def client(services) -> AsyncIterator[AsyncClient]:
-    transport = ASGITransport(app=create_app(services, "admin-secret"))
-    async with AsyncClient(transport=transport, base_url="http://mnemoloop.test") as client:
+async def client(services) -> AsyncIterator:
+    async with http_client(services, "admin-secret") as client:
         yield client
 
 

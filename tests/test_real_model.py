@@ -10,15 +10,13 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 
 import pytest
-from httpx import ASGITransport, AsyncClient
 
-from admin_api import create_app
 from loop.llm.local import LocalChatModel
 from memory_agent import ChatMessage, ChatModel, ChatReply, ToolSpec
 from memory_agent.chat_model import JsonSchema
 from memory_agent.context import neutralise
 from memory_agent.validation import split_sentences
-from tests.harness import eventually, running, service
+from tests.harness import eventually, http_client, running, service
 
 pytestmark = [pytest.mark.anyio, pytest.mark.real_model,
               pytest.mark.usefixtures("allow_model_requests")]
@@ -58,9 +56,8 @@ async def services(db_path, model) -> AsyncIterator:
 
 
 @pytest.fixture
-async def client(services) -> AsyncIterator[AsyncClient]:
-    transport = ASGITransport(app=create_app(services, "admin"))
-    async with AsyncClient(transport=transport, base_url="http://mnemoloop.test") as client:
+async def client(services) -> AsyncIterator:
+    async with http_client(services, "admin") as client:
         yield client
 
 
