@@ -169,5 +169,3 @@ _COMMANDS: dict[str, Command] = {
     "chat": _chat,
     "demo": _demo,
 }
-
-__all__ = ["Services", "main"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 from loop.errors import AppNotFound, AppNotInstalled, ConversationEnded, ConversationNotFound
 from loop.signals import Wakeup
@@ -160,6 +160,3 @@ class ConversationStore:
 
     def _now(self) -> str:
         return format_timestamp(self._clock.now())
-
-    def now(self) -> datetime:
-        return self._clock.now()

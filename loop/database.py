@@ -39,8 +39,7 @@ _PRAGMAS = (
 
 # The reader serves the hot path: map the file into memory (a page read is a memory read, not
 # a system call) and keep a larger page cache.
-_READER_PRAGMAS = ("PRAGMA query_only=ON", "PRAGMA mmap_size=268435456",
-                   "PRAGMA cache_size=-32768")
+_READER_PRAGMAS = ("PRAGMA query_only=ON", "PRAGMA mmap_size=268435456", "PRAGMA cache_size=-32768")
 _CHECKPOINT_EVERY = 500
 
 
@@ -67,8 +66,9 @@ class SqliteDatabase:
             self._reader.row_factory = sqlite3.Row
             for pragma in (*_PRAGMAS, *_READER_PRAGMAS):
                 self._reader.execute(pragma)
-            self._loop_writer = sqlite3.connect(self.path, isolation_level=None,
-                                                check_same_thread=False)
+            self._loop_writer = sqlite3.connect(
+                self.path, isolation_level=None, check_same_thread=False
+            )
             self._loop_writer.row_factory = sqlite3.Row
             for pragma in (*_PRAGMAS, "PRAGMA busy_timeout=0", "PRAGMA wal_autocheckpoint=0"):
                 self._loop_writer.execute(pragma)
@@ -113,16 +113,16 @@ class SqliteDatabase:
         cursor = await self._single_statement(sql, params, fetch=True)
         return cursor.rows
 
-    async def _single_statement(self, sql: str, params: Params, fetch: bool = False
-                                ) -> _Outcome:
+    async def _single_statement(self, sql: str, params: Params, fetch: bool = False) -> _Outcome:
         writer = self._write_connection()
         async with self._write_lock:
             self._single_writes += 1
             if self._loop_writer is not None and self._single_writes % _CHECKPOINT_EVERY:
                 try:
                     cursor = self._loop_writer.execute(sql, params)
-                    return _Outcome(cursor.fetchall() if fetch else [], cursor.rowcount,
-                                    cursor.lastrowid)
+                    return _Outcome(
+                        cursor.fetchall() if fetch else [], cursor.rowcount, cursor.lastrowid
+                    )
                 except sqlite3.OperationalError as error:
                     if "locked" not in str(error) and "busy" not in str(error):
                         raise StorageError(f"write failed: {error}", cause=error) from None
@@ -146,8 +146,9 @@ class SqliteDatabase:
                 with anyio.CancelScope(shield=True):
                     await _rollback(writer)
                 if isinstance(error, sqlite3.Error):
-                    raise StorageError(f"cannot start a transaction: {error}",
-                                       cause=error) from None
+                    raise StorageError(
+                        f"cannot start a transaction: {error}", cause=error
+                    ) from None
                 raise
             try:
                 yield _Transaction(writer)

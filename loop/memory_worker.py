@@ -71,7 +71,7 @@ class MemoryWorker:
             if resumed:
                 log.info("resumed %d deferred memory jobs", resumed)
         while len(self._running_apps) < self._max_concurrent and not self._stopping:
-            job = await self._jobs.claim_next({str(app) for app in self._running_apps.keys()})
+            job = await self._jobs.claim_next(self._running_apps.keys())
             if job is None:
                 break
             self._running_apps.add(job.app_id)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import hmac
 import re
 import secrets
 import sqlite3
@@ -118,14 +117,6 @@ class AppRegistry:
             "SELECT app_id FROM conversations WHERE conversation_id = ?", (conversation_id,)
         )
         return row["app_id"] if row else None
-
-    async def key_matches(self, app_id: str, key: str) -> bool:
-        row = await self._db.fetch_one(
-            "SELECT api_key_hash FROM apps WHERE app_id = ? AND installed = 1", (app_id,)
-        )
-        stored = row["api_key_hash"] if row else None
-        # Compare even when there is nothing stored, so timing says nothing about the app.
-        return hmac.compare_digest(stored or "-" * 64, hash_key(key)) and stored is not None
 
     async def app_for_key(self, key: str) -> str | None:
         row = await self._db.fetch_one(

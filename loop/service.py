@@ -49,13 +49,11 @@ class Services:
 
     async def metrics_text(self) -> bytes:
         apps = await self.registry.list()
+        energy = self.energy.report()
         return self.metrics.render(
             stats=self.agent.stats,
             jobs_by_status=await self.jobs.counts_by_status(),
-            energy_spent={
-                "memory": self.energy.report().memory_spent,
-                "conversation": self.energy.report().conversation_spent,
-            },
+            energy_spent={"memory": energy.memory_spent, "conversation": energy.conversation_spent},
             apps_with_memories=sum(1 for app in apps if app.memory_count),
             apps=len(apps),
         )

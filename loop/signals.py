@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Hashable
-
 import anyio
 
 
@@ -25,28 +23,28 @@ class Wakeup:
 
 
 class InFlight:
-    """Keys of work under way; `wait_empty` returns once none is left."""
+    """Keys of work under way (conversation or app ids); `wait_empty` returns once none is left."""
 
     def __init__(self) -> None:
-        self._keys: set[Hashable] = set()
+        self._keys: set[str] = set()
         self._empty = anyio.Event()
         self._empty.set()
 
-    def __contains__(self, key: Hashable) -> bool:
+    def __contains__(self, key: str) -> bool:
         return key in self._keys
 
     def __len__(self) -> int:
         return len(self._keys)
 
-    def keys(self) -> frozenset[Hashable]:
+    def keys(self) -> frozenset[str]:
         return frozenset(self._keys)
 
-    def add(self, key: Hashable) -> None:
+    def add(self, key: str) -> None:
         if not self._keys:
             self._empty = anyio.Event()
         self._keys.add(key)
 
-    def discard(self, key: Hashable) -> None:
+    def discard(self, key: str) -> None:
         self._keys.discard(key)
         if not self._keys:
             self._empty.set()

@@ -25,8 +25,15 @@ class Memory:
         """From a row of the store's columns, in the store's order (read by position: this is
         on the path of every retrieval)."""
         memory_id, app_id, content, created_at, updated_at, source, metadata = row
-        return cls(memory_id, app_id, content, created_at, updated_at, source,
-                   json.loads(metadata) if metadata else {})
+        return cls(
+            memory_id,
+            app_id,
+            content,
+            created_at,
+            updated_at,
+            source,
+            json.loads(metadata) if metadata else {},
+        )
 
     @property
     def created_date(self) -> str:

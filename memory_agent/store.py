@@ -76,13 +76,6 @@ class MemoryStore:
         )
         return [Memory.from_row(row) for row in rows]
 
-    async def get(self, app_id: str, memory_id: int) -> Memory | None:
-        row = await self._db.fetch_one(
-            f"SELECT {_COLUMNS} FROM app_memories WHERE app_id = ? AND id = ?",
-            (app_id, memory_id),
-        )
-        return Memory.from_row(row) if row else None
-
     async def count(self, app_id: str, *, tx: SqlReader | None = None) -> int:
         row = await (tx or self._db).fetch_one(
             "SELECT COUNT(*) FROM app_memories WHERE app_id = ?", (app_id,)

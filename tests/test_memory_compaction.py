@@ -251,3 +251,18 @@ async def test_purge_returns_the_count_and_leaves_other_apps(database, clock):
     assert await agent.delete_app_memories("a") == 3
     assert await agent.get_memory_count("a") == 0
     assert await agent.get_memory_count("b") == 2
+
+
+async def test_compact_memories_steps_until_the_app_is_back_at_its_cap(database, clock):
+    """The seed's compactMemories on its own: three over the cap takes three decisions."""
+    await install_app(database, "app")
+    agent = MemorySubAgent(database, memory_model(compaction=lambda call: decision(
+        "delete", ids_in_prompt(call)[0])), clock=clock)
+    for n in range(13):
+        newest = await agent.store.insert("app", f"Fact {n} here. It stays.",
+                                          created_at=f"2025-10-{n + 1:02d}T00:00:00.000000Z")
+    outcomes = await agent.compact_memories("app", newest)
+    assert [o.action for o in outcomes] == ["delete", "delete", "delete"]
+    remaining = await agent.store.list_oldest_first("app")
+    assert remaining[0].content == "Fact 3 here. It stays."
+    assert len(remaining) == 10

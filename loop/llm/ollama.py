@@ -110,8 +110,7 @@ class OllamaChatModel(ChatModel):
         with translated_ollama_errors(self.name):
             listed = await self._client.list()
         wanted = self.model if ":" in self.model else f"{self.model}:latest"
-        return any(wanted in (entry.model, getattr(entry, "name", None))
-                   for entry in listed.models)
+        return any(wanted in (entry.model, getattr(entry, "name", None)) for entry in listed.models)
 
     async def aclose(self) -> None:
         await self._client.close()  # type: ignore[no-untyped-call]
