@@ -278,7 +278,11 @@ def bench_energy(tmp: Path, quick: bool) -> dict[str, Any]:
         kind = "embedded"
     else:
         model, kind = InstantModel(), "scripted"
-    share = anyio.run(energy_share, tmp / "energy.db", 1 if quick else 3, model)
+    try:
+        share = anyio.run(energy_share, tmp / "energy.db", 1 if quick else 3, model)
+    finally:
+        if isinstance(model, LocalChatModel):
+            model.close()
     return {"energy_memory_share": round(share, 4), "energy_workload_model": kind}
 
 

@@ -7,7 +7,7 @@ model's decision or recorded FIFO.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 
 import pytest
 
@@ -39,8 +39,10 @@ class Recording(ChatModel):
 
 
 @pytest.fixture(scope="module")
-def smollm2() -> LocalChatModel:
-    return LocalChatModel()
+def smollm2() -> Iterator[LocalChatModel]:
+    model = LocalChatModel()
+    yield model
+    model.close()
 
 
 @pytest.fixture

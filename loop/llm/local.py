@@ -133,6 +133,10 @@ class LocalChatModel(ChatModel):
             return dict(result)
 
     async def aclose(self) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Free the model (waiting for a call in progress)."""
         with self._serial:
             self._llama.close()
 
