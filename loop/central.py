@@ -88,10 +88,12 @@ class CentralLoop:
 
     async def _start_answers(self, group: TaskGroup) -> None:
         now = time.monotonic()
+        # Forget back-offs that have run out, so conversations that ended meanwhile leave none.
+        self._retry_after = {c: t for c, t in self._retry_after.items() if t > now}
         for conversation_id in await self._conversations.unanswered(limit=100):
             if conversation_id in self._in_flight:
                 continue
-            if self._retry_after.get(conversation_id, 0) > now:
+            if conversation_id in self._retry_after:
                 continue
             self._in_flight.add(conversation_id)
             group.start_soon(self._answer_in_background, conversation_id)
@@ -100,7 +102,6 @@ class CentralLoop:
         try:
             async with self._limiter:
                 await self.answer(conversation_id)
-            self._retry_after.pop(conversation_id, None)
         except ChatModelError as error:
             log.warning("answering conversation %s failed, will retry: %s", conversation_id, error)
             self._metrics.answer_failures.inc()
