@@ -9,6 +9,7 @@ from litestar.openapi.spec import Components, SecurityScheme
 
 from admin_api.controllers.apps import AppsController
 from admin_api.controllers.conversations import ConversationsController
+from admin_api.controllers.history import HistoryController
 from admin_api.controllers.memories import MemoriesController
 from admin_api.controllers.operations import OperationsController, health
 from admin_api.errors import EXCEPTION_HANDLERS
@@ -26,6 +27,7 @@ def create_app(services: Services, admin_token: str) -> Litestar:
         route_handlers=[
             AppsController,
             ConversationsController,
+            HistoryController,
             MemoriesController,
             OperationsController,
         ],

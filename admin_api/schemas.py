@@ -108,6 +108,16 @@ class SuccessOut(Reply):
     success: bool
 
 
+class CompactionStepOut(Reply):
+    action: str
+    target_memory_id: int
+    folded_memory_id: int | None
+    decided_by: str
+    reason: str | None
+    fallback_reason: str | None
+    update: bool
+
+
 class JobOut(Reply):
     id: int
     app_id: str
@@ -117,10 +127,34 @@ class JobOut(Reply):
     last_error: str | None
     created_at: str
     updated_at: str
+    memory_id: int | None
+    note: str | None
+    steps: list[CompactionStepOut]
 
 
 class JobsOut(Reply):
     jobs: list[JobOut]
+
+
+class MemoryEventOut(Reply):
+    id: int
+    memory_id: int
+    event: str
+    actor: str
+    reason: str | None
+    content_before: str | None
+    content_after: str | None
+    conversation_id: str | None
+    job_id: int | None
+    model: str | None
+    erased: bool
+    created_at: str
+
+
+class HistoryOut(Reply):
+    events: list[MemoryEventOut]
+    # Pass as `since` for the next page; null when this page is the last.
+    next_cursor: int | None
 
 
 class EnergyOut(Reply):

@@ -18,6 +18,7 @@ from loop.runner import HttpAppFactory, ServeRefused, serve
 from loop.service import Services, open_services
 from loop.settings import Settings, SettingsError, load_settings
 from memory_agent.errors import MnemoloopError
+from memory_agent.models import MemoryEvent
 
 Command = Callable[[Settings, argparse.Namespace], Awaitable[int]]
 
@@ -55,6 +56,9 @@ def build_parser() -> argparse.ArgumentParser:
     delete = memories.add_parser("delete", help="delete one memory")
     delete.add_argument("app_id")
     delete.add_argument("memory_id", type=int)
+    history = memories.add_parser("history", help="every change to an app's memories (or one)")
+    history.add_argument("app_id")
+    history.add_argument("memory_id", type=int, nargs="?")
     return parser
 
 
@@ -116,7 +120,7 @@ async def _memories(settings: Settings, args: argparse.Namespace) -> int:
     async with _admin_services(settings) as services:
         if args.action == "list":
             await services.registry.require(args.app_id)
-            for memory in await services.agent.store.list_newest(args.app_id, 10_000):
+            for memory in await services.agent.list_memories(args.app_id):
                 print(f"[{memory.id}] {memory.created_at[:10]} {memory.content}")
         elif args.action == "export":
             app_ids = (
@@ -126,12 +130,18 @@ async def _memories(settings: Settings, args: argparse.Namespace) -> int:
             for app_id in app_ids:
                 await services.registry.require(app_id)
                 exported[app_id] = [
-                    asdict(m) for m in await services.agent.store.list_oldest_first(app_id)
+                    asdict(m) for m in reversed(await services.agent.list_memories(app_id))
                 ]
             print(json.dumps(exported, indent=2, ensure_ascii=False))
-        elif args.action == "purge":
+        elif args.action == "history":
             await services.registry.require(args.app_id)
-            print(f"deleted {await services.agent.delete_app_memories(args.app_id)} memories")
+            events = await services.agent.history(
+                args.app_id, memory_id=args.memory_id, limit=1_000_000
+            )
+            for event in events:
+                print(describe_event(event))
+        elif args.action == "purge":
+            print(f"deleted {await services.registry.purge_memories(args.app_id)} memories")
         else:
             await services.registry.require(args.app_id)
             if not await services.agent.delete_memory(args.app_id, args.memory_id):
@@ -141,6 +151,20 @@ async def _memories(settings: Settings, args: argparse.Namespace) -> int:
                 return 1
             print(f"deleted memory {args.memory_id}")
     return 0
+
+
+def describe_event(event: MemoryEvent) -> str:
+    """One line: when, what happened to which memory, by whom, why, and the text."""
+    line = f"{event.created_at[:19]} memory {event.memory_id} {event.event} by {event.actor}"
+    if event.reason:
+        line += f": {event.reason}"
+    if event.erased:
+        return line + " (text erased by a purge)"
+    if event.content_before is not None:
+        line += f"\n    before: {event.content_before}"
+    if event.content_after is not None:
+        line += f"\n    after:  {event.content_after}"
+    return line
 
 
 def _admin_services(settings: Settings) -> AbstractAsyncContextManager[Services]:

@@ -34,6 +34,9 @@ _PRAGMAS = (
     # NORMAL in WAL mode: a commit survives a crash of the process; only a power cut
     # can take the last few back.
     "PRAGMA synchronous=NORMAL",
+    # Deleted content is overwritten with zeros, so a purged memory leaves no bytes behind in
+    # free pages.
+    "PRAGMA secure_delete=ON",
 )
 
 
@@ -162,6 +165,17 @@ class SqliteDatabase:
                 if isinstance(error, sqlite3.Error):
                     raise StorageError(f"write failed: {error}", cause=error) from None
                 raise
+
+    async def checkpoint(self) -> None:
+        """Copy the write-ahead log into the database file and truncate the log, so that
+        deleted text is gone from both files (after a purge). A reader still using the log
+        makes this a partial checkpoint; the next one finishes it."""
+        writer = self._write_connection()
+        async with self._write_lock:
+            try:
+                await writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            except sqlite3.Error as error:
+                raise StorageError(f"checkpoint failed: {error}", cause=error) from None
 
     def _write_connection(self) -> aiosqlite.Connection:
         if self._writer is None:

@@ -30,7 +30,7 @@ async def run_demo(services: Services) -> int:
     step = _Steps()
     for app_id, name in ((CALENDAR, "Calendar"), (RECIPES, "Recipes")):
         await services.registry.install(app_id, name)
-        await services.agent.delete_app_memories(app_id)  # a repeatable run
+        await services.registry.purge_memories(app_id)  # a repeatable run
     step(f"installed {CALENDAR} and {RECIPES}; model {services.chat_model.name}")
 
     for app_id, opener in OPENERS.items():

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-import sqlite3
-from collections.abc import Collection
-from dataclasses import dataclass
-from typing import Literal
+import json
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any, Literal
 
-from memory_agent.ports import Clock, Database, format_timestamp
+from memory_agent.models import CompactionOutcome
+from memory_agent.ports import Clock, Database, SqlTransaction, format_timestamp
 
-JobStatus = Literal["pending", "running", "deferred", "done", "skipped", "failed"]
+JobStatus = Literal["pending", "running", "deferred", "done", "skipped", "failed", "cancelled"]
 JOB_STATUSES: tuple[JobStatus, ...] = (
     "pending",
     "running",
@@ -17,9 +19,11 @@ JOB_STATUSES: tuple[JobStatus, ...] = (
     "done",
     "skipped",
     "failed",
+    "cancelled",
 )
 # A job interrupted this many times (by crashes) is failed rather than tried forever.
-MAX_ATTEMPTS = 3
+MAX_INTERRUPTIONS = 5
+RETRY_MAX_SECONDS = 300.0
 
 
 @dataclass(frozen=True)
@@ -32,9 +36,13 @@ class MemoryJob:
     last_error: str | None
     created_at: str
     updated_at: str
+    memory_id: int | None = None
+    note: str | None = None
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    not_before: str | None = None
 
     @classmethod
-    def from_row(cls, row: sqlite3.Row) -> MemoryJob:
+    def from_row(cls, row: Any) -> MemoryJob:
         return cls(
             row["id"],
             row["app_id"],
@@ -44,7 +52,16 @@ class MemoryJob:
             row["last_error"],
             row["created_at"],
             row["updated_at"],
+            row["memory_id"],
+            row["note"],
+            json.loads(row["steps"]) if row["steps"] else [],
+            row["not_before"],
         )
+
+
+def retry_delay(attempts: int, base_seconds: float) -> float:
+    """Seconds to wait before trying again a job that has been tried `attempts` times."""
+    return min(base_seconds * 2.0 ** max(attempts - 1, 0), RETRY_MAX_SECONDS)
 
 
 class MemoryJobStore:
@@ -53,14 +70,15 @@ class MemoryJobStore:
         self._clock = clock
 
     async def recover_interrupted(self) -> int:
-        """Jobs left `running` by a crash go back to `pending` (or `failed` after MAX_ATTEMPTS)."""
+        """Jobs left `running` by a crash go back to `pending` (`failed` once interrupted
+        MAX_INTERRUPTIONS times)."""
         now = self._now()
         async with self._db.transaction() as tx:
             await tx.execute(
                 "UPDATE memory_jobs SET status = 'failed', updated_at = ?,"
                 " last_error = 'interrupted ' || attempts || ' times'"
                 " WHERE status = 'running' AND attempts >= ?",
-                (now, MAX_ATTEMPTS),
+                (now, MAX_INTERRUPTIONS),
             )
             result = await tx.execute(
                 "UPDATE memory_jobs SET status = 'pending', updated_at = ?"
@@ -70,12 +88,13 @@ class MemoryJobStore:
         return result.rowcount
 
     async def claim_next(self, busy_apps: Collection[str]) -> MemoryJob | None:
-        """Take the oldest pending job of an app with no job running, and mark it `running`."""
+        """Take the oldest due pending job of an app with no job running; mark it `running`."""
         placeholders = ",".join("?" * len(busy_apps))
         busy = f"AND app_id NOT IN ({placeholders})" if busy_apps else ""
         return await self._claim(
-            f"SELECT id FROM memory_jobs WHERE status = 'pending' {busy} ORDER BY id LIMIT 1",
-            tuple(busy_apps),
+            "SELECT id FROM memory_jobs WHERE status = 'pending'"
+            f" AND (not_before IS NULL OR not_before <= ?) {busy} ORDER BY id LIMIT 1",
+            (self._now(), *busy_apps),
         )
 
     async def claim_for_conversation(self, conversation_id: str) -> MemoryJob | None:
@@ -95,11 +114,61 @@ class MemoryJobStore:
         )
         return MemoryJob.from_row(rows[0]) if rows else None
 
+    async def mark_done(
+        self,
+        tx: SqlTransaction,
+        job_id: int,
+        *,
+        memory_id: int | None,
+        note: str,
+        steps: Sequence[CompactionOutcome],
+    ) -> bool:
+        """Inside the memory's own transaction: `done`, if the job is still running (a purge
+        may have cancelled it). False means the write must not happen."""
+        result = await tx.execute(
+            "UPDATE memory_jobs SET status = 'done', last_error = NULL, memory_id = ?, note = ?,"
+            " steps = ?, updated_at = ? WHERE id = ? AND status = 'running'",
+            (
+                memory_id,
+                note,
+                json.dumps([step.to_json() for step in steps]) if steps else None,
+                self._now(),
+                job_id,
+            ),
+        )
+        return result.rowcount == 1
+
     async def finish(self, job_id: int, status: JobStatus, error: str | None = None) -> None:
+        """End a running job that wrote nothing (skipped, failed); a cancelled job stays so."""
         await self._db.execute(
-            "UPDATE memory_jobs SET status = ?, last_error = ?, updated_at = ? WHERE id = ?",
+            "UPDATE memory_jobs SET status = ?, last_error = ?, updated_at = ?"
+            " WHERE id = ? AND status = 'running'",
             (status, error, self._now(), job_id),
         )
+
+    async def retry_later(self, job: MemoryJob, error: str, base_seconds: float) -> float:
+        """Back to `pending`, due after the back-off; returns the delay in seconds."""
+        delay = retry_delay(job.attempts, base_seconds)
+        due = format_timestamp(self._clock.now() + timedelta(seconds=delay))
+        await self._db.execute(
+            "UPDATE memory_jobs SET status = 'pending', last_error = ?, not_before = ?,"
+            " updated_at = ? WHERE id = ? AND status = 'running'",
+            (error, due, self._now(), job.id),
+        )
+        return delay
+
+    async def cancel_for_app(self, tx: SqlTransaction, app_id: str, reason: str) -> int:
+        """Cancel the app's waiting and running jobs (a running one can no longer write)."""
+        result = await tx.execute(
+            "UPDATE memory_jobs SET status = 'cancelled', last_error = ?, updated_at = ?"
+            " WHERE app_id = ? AND status IN ('pending', 'deferred', 'running')",
+            (reason, self._now(), app_id),
+        )
+        return result.rowcount
+
+    async def erase_steps(self, tx: SqlTransaction, app_id: str) -> None:
+        """Purge: compaction reasons may quote memories; the app's job records lose them."""
+        await tx.execute("UPDATE memory_jobs SET steps = NULL WHERE app_id = ?", (app_id,))
 
     async def defer_pending(self, reason: str) -> int:
         result = await self._db.execute(

@@ -12,7 +12,7 @@ from loop.energy import EnergyBudget
 from loop.jobs import JobStatus, MemoryJob, MemoryJobStore
 from loop.signals import InFlight
 from memory_agent import MemoryCreationRequest, MemorySubAgent
-from memory_agent.errors import MnemoloopError
+from memory_agent.errors import MemoryWriteRefused, MnemoloopError
 
 log = logging.getLogger("mnemoloop.worker")
 
@@ -26,6 +26,8 @@ class MemoryWorker:
         agent: MemorySubAgent,
         energy: EnergyBudget,
         max_concurrent: int,
+        attempts: int = 5,
+        retry_base_seconds: float = 5.0,
         poll_interval: float = 0.5,
     ) -> None:
         self._jobs = jobs
@@ -33,6 +35,8 @@ class MemoryWorker:
         self._agent = agent
         self._energy = energy
         self._max_concurrent = max_concurrent
+        self._attempts = attempts
+        self._retry_base = retry_base_seconds
         self._poll_interval = poll_interval
         self._running_apps = InFlight()
         self._stopping = False
@@ -86,13 +90,21 @@ class MemoryWorker:
             self._conversations.job_queued.set()
 
     async def run_job(self, job: MemoryJob) -> JobStatus:
-        """Write the conversation's memory; record `done`, `skipped` (with why) or `failed`."""
+        """Write the conversation's memory; the job ends `done` in the memory's own
+        transaction, or `pending` again after a transient failure (until MAX_ATTEMPTS), or
+        `skipped` (with why), `failed` or `cancelled`."""
         status: JobStatus
-        error: str | None = None
         try:
             messages = await self._conversations.chat_messages(job.conversation_id)
             await self._agent.create_memory(
-                MemoryCreationRequest(job.app_id, job.conversation_id, messages)
+                MemoryCreationRequest(job.app_id, job.conversation_id, messages, job.id),
+                commit_guard=lambda tx, result: self._jobs.mark_done(
+                    tx,
+                    job.id,
+                    memory_id=result.memory.id if result.memory else None,
+                    note=result.note,
+                    steps=result.compactions,
+                ),
             )
             status = "done"
         except anyio.get_cancelled_exc_class():
@@ -100,14 +112,23 @@ class MemoryWorker:
                 # Stopped mid-job: leave it `running`, which a restart requeues.
                 await self._charge_memory_energy()
             raise
+        except MemoryWriteRefused:
+            status = "cancelled"  # a purge cancelled it meanwhile; the record says so already
         except MnemoloopError as failure:
             # Already logged by the sub-agent; the conversation is unaffected.
-            status, error = "skipped", f"{type(failure).__name__}: {failure}"
+            error = f"{type(failure).__name__}: {failure}"
+            if failure.transient and job.attempts < self._attempts:
+                delay = await self._jobs.retry_later(job, error, self._retry_base)
+                log.warning("memory job %d will be tried again in %.0f s: %s", job.id, delay, error)
+                status = "pending"
+            else:
+                status = "skipped"
+                await self._jobs.finish(job.id, status, error)
         except Exception as failure:
             log.exception("memory job %d failed unexpectedly", job.id)
-            status, error = "failed", f"{type(failure).__name__}: {failure}"
+            status = "failed"
+            await self._jobs.finish(job.id, status, f"{type(failure).__name__}: {failure}")
         await self._charge_memory_energy()
-        await self._jobs.finish(job.id, status, error)
         return status
 
     async def run_now(self, conversation_id: str) -> MemoryJob | None:

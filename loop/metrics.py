@@ -64,12 +64,29 @@ class _Snapshot(Collector):
         )
         failed.add_metric([], self.stats.creation_failures)
         yield failed
-        compactions = CounterMetricFamily(
-            "mnemoloop_compactions", "Compaction steps by outcome.", labels=["outcome"]
+        nothing = CounterMetricFamily(
+            "mnemoloop_memories_not_written",
+            "Conversations that held nothing worth keeping (no memory, no slot spent).",
         )
-        for outcome in ("delete", "edit", "fifo"):
+        nothing.add_metric([], self.stats.nothing_worth_keeping)
+        yield nothing
+        compactions = CounterMetricFamily(
+            "mnemoloop_compactions",
+            "Compaction steps by outcome: the model's delete or edit, fifo when the retention"
+            " policy decided, update when an older memory gave way to a newer value.",
+            labels=["outcome"],
+        )
+        for outcome in ("delete", "edit", "fifo", "update"):
             compactions.add_metric([outcome], self.stats.compactions.get(outcome, 0))
         yield compactions
+        fallbacks = CounterMetricFamily(
+            "mnemoloop_compaction_fallbacks",
+            "Why the retention policy decided instead of the model.",
+            labels=["cause"],
+        )
+        for cause in ("llm_error", "invalid_decision", "overruled"):
+            fallbacks.add_metric([cause], self.stats.fallbacks.get(cause, 0))
+        yield fallbacks
         jobs = GaugeMetricFamily(
             "mnemoloop_memory_jobs", "Memory jobs by status.", labels=["status"]
         )

@@ -8,9 +8,11 @@ import secrets
 import sqlite3
 from dataclasses import dataclass
 
+from loop.database import SqliteDatabase
 from loop.errors import AppNotFound, InvalidInput
+from loop.jobs import MemoryJobStore
 from memory_agent import MemorySubAgent
-from memory_agent.ports import Clock, Database, format_timestamp
+from memory_agent.ports import Clock, SqlTransaction, format_timestamp
 
 
 @dataclass(frozen=True)
@@ -64,9 +66,12 @@ def hash_key(key: str) -> str:
 
 
 class AppRegistry:
-    def __init__(self, database: Database, agent: MemorySubAgent, clock: Clock) -> None:
+    def __init__(
+        self, database: SqliteDatabase, agent: MemorySubAgent, jobs: MemoryJobStore, clock: Clock
+    ) -> None:
         self._db = database
         self._agent = agent
+        self._jobs = jobs
         self._clock = clock
 
     async def install(self, app_id: str, name: str) -> InstalledApp:
@@ -86,12 +91,31 @@ class AppRegistry:
     async def uninstall(self, app_id: str, *, purge_memories: bool = False) -> int:
         """Mark the app uninstalled; the row stays so no cascade fires. Returns memories purged."""
         await self.require(app_id)
-        await self._db.execute(
-            "UPDATE apps SET installed = 0, uninstalled_at = ?, api_key_hash = NULL"
-            " WHERE app_id = ?",
-            (format_timestamp(self._clock.now()), app_id),
-        )
-        return await self._agent.delete_app_memories(app_id) if purge_memories else 0
+        async with self._db.transaction() as tx:
+            await tx.execute(
+                "UPDATE apps SET installed = 0, uninstalled_at = ?, api_key_hash = NULL"
+                " WHERE app_id = ?",
+                (format_timestamp(self._clock.now()), app_id),
+            )
+            purged = await self._purge(tx, app_id) if purge_memories else 0
+        if purge_memories:
+            await self._db.checkpoint()
+        return purged
+
+    async def purge_memories(self, app_id: str) -> int:
+        """Delete every memory of the app, erase their text everywhere, and cancel the app's
+        memory jobs, in one transaction: no job in flight can write afterwards. Returns the
+        number of memories deleted."""
+        await self.require(app_id)
+        async with self._db.transaction() as tx:
+            purged = await self._purge(tx, app_id)
+        await self._db.checkpoint()
+        return purged
+
+    async def _purge(self, tx: SqlTransaction, app_id: str) -> int:
+        await self._jobs.cancel_for_app(tx, app_id, "cancelled: the app's memories were purged")
+        await self._jobs.erase_steps(tx, app_id)
+        return await self._agent.delete_app_memories(app_id, tx=tx)
 
     async def get(self, app_id: str) -> App | None:
         if not APP_ID.fullmatch(app_id):

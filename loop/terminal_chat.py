@@ -49,7 +49,7 @@ async def run_chat(services: Services, app_id: str) -> int:
 
 async def memory_of(services: Services, app_id: str, conversation_id: str) -> Memory | None:
     """The memory that now carries this conversation (it may have been merged into another)."""
-    for memory in await services.agent.store.list_newest(app_id, 10_000):
+    for memory in await services.agent.list_memories(app_id):
         if conversation_id in memory.metadata.get("relatedConversations", []):
             return memory
     return None

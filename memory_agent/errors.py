@@ -8,6 +8,7 @@
     ├── InvalidMemoryText            an answer that cannot be made into a valid memory
     ├── InvalidCompactionDecision    a compaction decision that cannot be applied
     ├── MemoryNotFound               no such memory in this app
+    ├── MemoryWriteRefused           a memory job was cancelled (purge) before it could write
     └── StorageError                 the database failed (locked, I/O, constraint)
 
 Third-party errors are translated into these at exactly one place per adapter; retry
@@ -18,12 +19,13 @@ from __future__ import annotations
 
 
 class MnemoloopError(Exception):
-    """Base of every error the project raises on purpose."""
+    """Base of every error the project raises on purpose. `transient`: trying again later
+    may succeed."""
+
+    transient: bool = False
 
 
 class ChatModelError(MnemoloopError):
-    transient: bool = False
-
     def __init__(self, message: str, *, model: str | None = None) -> None:
         super().__init__(message)
         self.model = model
@@ -65,8 +67,15 @@ class MemoryNotFound(MnemoloopError):
         self.memory_id = memory_id
 
 
+class MemoryWriteRefused(MnemoloopError):
+    """The job's commit guard refused the write: the job was cancelled meanwhile."""
+
+
 class StorageError(MnemoloopError):
-    """A database operation failed; `cause` holds the driver's error."""
+    """A database operation failed; `cause` holds the driver's error. Transient: the usual
+    cause is a database that is busy or briefly out of reach."""
+
+    transient = True
 
     def __init__(self, message: str, *, cause: BaseException | None = None) -> None:
         super().__init__(message)

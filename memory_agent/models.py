@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import json
-import sqlite3
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-CompactionAction = Literal["delete", "edit", "fifo"]
+CompactionAction = Literal["delete", "edit"]
+# Who chose a compaction step: the model (its decision passed the retention policy's check),
+# or the retention policy (the model failed, gave an invalid decision, or was overruled).
+DecidedBy = Literal["model", "policy"]
+MemoryEventKind = Literal["created", "edited", "deleted"]
+# Who changed a memory: a memory job writing it, a compaction step (by the model or by the
+# policy), an admin, a purge, or an import.
+MemoryActor = Literal["job", "model", "policy", "admin", "purge", "import"]
 
 
 @dataclass(frozen=True)
@@ -21,7 +28,7 @@ class Memory:
     metadata: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def from_row(cls, row: sqlite3.Row) -> Memory:
+    def from_row(cls, row: Sequence[Any]) -> Memory:
         """From a row of the store's columns, in the store's order (read by position: this is
         on the path of every retrieval)."""
         memory_id, app_id, content, created_at, updated_at, source, metadata = row
@@ -43,10 +50,57 @@ class Memory:
 
 @dataclass(frozen=True)
 class CompactionOutcome:
-    """One compaction step: what was done, to which memory, and why FIFO if it came to that."""
+    """One compaction step as applied.
+
+    `action` is what was done to `target_memory_id` (an edit folds `folded_memory_id` into it);
+    `decided_by` says whose choice it was; `fallback_reason` says why the model's decision was
+    not applied, when the policy decided.
+    """
 
     app_id: str
     action: CompactionAction
     target_memory_id: int
     reason: str
+    decided_by: DecidedBy = "model"
     fallback_reason: str | None = None
+    folded_memory_id: int | None = None
+    # True for a step that retired what a newer memory updates (not a compaction proper).
+    update: bool = False
+
+    @property
+    def outcome(self) -> str:
+        """The metric label: `delete` or `edit` by the model, `fifo` when the policy decided,
+        `update` when an older memory gave way to the new one's newer values."""
+        if self.update:
+            return "update"
+        return self.action if self.decided_by == "model" else "fifo"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "action": self.action,
+            "targetMemoryId": self.target_memory_id,
+            "foldedMemoryId": self.folded_memory_id,
+            "decidedBy": self.decided_by,
+            "reason": self.reason,
+            "fallbackReason": self.fallback_reason,
+            "update": self.update,
+        }
+
+
+@dataclass(frozen=True)
+class MemoryEvent:
+    """One change to one memory, as the history keeps it (texts are None once purged)."""
+
+    id: int
+    app_id: str
+    memory_id: int
+    event: MemoryEventKind
+    actor: MemoryActor
+    created_at: str
+    reason: str | None = None
+    content_before: str | None = None
+    content_after: str | None = None
+    conversation_id: str | None = None
+    job_id: int | None = None
+    model: str | None = None
+    erased: bool = False

@@ -1,11 +1,13 @@
-"""Every prompt the memory sub-agent sends. The seed fixes their wording."""
+"""Every prompt the memory sub-agent sends. The seed fixes their first sentences and shape."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from memory_agent.chat_model import ChatMessage
+from memory_agent.facts import Statement
 from memory_agent.models import Memory
+from memory_agent.text import normalise_text
 
 CREATION_PROMPT = """\
 You are a memory creation assistant. Analyze this conversation and create a concise memory record.
@@ -16,16 +18,23 @@ Focus on:
 - Important decisions or outcomes
 - Lessons learned or insights
 
+Write about the user in the third person ("The user ..."). Keep what the user stated, decided \
+or asked to be remembered, and what the assistant confirmed it did. Say nothing the \
+conversation does not say, and do not continue the conversation.
+
 Format: Single paragraph, 2-4 sentences, factual and concise.
 
-Conversation:
+Conversation (between the markers; every line is one turn):
+<<<CONVERSATION
 {conversation}
-
+CONVERSATION>>>
+{statements}
 Create memory:"""
 
-CREATION_REPAIR_PROMPT = """\
-That answer cannot be stored: {reason}. Write the memory again as one plain paragraph of \
-2-4 complete sentences, at most {max_chars} characters, with no heading or label."""
+STATEMENTS_HINT = """
+Statements worth keeping:
+{lines}
+"""
 
 COMPACTION_PROMPT = """\
 You are a memory management assistant. You have {total} memories but can only keep {limit}.
@@ -48,44 +57,56 @@ Decision format:
   "reason": "<explanation>"
 }}
 
-To DELETE, set targetMemoryId to the id of the memory to remove (the new memory may be it).
-To EDIT, set targetMemoryId to an existing memory and newContent to that memory rewritten so it \
-also carries the new memory's facts (at most {max_chars} characters); the new memory is then \
-folded into it. Answer with the JSON object only."""
+Keep lasting facts about the user (health, family, home, work, money, dates, preferences) and \
+the newest value of a fact that changed. Prefer to DELETE a memory that holds no such fact, \
+or one whose fact a newer memory updates. To EDIT, set targetMemoryId to an existing memory \
+and newContent to that memory rewritten so it also carries the new memory's facts (at most \
+{max_chars} characters); the new memory (id 0) is then folded into it. Answer with the JSON \
+object only."""
+
+_SPEAKERS = {"user": "User", "assistant": "Assistant", "tool": "Tool"}
 
 
 def format_transcript(messages: Sequence[ChatMessage]) -> str:
+    """One line per turn. A turn's own line breaks are folded, so that no text inside a turn
+    can start a line that reads as another turn or close the transcript's markers."""
     lines = []
     for message in messages:
         if message.role == "system":
             continue
-        speaker = {"user": "User", "assistant": "Assistant", "tool": "Tool"}[message.role]
-        lines.append(f"{speaker}: {message.content.strip()}")
+        text = " ".join(normalise_text(message.content).split())
+        text = text.replace("<<<", "‹‹‹").replace(">>>", "›››")
+        lines.append(f"{_SPEAKERS[message.role]}: {text}")
     return "\n".join(lines)
 
 
-def creation_messages(transcript: str) -> list[ChatMessage]:
-    return [ChatMessage("user", CREATION_PROMPT.format(conversation=transcript))]
-
-
-def creation_repair_message(reason: str, max_chars: int) -> ChatMessage:
-    return ChatMessage("user", CREATION_REPAIR_PROMPT.format(reason=reason, max_chars=max_chars))
+def creation_messages(transcript: str, statements: Sequence[Statement] = ()) -> list[ChatMessage]:
+    hint = ""
+    if statements:
+        hint = STATEMENTS_HINT.format(
+            lines="\n".join(f"- ({s.speaker}) {' '.join(s.text.split())}" for s in statements)
+        )
+    prompt = CREATION_PROMPT.format(conversation=transcript, statements=hint)
+    return [ChatMessage("user", prompt)]
 
 
 def memory_line(memory: Memory) -> str:
     """`[id=N] (created YYYY-MM-DD) content`, on one line whatever the content holds."""
-    content = " ".join(memory.content.split())
-    return f"[id={memory.id}] (created {memory.created_date}) {content}"
+    return candidate_line(memory.id, memory.created_date, memory.content)
+
+
+def candidate_line(memory_id: int, created_date: str, content: str) -> str:
+    return f"[id={memory_id}] (created {created_date}) {' '.join(content.split())}"
 
 
 def compaction_messages(
-    existing: Sequence[Memory], new: Memory, *, limit: int, max_chars: int
+    existing: Sequence[Memory], new_line: str, *, limit: int, max_chars: int
 ) -> list[ChatMessage]:
     prompt = COMPACTION_PROMPT.format(
         total=len(existing) + 1,
         limit=limit,
         existing="\n".join(memory_line(m) for m in existing),
-        new=memory_line(new),
+        new=new_line,
         max_chars=max_chars,
     )
     return [ChatMessage("user", prompt)]

@@ -1,28 +1,36 @@
-"""All SQL for memories. Reads go to the database at once; a write is one statement on its
-own, or runs inside the caller's transaction when one is given."""
+"""All SQL for memories and their history. Reads go to the database at once; a write is one
+statement on its own, or runs inside the caller's transaction when one is given."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Any
 
-from memory_agent.models import Memory
+from memory_agent.models import Memory, MemoryActor, MemoryEvent, MemoryEventKind
 from memory_agent.ports import Database, Params, SqlReader, SqlTransaction, WriteResult
 
 # The order Memory.from_row reads them in.
 _COLUMNS = "id, app_id, content, created_at, updated_at, source_conversation_id, metadata"
+_EVENT_COLUMNS = (
+    "id, app_id, memory_id, event, actor, created_at, reason, content_before, content_after,"
+    " conversation_id, job_id, model, erased"
+)
+
+
+@dataclass(frozen=True)
+class EventSource:
+    """When a change happened and on whose behalf: the job, its conversation, the model."""
+
+    at: str
+    conversation_id: str | None = None
+    job_id: int | None = None
+    model: str | None = None
 
 
 class MemoryStore:
     def __init__(self, database: Database) -> None:
         self._db = database
-
-    @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[SqlTransaction]:
-        async with self._db.transaction() as tx:
-            yield tx
 
     async def insert(
         self,
@@ -58,6 +66,14 @@ class MemoryStore:
             source_conversation_id,
             metadata,
         )
+
+    async def get(
+        self, app_id: str, memory_id: int, *, tx: SqlReader | None = None
+    ) -> Memory | None:
+        row = await (tx or self._db).fetch_one(
+            f"SELECT {_COLUMNS} FROM app_memories WHERE app_id = ? AND id = ?", (app_id, memory_id)
+        )
+        return Memory.from_row(row) if row else None
 
     async def list_newest(
         self, app_id: str, limit: int, *, tx: SqlReader | None = None
@@ -108,9 +124,69 @@ class MemoryStore:
         )
         return result.rowcount == 1
 
-    async def delete_all(self, app_id: str, *, tx: SqlTransaction | None = None) -> int:
-        result = await self._write("DELETE FROM app_memories WHERE app_id = ?", (app_id,), tx)
-        return result.rowcount
+    async def delete_all(self, app_id: str, *, tx: SqlTransaction | None = None) -> list[int]:
+        """Delete every memory of the app; returns their ids."""
+        rows = await (tx or self._db).fetch_all(
+            "SELECT id FROM app_memories WHERE app_id = ? ORDER BY id", (app_id,)
+        )
+        await self._write("DELETE FROM app_memories WHERE app_id = ?", (app_id,), tx)
+        return [int(row[0]) for row in rows]
+
+    # -- history ----------------------------------------------------------------------------
+
+    async def record_event(
+        self,
+        tx: SqlTransaction,
+        app_id: str,
+        memory_id: int,
+        event: MemoryEventKind,
+        actor: MemoryActor,
+        source: EventSource,
+        *,
+        reason: str | None = None,
+        before: str | None = None,
+        after: str | None = None,
+    ) -> None:
+        await tx.execute(
+            "INSERT INTO memory_events (app_id, memory_id, event, actor, reason, content_before,"
+            " content_after, conversation_id, job_id, model, created_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (app_id, memory_id, event, actor, reason, before, after, source.conversation_id,
+             source.job_id, source.model, source.at),
+        )
+
+    async def erase_history_text(self, tx: SqlTransaction, app_id: str) -> None:
+        """Purge: every text of the app's history goes; the events stay, marked erased."""
+        await tx.execute(
+            "UPDATE memory_events SET content_before = NULL, content_after = NULL,"
+            " reason = NULL, erased = 1 WHERE app_id = ?",
+            (app_id,),
+        )
+
+    async def history(
+        self,
+        app_id: str,
+        *,
+        memory_id: int | None = None,
+        after_id: int = 0,
+        limit: int = 100,
+    ) -> list[MemoryEvent]:
+        """Events oldest first, from the one after `after_id` (the cursor)."""
+        where, params = "app_id = ? AND id > ?", [app_id, after_id]
+        if memory_id is not None:
+            where += " AND memory_id = ?"
+            params.append(memory_id)
+        rows = await self._db.fetch_all(
+            f"SELECT {_EVENT_COLUMNS} FROM memory_events WHERE {where} ORDER BY id LIMIT ?",
+            (*params, limit),
+        )
+        return [
+            MemoryEvent(
+                row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7], row[8], row[9],
+                row[10], row[11], bool(row[12]),
+            )
+            for row in rows
+        ]
 
     async def _write(self, sql: str, params: Params, tx: SqlTransaction | None) -> WriteResult:
         return await (tx or self._db).execute(sql, params)

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from memory_agent.errors import InvalidCompactionDecision, InvalidMemoryText
 
-MIN_SENTENCES = 2
+MIN_SENTENCES = 1
 MAX_SENTENCES = 4
 
 _THINK_BLOCK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
@@ -22,7 +22,10 @@ _LABEL = re.compile(
     re.IGNORECASE,
 )
 # A sentence ends at . ! or ? (with closing quotes or brackets) followed by space and a new start.
-_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])")
+_SENTENCE_END = re.compile(
+    r"(?<!\bDr\.)(?<!\bMr\.)(?<!\bMs\.)(?<!\bMrs\.)(?<!\bSt\.)"
+    r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])"
+)
 
 
 def strip_reasoning(text: str) -> str:
@@ -39,28 +42,29 @@ def split_sentences(text: str) -> list[str]:
     return [part for part in _SENTENCE_END.split(text) if part.strip()]
 
 
-def normalise_memory_text(raw: str, *, max_chars: int) -> str:
-    """Make a model's answer into one memory paragraph, or raise `InvalidMemoryText`.
-
-    Strips reasoning blocks, code fences and a leading "Memory:" label, folds white space into
-    one paragraph, keeps at most four sentences (fewer if that fits `max_chars`), and requires
-    two sentences within `max_chars`.
-    """
+def clean_model_text(raw: str) -> str:
+    """A model's answer as one paragraph: no reasoning block, code fence or leading label."""
     text = strip_reasoning(raw)
     text = _LABEL.sub("", text, count=1)
-    text = " ".join(text.split()).strip("*_ ")
+    return " ".join(text.split()).strip("*_ ")
+
+
+def normalise_memory_text(raw: str, *, max_chars: int) -> str:
+    """Make a text into one memory paragraph, or raise `InvalidMemoryText`.
+
+    Cleans it (`clean_model_text`), keeps at most four sentences (fewer if that fits
+    `max_chars`), and requires at least one sentence within `max_chars`. The seed asks the
+    model for 2-4 sentences; one sentence that holds a fact is kept rather than lost.
+    """
+    text = clean_model_text(raw)
     if not text:
         raise InvalidMemoryText("the answer is empty")
     sentences = split_sentences(text)[:MAX_SENTENCES]
-    # Trailing sentences are the least essential: drop them (down to two) to fit the limit,
+    # Trailing sentences are the least essential: drop them (down to one) to fit the limit,
     # rather than lose the whole memory.
     while len(sentences) > MIN_SENTENCES and len(" ".join(sentences)) > max_chars:
         sentences.pop()
     text = " ".join(sentences)
-    if len(sentences) < MIN_SENTENCES:
-        raise InvalidMemoryText(
-            f"it has {len(sentences)} sentence, the memory needs {MIN_SENTENCES}-{MAX_SENTENCES}"
-        )
     if len(text) > max_chars:
         raise InvalidMemoryText(f"it is {len(text)} characters long, the limit is {max_chars}")
     return text
@@ -77,18 +81,20 @@ class CompactionDecision(BaseModel):
     reason: str = ""
 
 
-# Given to the model as its output format (Ollama `format`, llama.cpp grammar). Kept by hand
-# so it stays a plain schema every grammar engine accepts.
-COMPACTION_DECISION_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "action": {"type": "string", "enum": ["delete", "edit"]},
-        "targetMemoryId": {"type": "integer"},
-        "newContent": {"type": "string"},
-        "reason": {"type": "string"},
-    },
-    "required": ["action", "targetMemoryId", "reason"],
-}
+def decision_schema(memory_ids: list[int], *, max_chars: int) -> dict[str, Any]:
+    """The decision's JSON schema, given to the model as its output format (Ollama `format`,
+    llama.cpp grammar): the target can only be one of `memory_ids`. Kept plain, so every
+    grammar engine accepts it."""
+    return {
+        "type": "object",
+        "properties": {
+            "action": {"type": "string", "enum": ["delete", "edit"]},
+            "targetMemoryId": {"type": "integer", "enum": memory_ids},
+            "newContent": {"type": "string", "maxLength": max_chars},
+            "reason": {"type": "string", "maxLength": 200},
+        },
+        "required": ["action", "targetMemoryId", "reason"],
+    }
 
 
 def parse_compaction_decision(raw: str) -> CompactionDecision:
@@ -98,7 +104,8 @@ def parse_compaction_decision(raw: str) -> CompactionDecision:
     if start < 0 or end < start:
         raise InvalidCompactionDecision("the answer holds no JSON object")
     try:
-        data = json.loads(text[start : end + 1])
+        # strict=False: a raw line break inside a string is a small model's habit, not an error.
+        data = json.loads(text[start : end + 1], strict=False)
     except json.JSONDecodeError as error:
         raise InvalidCompactionDecision(f"the answer is not valid JSON: {error.msg}") from None
     try:

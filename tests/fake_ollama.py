@@ -18,8 +18,8 @@ MODEL = "fake:1b"
 def answer_for(body: dict[str, Any]) -> str:
     prompt = body["messages"][0]["content"]
     if prompt.startswith("You are a memory creation assistant."):
-        note = re.findall(r"note (\d+)", prompt)
-        return f"The user shared note {note[-1] if note else 0}. It was written down."
+        code = re.findall(r"locker code is (\d+)", prompt)
+        return f"The user's locker code is {code[-1] if code else 0}."
     if prompt.startswith("You are a memory management assistant."):
         ids = re.findall(r"\[id=(\d+)\]", prompt)
         return json.dumps({"action": "delete", "targetMemoryId": int(ids[0]), "reason": "old"})

@@ -98,3 +98,45 @@ def ids_in_prompt(call: ModelCall) -> list[int]:
 
 def new_memory_id(call: ModelCall) -> int:
     return ids_in_prompt(call)[-1]
+
+
+FRIENDS = (
+    "Alice Bruno Chloe Dmitri Elena Farid Greta Hugo Ines Jonas Kira Luca Mona Nils Olga "
+    "Pavel Quinn Rosa Sven Tara Umar Vera Walt Xenia Yusuf Zora Anton Bianca Cyril Dora "
+    "Emil Fiona"
+).split()
+CITIES = (
+    "Oslo Porto Quito Riga Sofia Tunis Utrecht Vienna Warsaw Zagreb Aachen Bergen Cork "
+    "Dublin Essen Faro Genoa Hanoi Izmir Jena Kyoto Lagos Malmo Nantes Odense Parma Rabat "
+    "Seville Tallinn Uppsala Verona Wells"
+).split()
+
+
+def friend_fact(n: int) -> str:
+    """A user message stating one lasting fact of its own (friend n lives in city n)."""
+    return f"My friend {FRIENDS[n]} lives in {CITIES[n]}."
+
+
+def friend_memory(n: int) -> str:
+    """The model's grounded memory of `friend_fact(n)`."""
+    return f"The user's friend {FRIENDS[n]} lives in {CITIES[n]}."
+
+
+def friend_memories() -> Callable[[ModelCall], str]:
+    """Writes `friend_memory(n)` for the conversation that states `friend_fact(n)`."""
+
+    def write(call: ModelCall) -> str:
+        name = call.prompt.split("User: My friend ")[1].split()[0]
+        return friend_memory(FRIENDS.index(name))
+
+    return write
+
+
+def memory_lines(call: ModelCall) -> dict[int, str]:
+    """The compaction prompt's memories by id (the new one is id 0)."""
+    import re
+
+    return {
+        int(m.group(1)): m.group(2)
+        for m in re.finditer(r"^\[id=(\d+)\] \(created [\d-]+\) (.*)$", call.prompt, re.M)
+    }

@@ -64,7 +64,7 @@ async def eventually(check: Callable[[], Awaitable[Any]], timeout: float = 10.0)
 def assistant_model(
     reply: str = "Happy to help.",
     *,
-    memory: str = "The user talked about {topic}. They were clear about it.",
+    memory: str = 'The user said: "{topic}."',
     end_on: str | None = None,
     compaction: Callable[[ModelCall], str] | None = None,
 ) -> FunctionModel:

@@ -59,7 +59,8 @@ def test_errors_are_one_clear_line_and_a_nonzero_exit(db_path):
 
 def test_migrate_reports_what_it_applied(db_path):
     first = mnemoloop(db_path, "migrate")
-    assert "applied 1 migration(s)" in first.stdout and "0001 initial" in first.stdout
+    assert "applied 2 migration(s)" in first.stdout and "0001 initial" in first.stdout
+    assert "0002 memory_history" in first.stdout
     assert "applied 0 migration(s)" in mnemoloop(db_path, "migrate").stdout
 
 

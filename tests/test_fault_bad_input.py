@@ -20,6 +20,7 @@ from httpx import AsyncClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from memory_agent.store import MemoryStore
 from tests.harness import assistant_model, http_client, service
 
 pytestmark = pytest.mark.fault
@@ -62,7 +63,7 @@ def target(tmp_path_factory) -> Iterator[Target]:
 
         async def seed() -> str:
             await services.registry.install("cal", "Calendar")
-            await services.agent.store.insert("cal", "A fact. Another fact.",
+            await MemoryStore(services.database).insert("cal", "A fact. Another fact.",
                                               created_at="2025-10-01T00:00:00.000000Z")
             conversation_id = await services.conversations.open("cal")
             await services.conversations.add_message(conversation_id, "user", "hi")

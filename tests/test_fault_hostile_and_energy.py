@@ -7,7 +7,7 @@ import anyio
 import pytest
 
 from memory_agent import ChatReply
-from tests.fakes import CREATION_PREFIX, FunctionModel, ModelCall
+from tests.fakes import CREATION_PREFIX, FunctionModel, ModelCall, friend_fact
 from tests.harness import conversation_calls, eventually, running, service
 
 pytestmark = [pytest.mark.fault, pytest.mark.anyio]
@@ -67,7 +67,7 @@ async def test_at_zero_energy_conversations_are_answered_and_memory_waits(db_pat
         ended = []
         for n in range(5):
             conversation_id = await services.conversations.open("cal")
-            await services.conversations.add_message(conversation_id, "user", f"Point {n}")
+            await services.conversations.add_message(conversation_id, "user", friend_fact(n))
             with anyio.fail_after(5):  # answered at zero energy
                 await eventually(lambda c=conversation_id: _answered(services, c))
             await services.conversations.end(conversation_id, "app")

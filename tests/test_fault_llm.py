@@ -13,6 +13,7 @@ import pytest
 import respx
 
 from loop.llm.ollama import OllamaChatModel
+from memory_agent.store import MemoryStore
 from tests.harness import eventually, http_client, running, service
 from tests.test_ollama_adapter import chat_body
 
@@ -72,19 +73,21 @@ async def test_model_fault_ends_in_its_documented_outcome(db_path, caplog, fault
     caplog.set_level(logging.INFO)
     with respx.mock:
         respx.post(f"{HOST}/api/chat").mock(side_effect=route)
-        async with service(db_path, chat, memory_model=memory, llm_timeout=1.5) as services, \
+        async with service(db_path, chat, memory_model=memory, llm_timeout=1.5,
+                           memory_job_attempts=1) as services, \
                 running(services):
             for app in ("other", "victim", "bystander"):
                 await services.registry.install(app, app.title())
-            await services.agent.store.insert("other", "Other app fact. Not yours.",
+            await MemoryStore(services.database).insert("other", "Other app fact. Not yours.",
                                               created_at="2025-09-01T00:00:00.000000Z")
             for n in range(10):
-                await services.agent.store.insert(
-                    "victim", f"Victim fact {n}. Kept here.",
+                await MemoryStore(services.database).insert(
+                    "victim", f"The user chatted about the weather, part {chr(97 + n)}.",
                     created_at=f"2025-09-{n + 2:02d}T00:00:00.000000Z")
 
             conversation_id = await services.conversations.open("victim")
-            await services.conversations.add_message(conversation_id, "user", "New fact")
+            await services.conversations.add_message(
+                conversation_id, "user", "My friend Alice lives in Oslo.")
             await eventually(lambda: _last_role_is(services, conversation_id, "assistant"))
             await services.conversations.end(conversation_id, "app")
             job = await eventually(lambda: _settled(services, conversation_id))
@@ -97,7 +100,7 @@ async def test_model_fault_ends_in_its_documented_outcome(db_path, caplog, fault
 
             async with http_client(services, "admin") as client:
                 metrics = (await client.get("/metrics", headers=ADMIN)).text
-            assert len(await services.agent.store.list_oldest_first("victim")) <= 10
+            assert len(await MemoryStore(services.database).list_oldest_first("victim")) <= 10
 
     if outcome == "creation_failure":
         assert "mnemoloop_memory_creation_failures_total 1.0" in metrics
@@ -107,7 +110,7 @@ async def test_model_fault_ends_in_its_documented_outcome(db_path, caplog, fault
         assert f'mnemoloop_compactions_total{{outcome="{outcome}"}} 1.0' in metrics
         compactions = [r for r in caplog.records if r.getMessage().startswith("🗜️")]
         assert len(compactions) == 1
-        assert (outcome == "fifo") == ("fifo memory" in compactions[0].getMessage())
+        assert (outcome == "fifo") == ("(policy: " in compactions[0].getMessage())
 
 
 async def _last_role_is(services, conversation_id: str, role: str) -> bool:

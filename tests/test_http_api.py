@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from tests.fakes import friend_fact
 from tests.harness import assistant_model, eventually, http_client, running, service
 
 pytestmark = pytest.mark.anyio
@@ -119,7 +120,7 @@ async def test_a_conversation_is_answered_and_ends_into_a_memory(client, service
 async def test_seed_admin_scenarios_list_purge_delete_and_uninstall_keeps(client, services):
     await install(client)
     for n in range(3):
-        await remember(client, services, "cal", f"Fact {n}")
+        await remember(client, services, "cal", friend_fact(n))
     memories = (await client.get("/apps/cal/memories", headers=ADMIN)).json()["memories"]
     assert len(memories) == 3
 
@@ -139,7 +140,7 @@ async def test_seed_admin_scenarios_list_purge_delete_and_uninstall_keeps(client
 async def test_uninstall_with_purge_answers_the_true_count(client, services):
     await install(client)
     for n in range(2):
-        await remember(client, services, "cal", f"Fact {n}")
+        await remember(client, services, "cal", friend_fact(n))
     response = await client.delete("/apps/cal?purgeMemories=true", headers=ADMIN)
     assert response.json() == {"success": True, "purgedMemories": 2}
 
@@ -147,7 +148,7 @@ async def test_uninstall_with_purge_answers_the_true_count(client, services):
 async def test_another_apps_memory_id_is_404_and_nothing_is_deleted(client, services):
     await install(client, "a", "A")
     await install(client, "b", "B")
-    await remember(client, services, "a", "Secret of A")
+    await remember(client, services, "a", "My locker code at work is 4417.")
     [memory] = (await client.get("/apps/a/memories", headers=ADMIN)).json()["memories"]
     assert_problem(await client.delete(f"/apps/b/memories/{memory['id']}", headers=ADMIN), 404)
     assert len((await client.get("/apps/a/memories", headers=ADMIN)).json()["memories"]) == 1
@@ -225,7 +226,7 @@ async def test_a_body_over_64_kib_is_413(client):
 
 async def test_energy_and_metrics_report_the_work_done(client, services):
     await install(client)
-    await remember(client, services, "cal", "Count me")
+    await remember(client, services, "cal", friend_fact(1))
     energy = (await client.get("/energy", headers=ADMIN)).json()
     assert set(energy) == {"capacity", "level", "memorySpent", "conversationSpent"}
     assert energy["memorySpent"] > 0 and energy["conversationSpent"] > 0

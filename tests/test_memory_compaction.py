@@ -4,32 +4,28 @@ import anyio
 import pytest
 
 from memory_agent import ChatMessage, ChatReply, MemoryCreationRequest, MemorySubAgent
-from memory_agent.errors import ChatModelResponseError
+from memory_agent.errors import ChatModelResponseError, MemoryWriteRefused
+from memory_agent.store import MemoryStore
 from tests.conftest import install_app
 from tests.fakes import (
+    CITIES,
     COMPACTION_PREFIX,
+    FRIENDS,
     ModelCall,
     decision,
-    ids_in_prompt,
+    friend_fact,
+    friend_memories,
+    friend_memory,
+    memory_lines,
     memory_model,
-    new_memory_id,
 )
 
 pytestmark = pytest.mark.anyio
 
 
-def req(n: int, app_id: str = "app") -> MemoryCreationRequest:
-    return MemoryCreationRequest(app_id, f"c{n}", [ChatMessage("user", f"fact {n}")])
-
-
-def numbered_memories():
-    """A memory text naming the conversation's fact number, so tests can tell them apart."""
-
-    def write(call: ModelCall) -> str:
-        number = call.prompt.split("User: fact ")[1].split()[0]
-        return f"Fact number {number} was shared. It is worth keeping."
-
-    return write
+def req(n: int, app_id: str = "app", text: str | None = None) -> MemoryCreationRequest:
+    messages = [ChatMessage("user", text or friend_fact(n)), ChatMessage("assistant", "Noted.")]
+    return MemoryCreationRequest(app_id, f"c{n}", messages)
 
 
 async def fill(agent: MemorySubAgent, count: int, app_id: str = "app") -> None:
@@ -37,106 +33,123 @@ async def fill(agent: MemorySubAgent, count: int, app_id: str = "app") -> None:
         await agent.create_memory(req(n, app_id))
 
 
-async def test_eleventh_memory_compacts_back_to_ten_by_delete(database, clock):
+def agent_with(database, clock, compaction, **options) -> MemorySubAgent:
+    return MemorySubAgent(database, memory_model(friend_memories(), compaction), clock=clock,
+                          **options)
+
+
+async def contents(agent: MemorySubAgent, app_id: str = "app") -> list[str]:
+    return [m.content for m in reversed(await agent.list_memories(app_id))]
+
+
+def every_friend_kept(texts: list[str], upto: int = 11) -> bool:
+    joined = " ".join(texts)
+    return all(FRIENDS[n] in joined for n in range(1, upto + 1))
+
+
+async def test_compaction_prompt_lists_memories_the_new_one_as_id_0_and_an_enum(database, clock):
     await install_app(database, "app")
-    model = memory_model(
-        numbered_memories(), lambda call: decision("delete", ids_in_prompt(call)[3])
-    )
-    agent = MemorySubAgent(database, model, clock=clock)
-    await fill(agent, 10)
-    doomed = (await agent.store.list_oldest_first("app"))[3]
-
-    created = await agent.create_memory(req(11))
-
-    assert [(o.action, o.target_memory_id) for o in created.compactions] == [("delete", doomed.id)]
-    remaining = await agent.store.list_oldest_first("app")
-    assert len(remaining) == 10
-    assert doomed.id not in {m.id for m in remaining}
-    assert remaining[-1].content.startswith("Fact number 11")
-
-
-async def test_compaction_prompt_lists_memories_and_asks_for_the_decision_schema(database, clock):
-    await install_app(database, "app")
-    model = memory_model(numbered_memories(), lambda call: decision("delete", new_memory_id(call)))
+    model = memory_model(friend_memories(), lambda call: decision("delete", 0))
     agent = MemorySubAgent(database, model, clock=clock)
     await fill(agent, 11)
 
-    call = model.calls_starting_with(COMPACTION_PREFIX)[0]
+    [call] = model.calls_starting_with(COMPACTION_PREFIX)
     assert call.prompt.startswith(
         "You are a memory management assistant. You have 11 memories but can only keep 10."
     )
     existing, new = call.prompt.split("Existing memories:\n")[1].split("\n\nNew memory:\n")
+    first = (await agent.list_memories("app"))[-1]
+    assert existing.splitlines()[0] == f"[id={first.id}] (created 2025-10-01) {friend_memory(1)}"
     assert len(existing.splitlines()) == 10
-    first = (await agent.store.list_oldest_first("app"))[0]
-    assert existing.splitlines()[0] == (
-        f"[id={first.id}] (created 2025-10-01) Fact number 1 was shared. It is worth keeping."
-    )
-    assert new.splitlines()[0].endswith("Fact number 11 was shared. It is worth keeping.")
-    assert call.json_schema is not None
+    assert new.splitlines()[0] == f"[id=0] (created 2025-10-01) {friend_memory(11)}"
+    ids = call.json_schema["properties"]["targetMemoryId"]["enum"]
+    assert ids == [*sorted(memory_lines(call))[1:], 0]
     assert call.json_schema["properties"]["action"]["enum"] == ["delete", "edit"]
 
 
-async def test_delete_may_target_the_new_memory(database, clock):
+async def test_a_delete_of_a_repeated_fact_is_applied(database, clock):
+    """Memory 4 says again what the new memory says: the model may delete it."""
     await install_app(database, "app")
-    model = memory_model(numbered_memories(), lambda call: decision("delete", new_memory_id(call)))
-    agent = MemorySubAgent(database, model, clock=clock)
+
+    def delete_the_repeat(call: ModelCall) -> str:
+        lines = memory_lines(call)
+        return decision("delete", next(i for i, t in lines.items() if i and FRIENDS[4] in t))
+
+    agent = agent_with(database, clock, delete_the_repeat)
+    await fill(agent, 10)
+    created = await agent.create_memory(req(4, text=friend_fact(4)))
+
+    [step] = created.compactions
+    assert (step.action, step.decided_by, step.outcome) == ("delete", "model", "delete")
+    assert len(await contents(agent)) == 10
+    assert created.memory is not None and (await contents(agent))[-1] == friend_memory(4)
+
+
+async def test_a_delete_of_a_unique_fact_is_overruled_and_nothing_is_lost(database, clock):
+    await install_app(database, "app")
+    agent = agent_with(
+        database, clock, lambda call: decision("delete", sorted(memory_lines(call))[1])
+    )
     await fill(agent, 11)
-    contents = [m.content for m in await agent.store.list_oldest_first("app")]
-    assert len(contents) == 10
-    assert not any("number 11" in c for c in contents)
+
+    remaining = await contents(agent)
+    assert len(remaining) == 10
+    assert every_friend_kept(remaining)
+    assert agent.stats.compactions["fifo"] == 1
+    assert agent.stats.fallbacks["overruled"] == 1
 
 
-async def test_edit_merges_the_new_memory_into_an_existing_one(database, clock):
+async def test_an_edit_that_keeps_both_facts_is_applied(database, clock):
     await install_app(database, "app")
-    merged = "Facts number 2 and 11 were shared. Both are worth keeping."
 
     def merge(call: ModelCall) -> str:
-        return decision("edit", ids_in_prompt(call)[1], merged, "same topic")
+        lines = memory_lines(call)
+        target = sorted(lines)[2]
+        return decision("edit", target, f"{lines[target]} {lines[0]}", "same kind of fact")
 
-    agent = MemorySubAgent(database, memory_model(numbered_memories(), merge), clock=clock)
+    agent = agent_with(database, clock, merge)
     await fill(agent, 10)
-    target = (await agent.store.list_oldest_first("app"))[1]
+    target = (await agent.list_memories("app"))[-2]
 
     created = await agent.create_memory(req(11))
 
-    assert [(o.action, o.target_memory_id) for o in created.compactions] == [("edit", target.id)]
-    remaining = await agent.store.list_oldest_first("app")
-    assert len(remaining) == 10
-    edited = next(m for m in remaining if m.id == target.id)
-    assert edited.content == merged
+    [step] = created.compactions
+    assert (step.action, step.target_memory_id, step.decided_by) == ("edit", target.id, "model")
+    assert created.memory is None and created.note == f"folded into memory {target.id}"
+    edited = next(m for m in await agent.list_memories("app") if m.id == target.id)
+    assert edited.content == f"{friend_memory(2)} {friend_memory(11)}"
     assert edited.updated_at > edited.created_at
     assert edited.metadata["relatedConversations"] == ["c2", "c11"]
-    assert created.memory.id not in {m.id for m in remaining}
+    assert len(await contents(agent)) == 10
 
 
-async def test_a_slow_decision_is_applied_to_the_current_set(database, clock):
-    """The target vanished while the model was deciding: the re-read sees it and FIFO runs."""
+@pytest.mark.parametrize(
+    ("new_content", "why"),
+    [
+        (lambda lines: lines[0], "drops"),
+        (
+            lambda lines: f"{lines[sorted(lines)[2]]} {lines[0]} They also visited {CITIES[30]}.",
+            "says what neither",
+        ),
+    ],
+    ids=["drops-a-fact", "invents"],
+)
+async def test_an_edit_that_loses_or_invents_is_overruled(database, clock, new_content, why):
     await install_app(database, "app")
-    agent: MemorySubAgent
 
-    async def slow_delete(call: ModelCall) -> str:
-        target = ids_in_prompt(call)[0]
-        await agent.store.delete("app", target)  # an admin delete lands meanwhile
-        await agent.store.insert(
-            "app", "Admin added this. It is new.", created_at="2025-10-01T09:00:30.000000Z"
-        )
-        return decision("delete", target)
+    def edit(call: ModelCall) -> str:
+        lines = memory_lines(call)
+        return decision("edit", sorted(lines)[2], new_content(lines))
 
-    agent = MemorySubAgent(database, memory_model(numbered_memories(), slow_delete), clock=clock)
-    await fill(agent, 10)
-    created = await agent.create_memory(req(11))
-
-    assert [o.action for o in created.compactions] == ["fifo"]
-    assert "not one of this app's memories" in (created.compactions[0].fallback_reason or "")
-    assert await agent.get_memory_count("app") == 10
+    agent = agent_with(database, clock, edit)
+    await fill(agent, 11)
+    [step] = (await agent.create_memory(req(12))).compactions
+    assert step.decided_by == "policy" and why in (step.fallback_reason or "")
+    assert every_friend_kept(await contents(agent), upto=12)
 
 
 def unknown_action(call: ModelCall) -> str:
-    return decision("archive", ids_in_prompt(call)[0])
-
-
-def foreign_id(call: ModelCall) -> str:
-    return decision("delete", 1)  # id 1 belongs to the other app, created first
+    return decision("archive", sorted(memory_lines(call))[1])
 
 
 def missing_id(call: ModelCall) -> str:
@@ -144,19 +157,20 @@ def missing_id(call: ModelCall) -> str:
 
 
 def string_id(call: ModelCall) -> str:
-    return decision("delete", str(ids_in_prompt(call)[0]))
+    return decision("delete", str(sorted(memory_lines(call))[1]))
 
 
 def empty_edit(call: ModelCall) -> str:
-    return decision("edit", ids_in_prompt(call)[0], "")
+    return decision("edit", sorted(memory_lines(call))[1], "")
 
 
 def long_edit(call: ModelCall) -> str:
-    return decision("edit", ids_in_prompt(call)[0], "This " + "very " * 90 + "long. It ends.")
+    too_long = "This " + "very " * 90 + "long. It ends."
+    return decision("edit", sorted(memory_lines(call))[1], too_long)
 
 
 def edit_of_new(call: ModelCall) -> str:
-    return decision("edit", new_memory_id(call), "Merged text is here. It is fine.")
+    return decision("edit", 0, "Merged text is here. It is fine.")
 
 
 def llm_error(call: ModelCall) -> str:
@@ -169,7 +183,7 @@ def truncated(call: ModelCall) -> ChatReply:
 
 async def too_slow(call: ModelCall) -> str:
     await anyio.sleep(5)
-    return decision("delete", new_memory_id(call))
+    return decision("delete", 0)
 
 
 @pytest.mark.parametrize(
@@ -177,9 +191,9 @@ async def too_slow(call: ModelCall) -> str:
     [
         (lambda call: "I would delete the oldest one.", "no JSON object"),
         (lambda call: '{"action": "delete",}', "not valid JSON"),
+        (lambda call: '{"action": "delete", "targetMemoryId": 0, "reason": "a\nb"}', None),
         (unknown_action, "action"),
         (missing_id, "not one of this app's memories"),
-        (foreign_id, "not one of this app's memories"),
         (string_id, "targetMemoryId"),
         (empty_edit, "newContent"),
         (long_edit, "newContent"),
@@ -191,9 +205,9 @@ async def too_slow(call: ModelCall) -> str:
     ids=[
         "prose",
         "broken-json",
+        "raw-newline-is-valid",
         "unknown-action",
         "missing-id",
-        "other-apps-id",
         "string-id",
         "empty-edit",
         "long-edit",
@@ -203,27 +217,47 @@ async def too_slow(call: ModelCall) -> str:
         "timeout",
     ],
 )
-async def test_a_failed_decision_falls_back_to_fifo(database, clock, answer, why):
+async def test_a_failed_decision_falls_back_to_the_retention_policy(database, clock, answer, why):
     await install_app(database, "other")
     await install_app(database, "app")
-    agent = MemorySubAgent(
-        database, memory_model(numbered_memories(), answer), clock=clock, llm_timeout=0.3
-    )
-    await agent.create_memory(req(0, "other"))  # holds memory id 1
+    agent = agent_with(database, clock, answer, llm_timeout=0.3)
+    await agent.create_memory(req(0, "other"))
     await fill(agent, 10)
-    oldest = (await agent.store.list_oldest_first("app"))[0]
 
     created = await agent.create_memory(req(11))
 
     [outcome] = created.compactions
-    assert outcome.action == "fifo"
-    assert outcome.target_memory_id == oldest.id
-    assert why in (outcome.fallback_reason or "")
-    remaining = await agent.store.list_oldest_first("app")
+    if why is None:  # a line break inside a JSON string is read, not rejected
+        assert outcome.fallback_reason is None or "overruled" in outcome.fallback_reason
+    else:
+        assert (outcome.decided_by, outcome.outcome) == ("policy", "fifo")
+        assert why in (outcome.fallback_reason or "")
+        assert agent.stats.compactions["fifo"] == 1
+    remaining = await contents(agent)
     assert len(remaining) == 10
-    assert oldest.id not in {m.id for m in remaining}
+    assert every_friend_kept(remaining)
     assert await agent.get_memory_count("other") == 1
-    assert agent.stats.compactions["fifo"] == 1
+
+
+async def test_memories_changed_while_the_model_decided_are_decided_again(database, clock):
+    await install_app(database, "app")
+    agent: MemorySubAgent
+    calls = 0
+
+    async def admin_deletes_meanwhile(call: ModelCall) -> str:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            await agent.delete_memory("app", sorted(memory_lines(call))[1])
+        return decision("delete", sorted(memory_lines(call))[1])
+
+    agent = agent_with(database, clock, admin_deletes_meanwhile)
+    await fill(agent, 10)
+    created = await agent.create_memory(req(11))
+
+    assert calls == 1  # the admin delete made room: the second look needs no decision
+    assert created.compactions == []
+    assert len(await contents(agent)) == 10
 
 
 async def test_the_cap_holds_when_many_memories_are_created_at_once(database, clock):
@@ -231,9 +265,9 @@ async def test_the_cap_holds_when_many_memories_are_created_at_once(database, cl
 
     async def slow_decision(call: ModelCall) -> str:
         await anyio.sleep(0.01)
-        return decision("delete", ids_in_prompt(call)[2])
+        return decision("delete", sorted(memory_lines(call))[1])
 
-    agent = MemorySubAgent(database, memory_model(numbered_memories(), slow_decision), clock=clock)
+    agent = agent_with(database, clock, slow_decision)
     async with anyio.create_task_group() as tg:
         for n in range(1, 31):
             tg.start_soon(agent.create_memory, req(n))
@@ -242,27 +276,85 @@ async def test_the_cap_holds_when_many_memories_are_created_at_once(database, cl
     assert sum(agent.stats.compactions.values()) == 20
 
 
-async def test_purge_returns_the_count_and_leaves_other_apps(database, clock):
+async def test_a_newer_value_retires_the_old_one_below_the_cap(database, clock):
+    await install_app(database, "app")
+    agent = MemorySubAgent(database, memory_model(""), clock=clock)
+    await agent.create_memory(req(1, text="My rent is 1650 dollars a month."))
+    await agent.create_memory(req(2, text="I work as a nurse at St Mary's."))
+    created = await agent.create_memory(
+        req(3, text="The landlord raised the rent. It is 1900 dollars a month now.")
+    )
+
+    [step] = created.compactions
+    assert (step.action, step.outcome, step.decided_by) == ("delete", "update", "policy")
+    remaining = " ".join(await contents(agent))
+    assert "1900" in remaining and "1650" not in remaining and "nurse" in remaining
+    events = await agent.history("app")
+    assert [(e.event, e.actor) for e in events][-2:] == [("created", "job"), ("deleted", "policy")]
+    assert "1650" in (events[-1].content_before or "")
+
+
+async def test_a_memory_without_facts_goes_before_any_fact(database, clock):
+    await install_app(database, "app")
+    store = MemoryStore(database)
+    await store.insert("app", "The user said hello.", created_at="2025-09-01T00:00:00.000000Z")
+    agent = agent_with(database, clock, lambda call: "not json")
+    await fill(agent, 10)
+
+    remaining = await contents(agent)
+    assert "The user said hello." not in remaining
+    assert every_friend_kept(remaining, upto=10)
+
+
+async def test_history_records_creation_and_compaction_with_reasons(database, clock):
+    await install_app(database, "app")
+
+    def merge(call: ModelCall) -> str:
+        lines = memory_lines(call)
+        target = sorted(lines)[1]
+        return decision("edit", target, f"{lines[target]} {lines[0]}", "both are friends")
+
+    agent = agent_with(database, clock, merge)
+    await fill(agent, 11)
+    target = (await agent.list_memories("app"))[-1]
+
+    events = await agent.history("app", memory_id=target.id)
+    assert [(e.event, e.actor) for e in events] == [("created", "job"), ("edited", "model")]
+    created, edited = events
+    assert created.content_after == friend_memory(1) and created.conversation_id == "c1"
+    assert edited.content_before == friend_memory(1)
+    assert edited.content_after == f"{friend_memory(1)} {friend_memory(11)}"
+    assert edited.reason == "both are friends" and edited.conversation_id == "c11"
+    page = await agent.history("app", after_id=events[0].id, limit=3)
+    assert len(page) == 3 and page[0].id > events[0].id
+
+
+async def test_a_refused_commit_writes_nothing(database, clock):
+    await install_app(database, "app")
+    agent = agent_with(database, clock, "not json")
+
+    async def cancelled(tx, result) -> bool:
+        return False
+
+    with pytest.raises(MemoryWriteRefused):
+        await agent.create_memory(req(1), commit_guard=cancelled)
+    assert await agent.get_memory_count("app") == 0
+    assert await agent.history("app") == []
+
+
+async def test_purge_erases_text_from_history_and_leaves_other_apps(database, clock):
     await install_app(database, "a")
     await install_app(database, "b")
-    agent = MemorySubAgent(database, memory_model(numbered_memories()), clock=clock)
+    agent = agent_with(database, clock, "not json")
     await fill(agent, 3, "a")
     await fill(agent, 2, "b")
-    assert await agent.delete_app_memories("a") == 3
+    assert await agent.delete_memory("a", (await agent.list_memories("a"))[0].id)
+
+    assert await agent.delete_app_memories("a") == 2
     assert await agent.get_memory_count("a") == 0
     assert await agent.get_memory_count("b") == 2
-
-
-async def test_compact_memories_steps_until_the_app_is_back_at_its_cap(database, clock):
-    """The seed's compactMemories on its own: three over the cap takes three decisions."""
-    await install_app(database, "app")
-    agent = MemorySubAgent(database, memory_model(compaction=lambda call: decision(
-        "delete", ids_in_prompt(call)[0])), clock=clock)
-    for n in range(13):
-        newest = await agent.store.insert("app", f"Fact {n} here. It stays.",
-                                          created_at=f"2025-10-{n + 1:02d}T00:00:00.000000Z")
-    outcomes = await agent.compact_memories("app", newest)
-    assert [o.action for o in outcomes] == ["delete", "delete", "delete"]
-    remaining = await agent.store.list_oldest_first("app")
-    assert remaining[0].content == "Fact 3 here. It stays."
-    assert len(remaining) == 10
+    events = await agent.history("a")
+    assert [e.event for e in events] == ["created"] * 3 + ["deleted"] * 3
+    assert [e.actor for e in events[3:]] == ["admin", "purge", "purge"]
+    assert all(e.erased and e.content_before is None and e.content_after is None for e in events)
+    assert all(not e.erased for e in await agent.history("b"))

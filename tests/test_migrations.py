@@ -4,7 +4,7 @@ import sqlite3
 
 import pytest
 
-from loop.migrations import MigrationError, apply_migrations, discover
+from loop.migrations import MigrationError, apply_migrations, discover, migrations_dir
 
 
 def tables(path) -> set[str]:
@@ -24,12 +24,36 @@ def test_fresh_database_gets_every_table_and_a_record(db_path):
         "app_memories",
         "memory_jobs",
         "energy_state",
+        "memory_events",
         "schema_migrations",
     } <= tables(db_path)
     with sqlite3.connect(db_path) as connection:
         assert connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         versions = connection.execute("SELECT version, name FROM schema_migrations").fetchall()
-    assert versions == [(1, "initial")]
+    assert versions == [(1, "initial"), (2, "memory_history")]
+
+
+def test_history_migration_keeps_existing_jobs_and_allows_cancelled(db_path, tmp_path):
+    """A database made by the first migration keeps its jobs through the second."""
+    first_only = tmp_path / "first"
+    first_only.mkdir()
+    (first_only / "0001_initial.sql").write_text(
+        (migrations_dir() / "0001_initial.sql").read_text()
+    )
+    apply_migrations(db_path, first_only)
+    with sqlite3.connect(db_path) as connection:
+        connection.executescript(
+            "INSERT INTO apps VALUES ('a', 'A', 1, 't', NULL, NULL);"
+            "INSERT INTO conversations VALUES ('c', 'a', 'ended', 'user', 't', 't', 't');"
+            "INSERT INTO memory_jobs (app_id, conversation_id, status, attempts, created_at,"
+            " updated_at) VALUES ('a', 'c', 'pending', 0, 't', 't');"
+        )
+    assert [m.version for m in apply_migrations(db_path)] == [2]
+    with sqlite3.connect(db_path) as connection:
+        assert connection.execute("SELECT conversation_id, status FROM memory_jobs").fetchall() == [
+            ("c", "pending")
+        ]
+        connection.execute("UPDATE memory_jobs SET status = 'cancelled'")
 
 
 def test_second_run_is_a_no_op(db_path):

@@ -11,12 +11,14 @@ import respx
 from loop.llm.ollama import OllamaChatModel
 from memory_agent import ChatMessage, MemoryCreationRequest, MemorySubAgent, ToolSpec
 from memory_agent.errors import ChatModelResponseError, ChatModelTimeout, ChatModelUnavailable
-from memory_agent.validation import COMPACTION_DECISION_SCHEMA
+from memory_agent.validation import decision_schema
 from tests.conftest import install_app
+from tests.fakes import FRIENDS, ModelCall, friend_fact, friend_memory, memory_lines
 
 pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("allow_model_requests")]
 
 HOST = "http://ollama.test:11434"
+SCHEMA = decision_schema([3, 7, 0], max_chars=400)
 
 
 def chat_body(content: str = "", *, tool_calls=None, prompt=26, completion=12, done_reason="stop"):
@@ -47,13 +49,13 @@ def model():
 async def test_chat_sends_messages_and_schema_and_reads_usage(model):
     route = respx.post(f"{HOST}/api/chat").respond(json=chat_body('{"action": "delete"}'))
     reply = await model.chat(
-        [ChatMessage("user", "decide")], json_schema=COMPACTION_DECISION_SCHEMA
+        [ChatMessage("user", "decide")], json_schema=SCHEMA
     )
 
     sent = json.loads(route.calls.last.request.content)
     assert sent["model"] == "llama3.2:1b"
     assert sent["messages"] == [{"role": "user", "content": "decide"}]
-    assert sent["format"] == COMPACTION_DECISION_SCHEMA
+    assert sent["format"] == SCHEMA
     assert sent["stream"] is False
     assert reply.text == '{"action": "delete"}'
     assert (reply.usage.prompt_tokens, reply.usage.completion_tokens) == (26, 12)
@@ -143,7 +145,7 @@ async def test_has_model_reads_the_pulled_models(model):
 
 @respx.mock
 async def test_sub_agent_compacts_through_ollama(model, database):
-    """Creation and a structured delete decision, end to end over the Ollama wire."""
+    """Creation and a structured edit decision, end to end over the Ollama wire."""
     await install_app(database, "app")
     agent = MemorySubAgent(database, model)
 
@@ -151,27 +153,27 @@ async def test_sub_agent_compacts_through_ollama(model, database):
         body = json.loads(request.content)
         prompt = body["messages"][0]["content"]
         if prompt.startswith("You are a memory management assistant."):
-            assert body["format"] == COMPACTION_DECISION_SCHEMA
-            first_id = int(prompt.split("[id=")[1].split("]")[0])
+            lines = memory_lines(ModelCall([ChatMessage("user", prompt)], [], None))
+            assert body["format"]["properties"]["targetMemoryId"]["enum"] == [*sorted(lines)[1:], 0]
+            first_id = sorted(lines)[1]
+            merged = f"{lines[first_id]} {lines[0]}"
+            decision = {"action": "edit", "targetMemoryId": first_id, "newContent": merged,
+                        "reason": "both are friends"}
             return httpx.Response(
-                200,
-                json=chat_body(
-                    json.dumps({"action": "delete", "targetMemoryId": first_id, "reason": "stale"}),
-                    prompt=150,
-                    completion=50,
-                ),
+                200, json=chat_body(json.dumps(decision), prompt=150, completion=50)
             )
+        name = prompt.split("User: My friend ")[1].split()[0]
         return httpx.Response(
             200,
-            json=chat_body("The user said hello. They were friendly.", prompt=180, completion=20),
+            json=chat_body(friend_memory(FRIENDS.index(name)), prompt=180, completion=20),
         )
 
     respx.post(f"{HOST}/api/chat").mock(side_effect=answer)
     for n in range(11):
         await agent.create_memory(
-            MemoryCreationRequest("app", f"c{n}", [ChatMessage("user", "hello")])
+            MemoryCreationRequest("app", f"c{n}", [ChatMessage("user", friend_fact(n))])
         )
     assert await agent.get_memory_count("app") == 10
-    assert agent.stats.compactions["delete"] == 1
+    assert agent.stats.compactions["edit"] == 1
     # 11 creations at ceil(200/100)=2 units, one decision at ceil((150+50)/100)=2 units
     assert agent.get_energy_consumed_since_last_poll() == 24

@@ -15,6 +15,7 @@ from loop.llm.local import LocalChatModel
 from memory_agent import ChatMessage, ChatModel, ChatReply, ToolSpec
 from memory_agent.chat_model import JsonSchema
 from memory_agent.context import neutralise
+from memory_agent.store import MemoryStore
 from memory_agent.validation import split_sentences
 from tests.harness import eventually, http_client, running, service
 
@@ -131,13 +132,13 @@ async def test_includes_memories_in_context_for_same_app_and_isolates_apps(
 async def test_compacts_back_to_ten_after_the_eleventh(client, services):
     await install(client, "cal", "Calendar")
     for n in range(10):
-        await services.agent.store.insert(
+        await MemoryStore(services.database).insert(
             "cal", f"The user mentioned fact number {n}. It concerned topic {n}.",
             created_at=f"2025-10-{n + 1:02d}T10:00:00.000000Z")
     # A 135M model sometimes writes a memory that cannot be made valid (the job is skipped,
     # as designed); the scenario needs one that is written, so it gets a few conversations.
     statuses = []
-    for text in ("I prefer video calls over phone calls.", "I only drink green tea.",
+    for text in ("I prefer video calls over phone calls.", "I am allergic to green tea.",
                  "My manager is called Dana."):
         statuses.append(await conversation(client, services, "cal", text))
         if statuses[-1] == "done":
@@ -150,7 +151,7 @@ async def test_compacts_back_to_ten_after_the_eleventh(client, services):
 
 async def test_retains_memories_after_uninstall_and_purges_on_request(client, services):
     await install(client, "cal", "Calendar")
-    assert await conversation(client, services, "cal", "I only drink green tea.") == "done"
+    assert await conversation(client, services, "cal", "I am allergic to green tea.") == "done"
     assert (await client.delete("/apps/cal", headers=ADMIN)).json()["purgedMemories"] == 0
     kept = await memories(client, "cal")
     assert len(kept) == 1

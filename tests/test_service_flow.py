@@ -8,7 +8,8 @@ import pytest
 
 from loop.errors import AppNotInstalled, ConversationEnded
 from memory_agent import ChatReply
-from tests.fakes import FunctionModel, ModelCall, decision, ids_in_prompt
+from memory_agent.errors import ChatModelResponseError, ChatModelTimeout, ChatModelUnavailable
+from tests.fakes import FRIENDS, FunctionModel, ModelCall, decision, friend_fact, ids_in_prompt
 from tests.harness import assistant_model, conversation_calls, eventually, running, service
 
 pytestmark = pytest.mark.anyio
@@ -44,9 +45,7 @@ async def test_a_memory_is_created_when_the_app_ends_the_conversation(db_path):
         conversation_id = await talk(services, "cal", "Meetings after 2pm please.")
         assert await eventually(lambda: settled(services, conversation_id)) == "done"
         [memory] = await services.agent.get_memories("cal")
-        assert memory.content == (
-            "The user talked about Meetings after 2pm please. They were clear about it."
-        )
+        assert memory.content == 'The user said: "Meetings after 2pm please."'
         assert memory.source_conversation_id == conversation_id
         conversation = await services.conversations.get(conversation_id)
         assert (conversation.status, conversation.end_reason) == ("ended", "app")
@@ -99,19 +98,20 @@ async def test_the_eleventh_memory_compacts_the_app_back_to_ten(db_path):
     model = assistant_model(compaction=lambda call: decision("delete", ids_in_prompt(call)[0]))
     async with service(db_path, model) as services, running(services):
         await services.registry.install("cal", "Calendar")
-        ids = [await talk(services, "cal", f"Topic {n}") for n in range(11)]
+        ids = [await talk(services, "cal", friend_fact(n)) for n in range(11)]
         for conversation_id in ids:
             await eventually(lambda c=conversation_id: settled(services, c))
         assert await services.agent.get_memory_count("cal") == 10
-        assert services.agent.stats.compactions["delete"] == 1
-        contents = [m.content for m in await services.agent.get_memories("cal")]
-        assert not any("Topic 0." in c for c in contents)
+        # Deleting a friend's only record would lose a fact: the policy merges two instead.
+        assert services.agent.stats.compactions["fifo"] == 1
+        contents = " ".join(m.content for m in await services.agent.get_memories("cal"))
+        assert all(FRIENDS[n] in contents for n in range(11))
 
 
 async def test_uninstall_keeps_memories_purge_removes_them_and_reinstall_restores(db_path):
     async with service(db_path, assistant_model()) as services, running(services):
         await services.registry.install("cal", "Calendar")
-        conversation_id = await talk(services, "cal", "Remember this")
+        conversation_id = await talk(services, "cal", "Remember my locker code is 4417.")
         await eventually(lambda: settled(services, conversation_id))
 
         assert await services.registry.uninstall("cal") == 0
@@ -129,7 +129,7 @@ async def test_uninstall_keeps_memories_purge_removes_them_and_reinstall_restore
 async def test_memories_and_energy_persist_across_a_restart(db_path):
     async with service(db_path, assistant_model()) as services, running(services):
         await services.registry.install("cal", "Calendar")
-        conversation_id = await talk(services, "cal", "Persist me")
+        conversation_id = await talk(services, "cal", "My budget is 500 dollars a month.")
         await eventually(lambda: settled(services, conversation_id))
         spent = services.energy.report()
 
@@ -148,7 +148,7 @@ async def test_jobs_below_the_energy_floor_wait_deferred_and_run_when_it_recover
                        energy_refill_per_second=0) as services, running(services):
         await services.registry.install("cal", "Calendar")
         await services.energy.set_level(10)  # below the 20 % floor; no refill
-        conversation_id = await talk(services, "cal", "Later please")
+        conversation_id = await talk(services, "cal", "My gym is on Baker Street.")
         assert await eventually(
             lambda: _is(job_status(services, conversation_id), "deferred"))
         assert await services.agent.get_memory_count("cal") == 0
@@ -174,7 +174,7 @@ async def test_a_job_interrupted_by_a_crash_is_completed_after_restart(db_path):
     async with service(db_path, FunctionModel(hangs_on_memory)) as services:
         await services.registry.install("cal", "Calendar")
         conversation_id = await services.conversations.open("cal")
-        await services.conversations.add_message(conversation_id, "user", "Hello")
+        await services.conversations.add_message(conversation_id, "user", friend_fact(1))
         await services.conversations.end(conversation_id, "app")
         with anyio.move_on_after(5):
             async with anyio.create_task_group() as group:
@@ -202,7 +202,7 @@ async def test_answering_never_waits_for_memory_work(db_path):
     model = FunctionModel(slow_memory)
     async with service(db_path, model) as services, running(services):
         await services.registry.install("cal", "Calendar")
-        first = await talk(services, "cal", "First")
+        first = await talk(services, "cal", friend_fact(1))
         await eventually(lambda: _is(job_status(services, first), "running"))
 
         with anyio.fail_after(5):
@@ -225,20 +225,59 @@ async def test_ending_twice_queues_one_job_and_messages_after_end_are_refused(db
             await services.conversations.add_message(conversation_id, "user", "late")
 
 
-async def test_a_failing_memory_model_skips_the_job_with_the_reason(db_path):
+async def test_a_permanent_model_error_skips_the_job_with_the_reason(db_path):
     def no_memory(call: ModelCall) -> str:
         if call.prompt.startswith("You are a memory creation assistant."):
-            return "Nope."
+            raise ChatModelResponseError("model 'x' not found", status_code=404)
         return "Fine."
 
     async with service(db_path, FunctionModel(no_memory)) as services, running(services):
         await services.registry.install("cal", "Calendar")
-        conversation_id = await talk(services, "cal", "Hello")
+        conversation_id = await talk(services, "cal", friend_fact(1))
         assert await eventually(lambda: settled(services, conversation_id)) == "skipped"
         job = await services.jobs.for_conversation(conversation_id)
-        assert job is not None and "InvalidMemoryText" in (job.last_error or "")
+        assert job is not None and job.attempts == 1
+        assert "ChatModelResponseError: model 'x' not found" in (job.last_error or "")
         conversation = await services.conversations.get(conversation_id)
         assert conversation.status == "ended"
+
+
+async def test_a_slow_or_unreachable_model_is_retried_with_back_off_then_writes(db_path):
+    failures = 2
+
+    def flaky(call: ModelCall) -> str:
+        nonlocal failures
+        if call.prompt.startswith("You are a memory creation assistant.") and failures:
+            failures -= 1
+            raise ChatModelTimeout("no answer within 30 s")
+        return "Fine."
+
+    async with service(db_path, FunctionModel(flaky), memory_retry_base_seconds=0.2) as services, \
+            running(services):
+        await services.registry.install("cal", "Calendar")
+        conversation_id = await talk(services, "cal", friend_fact(1))
+        pending = await eventually(lambda: services.jobs.for_conversation(conversation_id))
+        assert await eventually(lambda: settled(services, conversation_id)) == "done"
+        job = await services.jobs.for_conversation(conversation_id)
+        assert job is not None and job.attempts == 3 and job.last_error is None
+        assert pending.status in ("pending", "running")
+        assert await services.agent.get_memory_count("cal") == 1
+
+
+async def test_a_job_that_stays_unreachable_is_skipped_after_its_attempts(db_path):
+    def down(call: ModelCall) -> str:
+        if call.prompt.startswith("You are a memory creation assistant."):
+            raise ChatModelUnavailable("connection refused")
+        return "Fine."
+
+    async with service(db_path, FunctionModel(down), memory_job_attempts=3,
+                       memory_retry_base_seconds=0.05) as services, running(services):
+        await services.registry.install("cal", "Calendar")
+        conversation_id = await talk(services, "cal", friend_fact(1))
+        assert await eventually(lambda: settled(services, conversation_id)) == "skipped"
+        job = await services.jobs.for_conversation(conversation_id)
+        assert job is not None and job.attempts == 3
+        assert "connection refused" in (job.last_error or "")
 
 
 async def test_conversation_and_memory_spending_are_charged_separately(db_path):
@@ -252,7 +291,7 @@ async def test_conversation_and_memory_spending_are_charged_separately(db_path):
     async with service(db_path, FunctionModel(costed), tokens_per_energy_unit=100) as services, \
             running(services):
         await services.registry.install("cal", "Calendar")
-        conversation_id = await talk(services, "cal", "Hello")
+        conversation_id = await talk(services, "cal", friend_fact(1))
         await eventually(lambda: settled(services, conversation_id))
         report = services.energy.report()
         assert (report.conversation_spent, report.memory_spent) == (2, 3)

@@ -19,7 +19,7 @@ class MemoriesController(Controller):
     async def list_memories(
         self, app_id: FromPath[str], services: NamedDependency[Services]
     ) -> MemoriesOut:
-        memories = await services.agent.store.list_newest(app_id, services.agent.memory_limit * 10)
+        memories = await services.agent.list_memories(app_id)
         if not memories:
             await services.registry.require(app_id)  # no memories: is there such an app?
         return MemoriesOut(
@@ -43,8 +43,7 @@ class MemoriesController(Controller):
         responses=problems(401, 403, 404),
     )
     async def purge(self, app_id: FromPath[str], services: NamedDependency[Services]) -> PurgedOut:
-        await services.registry.require(app_id)
-        return PurgedOut(True, await services.agent.delete_app_memories(app_id))
+        return PurgedOut(True, await services.registry.purge_memories(app_id))
 
     @delete(
         "/{memory_id:int}",

@@ -9,11 +9,13 @@ from litestar.di import NamedDependency
 from litestar.params import FromQuery, QueryParameter
 
 from admin_api.auth import admin_only
-from admin_api.schemas import EnergyOut, HealthOut, JobOut, JobsOut, problems
+from admin_api.schemas import CompactionStepOut, EnergyOut, HealthOut, JobOut, JobsOut, problems
 from loop.metrics import CONTENT_TYPE
 from loop.service import Services
 
-JobStatusFilter = Literal["pending", "running", "deferred", "done", "skipped", "failed"]
+JobStatusFilter = Literal[
+    "pending", "running", "deferred", "done", "skipped", "failed", "cancelled"
+]
 
 
 @get("/health", tags=["operations"], summary="Liveness; needs no token")
@@ -26,7 +28,11 @@ class OperationsController(Controller):
     tags = ["operations"]
     guards = [admin_only]
 
-    @get("/memory-jobs", summary="Memory jobs, newest first", responses=problems(400, 401, 403))
+    @get(
+        "/memory-jobs",
+        summary="Memory jobs, newest first, with what each wrote and its compaction steps",
+        responses=problems(400, 401, 403),
+    )
     async def list_jobs(
         self,
         services: NamedDependency[Services],
@@ -46,6 +52,20 @@ class OperationsController(Controller):
                     j.last_error,
                     j.created_at,
                     j.updated_at,
+                    j.memory_id,
+                    j.note,
+                    [
+                        CompactionStepOut(
+                            s["action"],
+                            s["targetMemoryId"],
+                            s.get("foldedMemoryId"),
+                            s["decidedBy"],
+                            s.get("reason"),
+                            s.get("fallbackReason"),
+                            bool(s.get("update")),
+                        )
+                        for s in j.steps
+                    ],
                 )
                 for j in jobs
             ]

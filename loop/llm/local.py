@@ -59,6 +59,7 @@ class LocalChatModel(ChatModel):
         max_answer_tokens: int = 200,
         temperature: float = 0.0,
         seed: int = 7,
+        threads: int | None = None,
     ) -> None:
         path = model_path or bundled_model_path()
         if path is None or not path.is_file():
@@ -76,7 +77,7 @@ class LocalChatModel(ChatModel):
         self._llama = Llama(
             model_path=str(path),
             n_ctx=context_tokens,
-            n_threads=os.cpu_count() or 2,
+            n_threads=threads or max(1, (os.cpu_count() or 2) // 2),
             seed=seed,
             verbose=False,
         )

@@ -29,7 +29,7 @@ async def open_chat_model(spec: str, settings: Settings) -> ChatModel:
             spec.removeprefix("ollama:"), host=settings.ollama_host, timeout=settings.llm_timeout
         )
     if spec == "local":
-        return LocalChatModel(settings.local_model_path)
+        return LocalChatModel(settings.local_model_path, threads=settings.local_threads)
     return await _auto(settings)
 
 
@@ -50,7 +50,7 @@ async def _auto(settings: Settings) -> ChatModel:
         await ollama.aclose()
     if local_backend_available() or settings.local_model_path:
         log.info("%s; using the embedded model", why)
-        return LocalChatModel(settings.local_model_path)
+        return LocalChatModel(settings.local_model_path, threads=settings.local_threads)
     raise NoChatModel(
         f"no language model: {why}, and the embedded model is not installed. Either start "
         f"Ollama and run `ollama pull {settings.ollama_model}` (or set "

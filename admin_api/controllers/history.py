@@ -1,0 +1,88 @@
+"""The memory history: every change to an app's memories, oldest first, cursor-paged."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from litestar import Controller, get
+from litestar.di import NamedDependency
+from litestar.params import FromPath, QueryParameter
+
+from admin_api.auth import admin_only
+from admin_api.schemas import HistoryOut, MemoryEventOut, problems
+from loop.service import Services
+from memory_agent.errors import MemoryNotFound
+from memory_agent.models import MemoryEvent
+
+Since = Annotated[
+    int,
+    # 2^53 - 1: the largest integer every JSON reader holds exactly.
+    QueryParameter(ge=0, le=2**53 - 1, description="the cursor: events after this id"),
+]
+Limit = Annotated[int, QueryParameter(ge=1, le=1000)]
+
+
+class HistoryController(Controller):
+    path = "/apps/{app_id:str}"
+    tags = ["memories"]
+    guards = [admin_only]
+
+    @get(
+        "/history",
+        summary="Every change to the app's memories, oldest first",
+        responses=problems(400, 401, 403, 404),
+    )
+    async def app_history(
+        self,
+        app_id: FromPath[str],
+        services: NamedDependency[Services],
+        since: Since = 0,
+        limit: Limit = 100,
+    ) -> HistoryOut:
+        await services.registry.require(app_id)
+        events = await services.agent.history(app_id, after_id=since, limit=limit)
+        return page(events, limit)
+
+    @get(
+        "/memories/{memory_id:int}/history",
+        summary="Every change to one memory, oldest first",
+        responses=problems(400, 401, 403, 404),
+    )
+    async def memory_history(
+        self,
+        app_id: FromPath[str],
+        memory_id: FromPath[int],
+        services: NamedDependency[Services],
+        since: Since = 0,
+        limit: Limit = 100,
+    ) -> HistoryOut:
+        await services.registry.require(app_id)
+        events = await services.agent.history(
+            app_id, memory_id=memory_id, after_id=since, limit=limit
+        )
+        if not events and since == 0:
+            raise MemoryNotFound(app_id, memory_id)
+        return page(events, limit)
+
+
+def page(events: list[MemoryEvent], limit: int) -> HistoryOut:
+    return HistoryOut(
+        [
+            MemoryEventOut(
+                e.id,
+                e.memory_id,
+                e.event,
+                e.actor,
+                e.reason,
+                e.content_before,
+                e.content_after,
+                e.conversation_id,
+                e.job_id,
+                e.model,
+                e.erased,
+                e.created_at,
+            )
+            for e in events
+        ],
+        events[-1].id if len(events) == limit else None,
+    )

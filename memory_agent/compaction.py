@@ -1,0 +1,137 @@
+"""Deciding compaction: the model proposes one step, the retention policy checks it.
+
+The decision is made before the new memory becomes visible, on a snapshot of the app's
+memories; the caller applies it in the transaction that inserts the new memory, after checking
+that the snapshot still holds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, replace
+
+from memory_agent import prompts, retention
+from memory_agent.chat_model import ChatMessage, ChatReply, JsonSchema
+from memory_agent.errors import ChatModelError, InvalidCompactionDecision, InvalidMemoryText
+from memory_agent.models import DecidedBy, Memory
+from memory_agent.retention import NEW_MEMORY_ID, Candidate, Step
+from memory_agent.validation import (
+    decision_schema,
+    normalise_memory_text,
+    parse_compaction_decision,
+)
+
+AskJson = Callable[[list[ChatMessage], JsonSchema], Awaitable[ChatReply]]
+
+
+@dataclass(frozen=True)
+class DecidedStep:
+    step: Step
+    decided_by: DecidedBy
+    # Why the policy decided instead of the model ("LLM error: …", "invalid decision: …",
+    # "overruled: …"); None when the model's decision was applied.
+    fallback_reason: str | None = None
+    # A step that retires what the new memory updates, before any compaction.
+    update: bool = False
+
+
+class Compactor:
+    def __init__(self, ask_json: AskJson, *, limit: int, max_chars: int) -> None:
+        self._ask_json = ask_json
+        self._limit = limit
+        self._max_chars = max_chars
+
+    async def decide(
+        self, existing: Sequence[Memory], new_content: str, created_date: str
+    ) -> list[DecidedStep]:
+        """The steps that bring `existing` plus the new memory back to the cap (none if they
+        fit): the first proposed by the model and checked, any further ones by the policy."""
+        candidates = [Candidate(m.id, m.content) for m in existing]
+        candidates.append(Candidate(NEW_MEMORY_ID, new_content))
+        updates = [DecidedStep(s, "policy", update=True) for s in retention.refresh(candidates)]
+        for decided in updates:
+            candidates = _after(candidates, decided.step)
+        if len(candidates) <= self._limit:
+            return updates
+        by_id = {m.id: m for m in existing}
+        shown = [
+            replace(by_id[c.id], content=c.content) for c in candidates if c.id != NEW_MEMORY_ID
+        ]
+        proposed, rejection = await self._ask_model(shown, new_content, created_date)
+        if proposed is None:
+            first = DecidedStep(self.policy_step(candidates), "policy", rejection)
+        else:
+            step, overruled = retention.review(candidates, proposed, max_chars=self._max_chars)
+            first = DecidedStep(step, "policy" if overruled else "model", overruled)
+        rest = self._policy_steps(_after(candidates, first.step), first.fallback_reason)
+        return [*updates, first, *rest]
+
+    def policy_only(self, existing: Sequence[Memory], new_content: str) -> list[DecidedStep]:
+        """The policy's steps alone: for a decision that must be made without a model call."""
+        candidates = [Candidate(m.id, m.content) for m in existing]
+        candidates.append(Candidate(NEW_MEMORY_ID, new_content))
+        updates = [DecidedStep(s, "policy", update=True) for s in retention.refresh(candidates)]
+        for decided in updates:
+            candidates = _after(candidates, decided.step)
+        reason = "the app's memories kept changing while the model decided"
+        return [*updates, *self._policy_steps(candidates, reason)]
+
+    def policy_step(self, candidates: Sequence[Candidate]) -> Step:
+        return retention.choose(candidates, max_chars=self._max_chars)
+
+    def _policy_steps(
+        self, candidates: list[Candidate], reason: str | None
+    ) -> list[DecidedStep]:
+        steps = []
+        while len(candidates) > self._limit:
+            step = self.policy_step(candidates)
+            steps.append(DecidedStep(step, "policy", reason or "more than one over the cap"))
+            candidates = _after(candidates, step)
+        return steps
+
+    async def _ask_model(
+        self, existing: Sequence[Memory], new_content: str, created_date: str
+    ) -> tuple[Step | None, str | None]:
+        """The model's proposal as a step, or None and why it could not be had."""
+        new_line = prompts.candidate_line(NEW_MEMORY_ID, created_date, new_content)
+        messages = prompts.compaction_messages(
+            existing, new_line, limit=self._limit, max_chars=self._max_chars
+        )
+        ids = [m.id for m in existing] + [NEW_MEMORY_ID]
+        try:
+            reply = await self._ask_json(messages, decision_schema(ids, max_chars=self._max_chars))
+        except ChatModelError as error:
+            return None, f"LLM error: {error}"
+        if reply.truncated:
+            return None, "invalid decision: cut off at the token limit"
+        try:
+            decision = parse_compaction_decision(reply.text)
+        except InvalidCompactionDecision as error:
+            return None, f"invalid decision: {error.reason}"
+        if decision.target_memory_id not in ids:
+            return None, (
+                f"invalid decision: memory {decision.target_memory_id} is not one of this "
+                "app's memories"
+            )
+        reason = " ".join(decision.reason.split())[:300] or "(no reason given)"
+        if decision.action == "delete":
+            return Step("delete", decision.target_memory_id, reason), None
+        if decision.target_memory_id == NEW_MEMORY_ID:
+            return None, "invalid decision: an edit must target an existing memory"
+        try:
+            content = normalise_memory_text(decision.new_content or "", max_chars=self._max_chars)
+        except InvalidMemoryText as error:
+            return None, f"invalid decision: newContent: {error.reason}"
+        return Step("edit", decision.target_memory_id, reason, content, NEW_MEMORY_ID), None
+
+
+def _after(candidates: Sequence[Candidate], step: Step) -> list[Candidate]:
+    """The candidates as they stand once `step` is applied."""
+    remaining = []
+    for candidate in candidates:
+        if candidate.id == step.removed:
+            continue
+        if step.action == "edit" and candidate.id == step.target:
+            candidate = Candidate(candidate.id, step.new_content or candidate.content)
+        remaining.append(candidate)
+    return remaining

@@ -1,0 +1,265 @@
+"""The retention policy: which memory an app at its cap can best do without.
+
+Memories are ranked from least to most worth keeping:
+
+1. a memory that holds no fact (no name, number or word of a lasting kind);
+2. a memory every fact of which a newer memory supersedes (the same topic, a new value:
+   "my budget is now 150" after "my budget is 120");
+3. a memory whose facts a newer memory repeats;
+4. a memory some facts of which a newer memory supersedes: the two are merged into one (the
+   seed's EDIT: "update content"), without the superseded sentences;
+5. otherwise nothing can go without loss, so two memories are merged into one when they fit
+   within the length limit ("merge with another"), those on one topic and the shortest first;
+6. failing that, the memory with the fewest facts goes, the oldest first (FIFO among equals).
+
+The model's decision is checked against this ranking: a delete is applied when its target is
+no more worth keeping than what the policy would give up; an edit when its new text says only
+what the two memories said and keeps every fact that is not superseded. Otherwise the
+policy's own choice is applied and the reason recorded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from memory_agent import facts, text
+
+NEW_MEMORY_ID = 0
+MAX_MERGED_SENTENCES = 4
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A memory as the policy sees it; `NEW_MEMORY_ID` is the one being written now."""
+
+    id: int
+    content: str
+
+
+@dataclass(frozen=True)
+class Step:
+    """Delete `target`, or (edit) rewrite `target` as `new_content` and fold `folded` into it."""
+
+    action: Literal["delete", "edit"]
+    target: int
+    reason: str
+    new_content: str | None = None
+    folded: int | None = None
+
+    @property
+    def removed(self) -> int | None:
+        """The memory that stops existing (None: an edit that folds nothing in)."""
+        return self.target if self.action == "delete" else self.folded
+
+
+@dataclass(frozen=True)
+class Assessment:
+    candidate: Candidate
+    tier: int  # 0: no fact, 1: superseded, 2: repeated, 3: holds facts
+    value: int
+    why: str
+
+
+def assess(memories: Sequence[Candidate]) -> list[Assessment]:
+    """Each memory (oldest first) with how much it is worth keeping."""
+    assessed = []
+    for index, memory in enumerate(memories):
+        newer = memories[index + 1 :]
+        value = facts.fact_value(memory.content)
+        if value == 0:
+            assessed.append(Assessment(memory, 0, 0, "it holds no fact"))
+        elif newer and _superseded(memory.content, [m.content for m in newer]):
+            assessed.append(Assessment(memory, 1, value, "a newer memory updates its facts"))
+        elif any(_repeats(memory.content, m.content) for m in newer):
+            assessed.append(Assessment(memory, 2, value, "a newer memory repeats its facts"))
+        else:
+            assessed.append(Assessment(memory, 3, value, "it holds facts no other memory has"))
+    return assessed
+
+
+def choose(memories: Sequence[Candidate], *, max_chars: int) -> Step:
+    """The policy's step for memories (oldest first, the new one last) one over the cap."""
+    assessed = assess(memories)
+    position = {a.candidate.id: index for index, a in enumerate(assessed)}
+    doomed = min(
+        (a for a in assessed if a.tier < 3), key=lambda a: (a.tier, position[a.candidate.id]),
+        default=None,
+    )
+    if doomed is not None:
+        return Step("delete", doomed.candidate.id, f"memory {_label(doomed)}: {doomed.why}")
+    merge = _best_merge(memories, max_chars=max_chars)
+    if merge is not None:
+        return merge
+    poorest = min(assessed, key=lambda a: (a.value, position[a.candidate.id]))
+    return Step(
+        "delete",
+        poorest.candidate.id,
+        f"every memory holds facts and none fit together; memory {_label(poorest)} holds the "
+        "fewest, and is the oldest of those",
+    )
+
+
+def review(
+    memories: Sequence[Candidate], proposed: Step, *, max_chars: int
+) -> tuple[Step, str | None]:
+    """The model's step if the policy accepts it, else the policy's, with why it was overruled."""
+    by_id = {m.id: m for m in memories}
+    policy = choose(memories, max_chars=max_chars)
+    if proposed.action == "delete":
+        ranks = {a.candidate.id: a for a in assess(memories)}
+        target = ranks[proposed.target]
+        if target.tier < 3 or (policy.action == "delete" and _no_better(target, ranks, policy)):
+            return proposed, None
+        return policy, (
+            f"overruled: memory {_label(target)} holds facts no other memory has; "
+            f"{policy.reason}"
+        )
+    edited, folded = by_id[proposed.target], by_id[proposed.folded or NEW_MEMORY_ID]
+    missing = _facts_lost(edited.content, folded.content, proposed.new_content or "")
+    if missing:
+        return policy, f"overruled: the edit drops {', '.join(sorted(missing))}; {policy.reason}"
+    source = text.vocabulary(edited.content + " " + folded.content)
+    if not all(facts.is_grounded(s, source) for s in text.sentences(proposed.new_content or "")):
+        return policy, f"overruled: the edit says what neither memory said; {policy.reason}"
+    return proposed, None
+
+
+def _no_better(target: Assessment, ranks: dict[int, Assessment], policy: Step) -> bool:
+    chosen = ranks[policy.target]
+    return (target.tier, target.value) <= (chosen.tier, chosen.value)
+
+
+def _facts_lost(target: str, folded: str, merged: str) -> set[str]:
+    """Values of either memory that the merged text lacks, but for those the new one updates."""
+    kept = text.vocabulary(merged)
+    wanted = text.values(folded)
+    stale = stale_sentences(target, folded)
+    for sentence in text.sentences(target):
+        if sentence not in stale:
+            wanted |= text.values(sentence)
+    return {value for value in wanted if value not in kept and value.lower() not in kept}
+
+
+def refresh(memories: Sequence[Candidate]) -> list[Step]:
+    """Steps that retire what the newest memory (the last) updates in older ones: a memory
+    all of whose facts it updates is deleted, one with some is edited to drop those
+    sentences. This runs whether or not the app is at its cap, so a stale value never
+    stands beside its update."""
+    newest = memories[-1]
+    steps = []
+    for older in memories[:-1]:
+        sentences = text.sentences(older.content)
+        stale = stale_sentences(older.content, newest.content)
+        if not stale:
+            continue
+        bearing = [s for s in sentences if facts.fact_value(s)]
+        reason = f"memory {_id(newest.id)} updates " + "; ".join(s[:80] for s in stale)
+        if len(stale) >= len(bearing):
+            steps.append(Step("delete", older.id, reason))
+        else:
+            kept = " ".join(s for s in sentences if s not in stale)
+            steps.append(Step("edit", older.id, reason, kept))
+    return steps
+
+
+def stale_sentences(older: str, newer: str) -> list[str]:
+    """The fact-bearing sentences of `older` that `newer` gives a new value for."""
+    old_sentences = text.sentences(older)
+    new_sentences = text.sentences(newer)
+    return [
+        sentence
+        for i, sentence in enumerate(old_sentences)
+        if facts.fact_value(sentence)
+        and any(
+            _updates(
+                sentence,
+                _context(old_sentences, i, same_value=True),
+                later,
+                _context(new_sentences, j, same_value=False),
+            )
+            for j, later in enumerate(new_sentences)
+        )
+    ]
+
+
+def _context(sentences: Sequence[str], index: int, *, same_value: bool) -> str:
+    """A sentence, with the one before it when it names no topic of its own: a value often
+    follows its topic ("The landlord raised the rent. It's 1900 now."). With `same_value`,
+    only when the two share a value ("Lisbon for ten days? ... Lisbon it is.")."""
+    sentence = sentences[index]
+    if not index or facts.topics(sentence):
+        return sentence
+    previous = sentences[index - 1]
+    if same_value and not text.values(previous) & text.values(sentence):
+        return sentence
+    return f"{previous} {sentence}"
+
+
+def _superseded(older: str, newer: Sequence[str]) -> bool:
+    """Every fact-bearing sentence of `older` is updated by some newer text."""
+    bearing = [s for s in text.sentences(older) if facts.fact_value(s)]
+    stale: set[str] = set()
+    for later in newer:
+        stale.update(stale_sentences(older, later))
+    return bool(bearing) and all(sentence in stale for sentence in bearing)
+
+
+def _updates(older: str, older_context: str, newer: str, newer_context: str) -> bool:
+    """`newer` gives a new value for what `older` said: another number for the same unit, or
+    a new value on the same topic announced as a change ("now", "moved", "instead")."""
+    same_topic = bool(facts.topics(older_context) & facts.topics(newer_context))
+    changed = facts.announces_change(newer_context)
+    if facts.restates_a_number(older, newer) and (same_topic or changed):
+        return True
+    new_numbers = text.numbers(newer) - text.numbers(older)
+    same_subject = text.names(older_context) & text.names(newer_context)
+    if same_subject and changed and text.numbers(older) and new_numbers:
+        return True  # "the MCAT on August 22" ... "rescheduled my MCAT: September 12"
+    if not (same_topic and changed):
+        return False
+    # A new value of the kind the old one was: a name for a name, a number for a number.
+    new_names = text.names(newer) - text.names(older)
+    return bool((text.names(older) and new_names) or (text.numbers(older) and new_numbers))
+
+
+def _repeats(older: str, newer: str) -> bool:
+    old_values = text.values(older)
+    if old_values and not old_values <= text.values(newer):
+        return False
+    words = text.content_words(older)
+    return bool(words) and len(words & text.content_words(newer)) >= 0.8 * len(words)
+
+
+def _best_merge(memories: Sequence[Candidate], *, max_chars: int) -> Step | None:
+    """Fold a pair into one memory: an older memory with the newer one that updates part of
+    it (dropping the stale sentences), else the shortest pair that fits, same topic first."""
+    best: tuple[tuple[int, int], Step] | None = None
+    for i, older in enumerate(memories):
+        for newer in memories[i + 1 :]:
+            sentences = text.sentences(older.content)
+            stale = stale_sentences(older.content, newer.content)
+            current = [s for s in sentences if s not in stale]
+            kept = " ".join(current).rstrip()
+            merged = f"{kept} {newer.content.lstrip()}".strip()
+            if len(merged) > max_chars or len(text.sentences(merged)) > MAX_MERGED_SENTENCES:
+                continue
+            related = facts.same_topic(older.content, newer.content)
+            rank = (0 if len(current) < len(sentences) else 1 if related else 2, len(merged))
+            if best is None or rank < best[0]:
+                reason = (
+                    f"every memory holds facts; memories {_id(older.id)} and {_id(newer.id)} "
+                    "fit together in one"
+                )
+                target, folded = (older, newer) if older.id != NEW_MEMORY_ID else (newer, older)
+                best = (rank, Step("edit", target.id, reason, merged, folded.id))
+    return best[1] if best else None
+
+
+def _label(assessment: Assessment) -> str:
+    return _id(assessment.candidate.id)
+
+
+def _id(memory_id: int) -> str:
+    return "new" if memory_id == NEW_MEMORY_ID else str(memory_id)

@@ -1,0 +1,307 @@
+#!/usr/bin/env python3
+"""Memory-quality benchmark: scripted stories through the real memory sub-agent.
+
+Each app's conversations are fed in order to `MemorySubAgent.create_memory` (a real SQLite
+file, the configured model: the embedded one by default, Ollama when MNEMOLOOP_MEMORY_LLM or
+MNEMOLOOP_LLM says `ollama:<model>`). Every fact of a story has patterns that identify its
+value; the figures say which facts the memories held, when written and at the end, beside a
+FIFO baseline that keeps the newest `--limit` of the same memories. One JSON object out.
+
+    .venv/bin/python scripts/eval.py              # every app of scripts/eval_stories.json
+    .venv/bin/python scripts/eval.py --quick      # the first app only
+    .venv/bin/python scripts/eval.py --stories other.json
+
+Fact kinds: `durable` (stated once, early), `confirmed` (only the assistant's turn says it),
+`superseded` (an old value) and `update` (its new value, stated later).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import re
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from loop.database import SqliteDatabase
+from loop.llm.select import open_chat_model
+from loop.settings import load_settings
+from memory_agent import (
+    ChatMessage,
+    ChatModel,
+    ChatReply,
+    MemoryCreationRequest,
+    MemorySubAgent,
+    ToolSpec,
+)
+from memory_agent.chat_model import JsonSchema
+from memory_agent.errors import MnemoloopError
+
+DEFAULT_STORIES = Path(__file__).with_name("eval_stories.json")
+# Every key the JSON answer carries (the test checks them).
+KEYS = (
+    "model",
+    "stories",
+    "apps",
+    "conversations",
+    "facts",
+    "capture",
+    "recall",
+    "update_recall",
+    "stale_rate",
+    "no_fact_share",
+    "fifo",
+    "memories_written",
+    "nothing_worth_keeping",
+    "jobs_failed",
+    "compaction_calls",
+    "invalid_decisions",
+    "invalid_decision_rate",
+    "overruled_decisions",
+    "compaction_outcomes",
+    "model_calls_per_conversation",
+    "tokens_per_conversation",
+    "wall_time_s",
+)
+
+
+@dataclass(frozen=True)
+class Fact:
+    id: str
+    kind: str
+    patterns: tuple[re.Pattern[str], ...]
+
+    def held_by(self, text: str) -> bool:
+        return all(pattern.search(text) for pattern in self.patterns)
+
+
+@dataclass
+class AppRun:
+    facts: dict[str, Fact]
+    stated_in: dict[str, int]  # fact id -> index of the conversation that states it
+    written: list[str | None] = field(default_factory=list)  # per conversation
+    steps: list[list[str]] = field(default_factory=list)  # per conversation
+    final: list[str] = field(default_factory=list)
+
+
+class CountingModel(ChatModel):
+    """Passes every call on and counts calls and tokens."""
+
+    def __init__(self, inner: ChatModel) -> None:
+        self.name = inner.name
+        self._inner = inner
+        self.calls = 0
+        self.decision_calls = 0
+        self.tokens = 0
+
+    async def chat(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        tools: Sequence[ToolSpec] = (),
+        json_schema: JsonSchema | None = None,
+    ) -> ChatReply:
+        self.calls += 1
+        self.decision_calls += json_schema is not None
+        reply = await self._inner.chat(messages, tools=tools, json_schema=json_schema)
+        self.tokens += reply.usage.total
+        return reply
+
+
+def load_stories(path: Path) -> list[dict[str, Any]]:
+    apps: list[dict[str, Any]] = json.loads(path.read_text(encoding="utf-8"))["apps"]
+    return apps
+
+
+def parse_facts(app: dict[str, Any]) -> tuple[dict[str, Fact], dict[str, int]]:
+    found = {
+        f["id"]: Fact(f["id"], f["kind"], tuple(re.compile(p, re.I) for p in f["patterns"]))
+        for f in app["facts"]
+    }
+    stated = {
+        fact_id: index
+        for index, conversation in enumerate(app["conversations"])
+        for fact_id in conversation["facts"]
+    }
+    return found, stated
+
+
+async def run_app(
+    app: dict[str, Any], agent: MemorySubAgent, outcomes: Counter[str], failures: list[str]
+) -> AppRun:
+    facts, stated = parse_facts(app)
+    run = AppRun(facts, stated)
+    for index, conversation in enumerate(app["conversations"]):
+        messages = [ChatMessage(m["role"], m["content"]) for m in conversation["messages"]]
+        request = MemoryCreationRequest(app["appId"], f"{app['appId']}-{index}", messages)
+        try:
+            created = await agent.create_memory(request)
+        except MnemoloopError as error:
+            failures.append(f"{request.conversation_id}: {error}")
+            run.written.append(None)
+            run.steps.append([])
+            continue
+        run.written.append(created.content)
+        run.steps.append(
+            [
+                f"{step.outcome} {step.action} {step.target_memory_id}: {step.reason}"
+                for step in created.compactions
+            ]
+        )
+        for step in created.compactions:
+            cause = (step.fallback_reason or "").split(":", 1)
+            label = step.outcome if not step.fallback_reason else f"{step.outcome}:{cause[0]}"
+            outcomes[label] += 1
+            if step.fallback_reason and cause[0] == "invalid decision":
+                outcomes["invalid:" + cause[1].strip().split(" ")[0]] += 1
+    run.final = [m.content for m in await agent.list_memories(app["appId"])]
+    return run
+
+
+def score(runs: Sequence[AppRun], final_of: Any) -> dict[str, Any]:
+    """Recall, update recall, stale rate and no-fact share of the memories `final_of(run)`."""
+    held = Counter[str]()
+    totals = Counter[str]()
+    no_fact = memories = 0
+    for run in runs:
+        final = final_of(run)
+        memories += len(final)
+        no_fact += sum(1 for text in final if not any(f.held_by(text) for f in run.facts.values()))
+        for fact in run.facts.values():
+            totals[fact.kind] += 1
+            held[fact.kind] += any(fact.held_by(text) for text in final)
+    key = totals["durable"] + totals["confirmed"]
+    return {
+        "recall": _share(held["durable"] + held["confirmed"], key),
+        "update_recall": _share(held["update"], totals["update"]),
+        "stale_rate": _share(held["superseded"], totals["superseded"]),
+        "no_fact_share": _share(no_fact, memories),
+        "final_memories": memories,
+    }
+
+
+def fifo_final(limit: int) -> Any:
+    def final(run: AppRun) -> list[str]:
+        return [text for text in run.written if text is not None][-limit:]
+
+    return final
+
+
+def _share(part: int, whole: int) -> float | None:
+    return round(part / whole, 3) if whole else None
+
+
+async def evaluate(args: argparse.Namespace) -> dict[str, Any]:
+    settings = load_settings()
+    apps = load_stories(args.stories)
+    if args.quick:
+        apps = apps[:1]
+    inner = await open_chat_model(settings.memory_backend, settings)
+    model = CountingModel(inner)
+    outcomes: Counter[str] = Counter()
+    failures: list[str] = []
+    runs: list[AppRun] = []
+    started = time.perf_counter()
+    try:
+        with tempfile.TemporaryDirectory() as folder:
+            async with SqliteDatabase(Path(folder) / "eval.db") as database:
+                agent = MemorySubAgent(
+                    database,
+                    model,
+                    memory_limit=args.limit,
+                    max_chars=settings.memory_max_chars,
+                    llm_timeout=settings.llm_timeout,
+                )
+                for app in apps:
+                    async with database.transaction() as tx:
+                        await tx.execute(
+                            "INSERT INTO apps (app_id, name, installed, installed_at)"
+                            " VALUES (?, ?, 1, '2025-01-01T00:00:00.000000Z')",
+                            (app["appId"], app["name"]),
+                        )
+                    runs.append(await run_app(app, agent, outcomes, failures))
+                    if args.verbose:
+                        _show(app, runs[-1])
+    finally:
+        await inner.aclose()
+    wall = time.perf_counter() - started
+    conversations = sum(len(run.written) for run in runs)
+    captured = sum(
+        1
+        for run in runs
+        for fact_id, index in run.stated_in.items()
+        if run.written[index] and run.facts[fact_id].held_by(run.written[index] or "")
+    )
+    fact_count = sum(len(run.stated_in) for run in runs)
+    ours = score(runs, lambda run: run.final)
+    invalid = sum(n for label, n in outcomes.items() if label.startswith("fifo:invalid"))
+    llm_errors = sum(n for label, n in outcomes.items() if label.startswith("fifo:LLM error"))
+    overruled = sum(n for label, n in outcomes.items() if label.startswith("fifo:overruled"))
+    return {
+        "model": model.name,
+        "stories": str(args.stories),
+        "apps": len(runs),
+        "conversations": conversations,
+        "facts": fact_count,
+        "capture": _share(captured, fact_count),
+        "recall": ours["recall"],
+        "update_recall": ours["update_recall"],
+        "stale_rate": ours["stale_rate"],
+        "no_fact_share": ours["no_fact_share"],
+        "fifo": score(runs, fifo_final(args.limit)),
+        "memories_written": sum(1 for run in runs for text in run.written if text),
+        "nothing_worth_keeping": agent.stats.nothing_worth_keeping,
+        "jobs_failed": failures,
+        "compaction_calls": model.decision_calls,
+        "invalid_decisions": {
+            "total": invalid + llm_errors,
+            "llm_error": llm_errors,
+            **{label[8:]: n for label, n in outcomes.items() if label.startswith("invalid:")},
+        },
+        "invalid_decision_rate": _share(invalid + llm_errors, model.decision_calls),
+        "overruled_decisions": overruled,
+        "compaction_outcomes": {
+            label: n for label, n in sorted(outcomes.items()) if not label.startswith("invalid:")
+        },
+        "model_calls_per_conversation": round(model.calls / max(conversations, 1), 3),
+        "tokens_per_conversation": round(model.tokens / max(conversations, 1), 1),
+        "wall_time_s": round(wall, 1),
+    }
+
+
+def _show(app: dict[str, Any], run: AppRun) -> None:
+    print(f"== {app['appId']}", file=sys.stderr)
+    for index, text in enumerate(run.written):
+        print(f"  [{index}] {text}", file=sys.stderr)
+        for step in run.steps[index]:
+            print(f"      {step}", file=sys.stderr)
+    print("  final:", file=sys.stderr)
+    for text in run.final:
+        held = [f.id for f in run.facts.values() if f.held_by(text)]
+        print(f"   - {held} {text}", file=sys.stderr)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--stories", type=Path, default=DEFAULT_STORIES)
+    parser.add_argument("--quick", action="store_true", help="the first app only")
+    parser.add_argument("--limit", type=int, default=10, help="memories kept per app")
+    parser.add_argument("--verbose", action="store_true", help="every memory, on stderr")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING, format="%(message)s")
+    print(json.dumps(anyio.run(evaluate, args), indent=2))
+
+
+if __name__ == "__main__":
+    main()

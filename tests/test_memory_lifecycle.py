@@ -1,0 +1,159 @@
+"""The memory lifecycle through the service: history on record, purge wins over jobs in
+flight, and purged text leaves no byte behind."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+
+from memory_agent import ChatMessage, MemoryCreationRequest
+from tests.fakes import CREATION_PREFIX, FunctionModel, ModelCall, friend_fact
+from tests.harness import assistant_model, eventually, http_client, running, service
+
+pytestmark = pytest.mark.anyio
+ADMIN = {"Authorization": "Bearer admin"}
+
+
+async def talk_and_end(services, app_id: str, text: str) -> str:
+    conversation_id = await services.conversations.open(app_id)
+    await services.conversations.add_message(conversation_id, "user", text)
+    await services.conversations.add_message(conversation_id, "assistant", "Noted.")
+    await services.conversations.end(conversation_id, "app")
+    return conversation_id
+
+
+async def settled(services, conversation_id: str) -> str | None:
+    job = await services.jobs.for_conversation(conversation_id)
+    return job.status if job and job.status not in ("pending", "running") else None
+
+
+async def test_history_routes_page_through_every_change(db_path):
+    async with service(db_path, assistant_model()) as services, running(services), \
+            http_client(services, "admin") as client:
+        await services.registry.install("cal", "Calendar")
+        for n in range(3):
+            done = await talk_and_end(services, "cal", friend_fact(n))
+            await eventually(lambda c=done: settled(services, c))
+        memories = (await client.get("/apps/cal/memories", headers=ADMIN)).json()["memories"]
+        doomed = memories[0]["id"]
+        gone = await client.delete(f"/apps/cal/memories/{doomed}", headers=ADMIN)
+        assert gone.status_code == 200
+
+        first = (await client.get("/apps/cal/history?limit=2", headers=ADMIN)).json()
+        assert [e["event"] for e in first["events"]] == ["created", "created"]
+        assert first["nextCursor"] == first["events"][-1]["id"]
+        rest = (await client.get(f"/apps/cal/history?since={first['nextCursor']}&limit=2",
+                                 headers=ADMIN)).json()
+        assert [e["event"] for e in rest["events"]] == ["created", "deleted"]
+        last = (await client.get(f"/apps/cal/history?since={rest['nextCursor']}",
+                                 headers=ADMIN)).json()
+        assert last == {"events": [], "nextCursor": None}
+
+        one = (await client.get(f"/apps/cal/memories/{doomed}/history", headers=ADMIN)).json()
+        created, deleted = one["events"]
+        assert (created["actor"], created["jobId"] is not None) == ("job", True)
+        assert created["contentAfter"] == memories[0]["content"]
+        assert (deleted["actor"], deleted["contentBefore"]) == ("admin", memories[0]["content"])
+        assert one["nextCursor"] is None
+
+        missing = await client.get("/apps/cal/memories/999999/history", headers=ADMIN)
+        assert missing.status_code == 404
+        assert (await client.get("/apps/nobody/history", headers=ADMIN)).status_code == 404
+        bad = await client.get("/apps/cal/history?since=-1", headers=ADMIN)
+        assert bad.status_code == 400
+
+
+async def test_memory_jobs_show_what_they_wrote_and_their_compaction_steps(db_path):
+    model = assistant_model(compaction=lambda call: "I cannot decide.")
+    async with service(db_path, model) as services, running(services), \
+            http_client(services, "admin") as client:
+        await services.registry.install("cal", "Calendar")
+        ids = []
+        for n in range(11):
+            ids.append(await talk_and_end(services, "cal", friend_fact(n)))
+            await eventually(lambda c=ids[-1]: settled(services, c))
+        small_talk = await talk_and_end(services, "cal", "Hi, how are you?")
+        await eventually(lambda: settled(services, small_talk))
+
+        jobs = (await client.get("/memory-jobs?appId=cal", headers=ADMIN)).json()["jobs"]
+        by_conversation = {j["conversationId"]: j for j in jobs}
+        first = by_conversation[ids[0]]
+        assert first["status"] == "done" and first["memoryId"] and first["steps"] == []
+        eleventh = by_conversation[ids[10]]
+        [step] = eleventh["steps"]
+        assert step["decidedBy"] == "policy" and step["action"] in ("delete", "edit")
+        assert "invalid decision: the answer holds no JSON object" in step["fallbackReason"]
+        assert step["reason"]
+        nothing = by_conversation[small_talk]
+        assert (nothing["status"], nothing["note"], nothing["memoryId"]) == (
+            "done", "nothing worth keeping", None)
+
+        metrics = (await client.get("/metrics", headers=ADMIN)).text
+        assert 'mnemoloop_compactions_total{outcome="fifo"} 1.0' in metrics
+        assert 'mnemoloop_compaction_fallbacks_total{cause="invalid_decision"} 1.0' in metrics
+        assert "mnemoloop_memories_not_written_total 1.0" in metrics
+
+
+async def test_purge_cancels_jobs_and_a_job_talking_to_the_model_writes_nothing(db_path):
+    release = anyio.Event()
+    writing = anyio.Event()
+
+    async def slow_memory(call: ModelCall) -> str:
+        if call.prompt.startswith(CREATION_PREFIX):
+            writing.set()
+            await release.wait()
+            return "The user's friend Alice lives in Oslo."
+        return "Noted."
+
+    async with service(db_path, FunctionModel(slow_memory), max_concurrent_memory_jobs=1) \
+            as services, running(services), http_client(services, "admin") as client:
+        await services.registry.install("priv", "Private")
+        running_job = await talk_and_end(services, "priv", friend_fact(0))
+        with anyio.fail_after(5):
+            await writing.wait()  # the worker's only slot is busy with the model
+        waiting_job = await talk_and_end(services, "priv", friend_fact(1))
+
+        with anyio.fail_after(2):  # the purge does not wait for the model
+            purged = await client.delete("/apps/priv?purgeMemories=true", headers=ADMIN)
+        assert purged.json() == {"success": True, "purgedMemories": 0}
+        release.set()
+        for conversation_id in (running_job, waiting_job):
+            assert await eventually(lambda c=conversation_id: settled(services, c)) == "cancelled"
+        await anyio.sleep(0.3)
+        assert await services.agent.get_memory_count("priv") == 0
+        assert await services.agent.history("priv") == []
+        job = await services.jobs.for_conversation(running_job)
+        assert job is not None and "purged" in (job.last_error or "")
+
+
+async def test_purge_answers_the_true_count(db_path):
+    async with service(db_path, assistant_model()) as services, running(services), \
+            http_client(services, "admin") as client:
+        await services.registry.install("cal", "Calendar")
+        for n in range(3):
+            done = await talk_and_end(services, "cal", friend_fact(n))
+            await eventually(lambda c=done: settled(services, c))
+        purged = await client.delete("/apps/cal/memories", headers=ADMIN)
+        assert purged.json() == {"success": True, "deletedCount": 3}
+        assert (await client.get("/apps/cal/memories", headers=ADMIN)).json() == {"memories": []}
+
+
+async def test_purged_text_leaves_no_byte_in_the_database_files(db_path):
+    secret = "Zanzibar Quokka 7781"
+    model = FunctionModel(lambda call: "" if call.prompt.startswith(CREATION_PREFIX) else "no")
+    async with service(db_path, model) as services:
+        await services.registry.install("vault", "Vault")
+        for n, text in enumerate([f"My vault phrase is {secret} and my rent is 1650 a month.",
+                                  "I work as a nurse at St Mary's.",
+                                  "The landlord raised my rent. It is 1900 a month now."]):
+            await services.agent.create_memory(MemoryCreationRequest(
+                "vault", f"c{n}", [ChatMessage("user", text), ChatMessage("assistant", "Ok.")]))
+        history = await services.agent.history("vault")
+        assert any(secret in (e.content_before or "") for e in history)
+        assert await services.registry.purge_memories("vault") == 2
+    files = [p for p in db_path.parent.iterdir() if p.name.startswith(db_path.name)]
+    assert files
+    for path in files:
+        data = path.read_bytes()
+        for word in (b"Zanzibar", b"Quokka", b"7781"):
+            assert word not in data, f"{word!r} found in {path.name}"

@@ -1,0 +1,151 @@
+"""The retention policy and the text checks under it, on their own (no model, no database)."""
+
+from __future__ import annotations
+
+import pytest
+
+from memory_agent import facts, retention
+from memory_agent.retention import NEW_MEMORY_ID, Candidate, Step
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "I'm allergic to peanuts.",
+        "My daughter Maya starts school in September.",
+        "rent 1650.",
+        "we're in zone 6b, no idea where to start",
+        "one thing you should know, I have dyslexia so reading takes me forever.",
+        "now I've got five raised beds total.",
+        "Please remember my locker code is 4417.",
+    ],
+)
+def test_a_statement_about_the_user_is_worth_keeping(sentence):
+    assert facts.statement_score(sentence, "user") > 0
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "Hi! How are you today?",
+        "What's the capital of France?",
+        "its like 95 degrees out, what can I make for dinner?",
+        "I need 2 eggs for a cake.",
+        "Thanks, bye!",
+    ],
+)
+def test_small_talk_and_questions_about_the_world_are_not(sentence):
+    assert facts.statement_score(sentence, "user") == 0
+
+
+def test_the_assistant_counts_only_when_it_confirms_something_done():
+    confirmed = [("user", "Can you find a table Friday?"),
+                 ("assistant", "Done! I booked Osteria Lucca. Your table is at 7:30pm.")]
+    found = facts.key_statements(confirmed)
+    assert [s.speaker for s in found] == ["assistant", "assistant"]
+    advice = [("assistant", "Boil the eggs for 10 minutes at 100 degrees in Paris.")]
+    assert facts.key_statements(advice) == []
+
+
+def test_a_grounded_sentence_says_only_what_the_source_says():
+    source = facts.vocabulary("My friend Alice lives in Oslo and works at 3 hospitals.")
+    assert facts.is_grounded("The user's friend Alice lives in Oslo.", source)
+    assert not facts.is_grounded("The user's friend Alice lives in Paris.", source)
+    assert not facts.is_grounded("The user is 25 years old.", source)
+
+
+@pytest.mark.parametrize(
+    ("older", "newer"),
+    [
+        ("My rent is 1650 a month.", "The landlord raised the rent. It's 1900 now."),
+        ("I aim for 1800 calories a day.", "Doctor wants me at 1600 calories a day now."),
+        ("I put 25% of every invoice aside.", "Bumping it to 30% of each invoice starting now."),
+        ("Mrs Okafor is our babysitter.", "Our old sitter moved away, the new babysitter is Dana."),
+        ("I'm plot 14 at the community garden.", "They moved me: I'm plot 31 now."),
+    ],
+)
+def test_a_newer_value_supersedes_the_old_one(older, newer):
+    assert retention.stale_sentences(older, newer) == [older]
+
+
+@pytest.mark.parametrize(
+    ("older", "newer"),
+    [
+        ("Any good way to split chores between 2 kids?", "I booked the party room for 12 kids."),
+        ("I always get hungry around 4pm.", "Delivery is on Thursday between 6 and 8pm."),
+        ("Dana is my manager and her birthday is May 3.", "Dana moved to Berlin."),
+        ("I work as a freelance designer.", "The landlord raised the rent. It's 1900 now."),
+    ],
+)
+def test_a_different_fact_does_not(older, newer):
+    assert retention.stale_sentences(older, newer) == []
+
+
+def memories(*contents: str) -> list[Candidate]:
+    """Candidates oldest first; the last is the new one."""
+    found = [Candidate(n + 1, c) for n, c in enumerate(contents[:-1])]
+    return [*found, Candidate(NEW_MEMORY_ID, contents[-1])]
+
+
+FACTS = [f"The user's friend {name} lives in {city}." for name, city in
+         zip("Alice Bruno Chloe Dmitri".split(), "Oslo Porto Quito Riga".split(), strict=True)]
+
+
+def test_a_memory_without_a_fact_goes_first():
+    step = retention.choose(memories(FACTS[0], "The user said hello.", FACTS[1]), max_chars=400)
+    assert (step.action, step.target) == ("delete", 2)
+
+
+def test_a_repeated_fact_goes_before_a_merge():
+    step = retention.choose(memories(FACTS[0], FACTS[1], FACTS[0]), max_chars=400)
+    assert (step.action, step.target) == ("delete", 1)
+
+
+def test_when_every_memory_holds_a_fact_two_are_merged_without_loss():
+    step = retention.choose(memories(*FACTS), max_chars=400)
+    assert step.action == "edit" and step.folded is not None
+    assert step.new_content is not None
+    assert all(name in step.new_content for name in _names_of(step, FACTS))
+
+
+def _names_of(step: Step, texts: list[str]) -> list[str]:
+    ids = {step.target, step.folded}
+    by_id = {c.id: c.content for c in memories(*texts)}
+    return [by_id[i].split()[3] for i in ids]
+
+
+def test_when_nothing_fits_together_the_poorest_oldest_goes():
+    step = retention.choose(memories(*FACTS), max_chars=50)
+    assert (step.action, step.target) == ("delete", 1)
+
+
+def test_a_model_delete_of_a_unique_fact_is_overruled():
+    candidates = memories(*FACTS)
+    step, why = retention.review(candidates, Step("delete", 2, "old"), max_chars=400)
+    assert step.action == "edit" and why is not None and why.startswith("overruled")
+
+
+def test_a_model_delete_of_a_fact_free_memory_stands():
+    candidates = memories(FACTS[0], "The user said hello.", FACTS[1])
+    proposed = Step("delete", 2, "small talk")
+    assert retention.review(candidates, proposed, max_chars=400) == (proposed, None)
+
+
+def test_an_edit_keeping_both_facts_stands_and_one_dropping_a_fact_does_not():
+    candidates = memories(FACTS[0], FACTS[1])
+    good = Step("edit", 1, "merge", f"{FACTS[0]} {FACTS[1]}", NEW_MEMORY_ID)
+    assert retention.review(candidates, good, max_chars=400) == (good, None)
+    lossy = Step("edit", 1, "merge", FACTS[1], NEW_MEMORY_ID)
+    step, why = retention.review(candidates, lossy, max_chars=400)
+    assert step != lossy and "drops" in (why or "")
+
+
+def test_refresh_retires_what_the_new_memory_updates():
+    candidates = memories(
+        'The user said: "My rent is 1650 a month." The user said: "I work as a nurse."',
+        FACTS[0],
+        'The user said: "The landlord raised the rent. It is 1900 a month now."',
+    )
+    [step] = retention.refresh(candidates)
+    assert (step.action, step.target) == ("edit", 1)
+    assert step.new_content == 'The user said: "I work as a nurse."'
