@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from memory_agent.text import (
     FREQUENCY,
+    PERIOD_SLOT,
     TIME_WORDS,
     WORD,
     content_words,
@@ -126,6 +127,7 @@ _TOPICS: dict[str, frozenset[str]] = {
         "childcare": "babysitter babysitting nanny sitter daycare childminder",
         "school": "school pickup dropoff class classes teacher",
         "trip": "trip vacation holiday destination",
+        "goal": "goal target aim aiming",
         "shopping": "shop shopping store grocery groceries supermarket membership",
         "weight": "weight weigh weighs kg lbs pounds",
         "doctor": "doctor dentist vet therapist physio",
@@ -281,11 +283,16 @@ def same_topic(older: str, newer: str) -> bool:
     return bool(shared)
 
 
-def restates_a_number(older: str, newer: str) -> bool:
+def restates_a_number(older: str, newer: str, *, by_period: bool = False) -> bool:
     """The newer text gives another number for the same thing ("1600 calories" after "1800
-    calories", "30% of each invoice" after "25% of every invoice")."""
+    calories", "30% of each invoice" after "25% of every invoice"). With `by_period`, slots
+    known only by their period count too ("$275 a day" after "$200 a day")."""
     old, new = number_slots(older), number_slots(newer)
-    return any(slot in old and old[slot] != found for slot, found in new.items())
+    return any(
+        slot in old and old[slot] != found
+        for slot, found in new.items()
+        if by_period or not slot.startswith(PERIOD_SLOT)
+    )
 
 
 def announces_change(text: str) -> bool:

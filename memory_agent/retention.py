@@ -213,6 +213,8 @@ def _updates(older: str, older_context: str, newer: str, newer_context: str) -> 
     changed = facts.announces_change(newer_context)
     if facts.restates_a_number(older, newer) and (same_topic or changed):
         return True
+    if same_topic and facts.restates_a_number(older, newer, by_period=True):
+        return True
     new_numbers = text.numbers(newer) - text.numbers(older)
     same_subject = text.names(older_context) & text.names(newer_context)
     if same_subject and changed and text.numbers(older) and new_numbers:

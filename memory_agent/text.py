@@ -10,7 +10,8 @@ import re
 import unicodedata
 from functools import lru_cache
 
-WORD = re.compile(r"[A-Za-z][A-Za-z'’\-]*|\d[\d,.:]*\d|\d")
+# A word may hold digits (B12, 6b, Alice2): only a token of digits alone is a number.
+WORD = re.compile(r"[A-Za-z0-9]*[A-Za-z][A-Za-z0-9'’\-]*|\d[\d,.:]*\d|\d")
 
 
 # A sentence ends at . ! or ? and the quotes or brackets that close with it.
@@ -21,7 +22,9 @@ _TITLES = r"(?<!\bDr\.)(?<!\bMr\.)(?<!\bMs\.)(?<!\bMrs\.)(?<!\bSt\.)(?<!\bvs\.)(
 _SENTENCE_END = re.compile(_TITLES + r"(?<=[.!?])([\"'”’)\]]*)\s+|\n+")
 
 
-# Names that need no capital letter: a title and the word after it, days and months.
+# Names that need no capital letter: the word after a title or after "name is", days and
+# months.
+_GIVEN_NAME = re.compile(r"\b(?:name is|named|called)\s+([a-z][a-z'-]+)", re.I)
 _TITLED_NAME = re.compile(r"\b(?:mr|mrs|ms|miss|dr|prof)\.?\s+([a-z][a-z'-]+)", re.I)
 
 
@@ -106,6 +109,7 @@ def names(text: str) -> set[str]:
     """Capitalised words that do not start a sentence (and are not "I"): names and places;
     and, whatever their case, a word after a title (Mrs, Dr), days and months."""
     found = {match.lower() for match in _TITLED_NAME.findall(text)}
+    found |= {match.lower() for match in _GIVEN_NAME.findall(text)}
     found |= {match.lower()[:3] for match in _CALENDAR_WORD.findall(text)}
     for sentence in sentences(text):
         words = WORD.findall(sentence)
@@ -134,6 +138,10 @@ TIME_UNITS = frozenset(
 )
 
 
+# Marks a slot known only by its period ("$200 a day"): weaker than one named by a noun.
+PERIOD_SLOT = "per "
+
+
 def number_slots(text: str) -> dict[str, set[str]]:
     """Each number with the nouns it belongs to: the word before it ("plot 14" -> plot), and
     the first word after it that is neither common nor a unit of the clock ("25% of every
@@ -144,7 +152,7 @@ def number_slots(text: str) -> dict[str, set[str]]:
     for index, word in enumerate(words):
         if word.lower() in NUMBER_WORDS and word.lower() not in ("one", "zero"):
             number = NUMBER_WORDS[word.lower()]
-        elif word[0].isdigit():
+        elif word[0].isdigit() and not word[-1].isalpha():  # "15th" is a date, not a count
             number = re.sub(r"[,.:](?=\d{3}\b)", "", word)
         else:
             continue
@@ -168,7 +176,7 @@ def number_slots(text: str) -> dict[str, set[str]]:
             break
         else:
             if period:
-                slots.setdefault(period, set()).add(number)
+                slots.setdefault(PERIOD_SLOT + period, set()).add(number)
     return slots
 
 

@@ -18,6 +18,9 @@ MODEL = "fake:1b"
 def answer_for(body: dict[str, Any]) -> str:
     prompt = body["messages"][0]["content"]
     if prompt.startswith("You are a memory creation assistant."):
+        friend = re.findall(r"My friend (\w+) lives in (\w+)", prompt)
+        if friend:
+            return f"The user's friend {friend[-1][0]} lives in {friend[-1][1]}."
         code = re.findall(r"locker code is (\d+)", prompt)
         return f"The user's locker code is {code[-1] if code else 0}."
     if prompt.startswith("You are a memory management assistant."):

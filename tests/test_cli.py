@@ -35,9 +35,21 @@ def test_install_list_export_purge_and_uninstall(db_path):
     assert [m["content"] for m in exported["cal"]] == ["Likes tea. Drinks it hot."]
     assert "Likes tea" in mnemoloop(db_path, "memories", "list", "cal").stdout
 
+    memory_id = exported["cal"][0]["id"]
+    assert mnemoloop(db_path, "memories", "delete", "cal", str(memory_id)).returncode == 0
+    history = mnemoloop(db_path, "memories", "history", "cal", str(memory_id)).stdout
+    assert f"memory {memory_id} deleted by admin: deleted by an admin" in history
+    assert "before: Likes tea. Drinks it hot." in history
+
+    with sqlite3.connect(db_path) as connection:
+        connection.execute("INSERT INTO app_memories (app_id, content, created_at, updated_at,"
+                           " metadata) VALUES ('cal', 'Owns a cat. Named Tom.', "
+                           "'2025-10-11T10:00:00.000000Z', '2025-10-11T10:00:00.000000Z', '{}')")
     uninstalled = mnemoloop(db_path, "apps", "uninstall", "cal")
     assert "purged 0 memories" in uninstalled.stdout
     assert "deleted 1 memories" in mnemoloop(db_path, "memories", "purge", "cal").stdout
+    erased = mnemoloop(db_path, "memories", "history", "cal").stdout
+    assert "(text erased by a purge)" in erased and "Likes tea" not in erased
 
 
 def test_errors_are_one_clear_line_and_a_nonzero_exit(db_path):
