@@ -76,6 +76,13 @@ def http_error(_: Request[Any, Any, Any], error: HTTPException) -> Response[Any]
     return problem(error.status_code, str(error.detail), headers=error.headers)
 
 
+def unreadable_body(_: Request[Any, Any, Any], error: Exception) -> Response[Any]:
+    """A body the JSON reader cannot take: not UTF-8, or nested past its depth."""
+    if isinstance(error, UnicodeDecodeError):
+        return problem(400, "the body is not valid UTF-8")
+    return problem(400, "the body is nested too deeply")
+
+
 def unexpected_error(request: Request[Any, Any, Any], error: Exception) -> Response[Any]:
     log.exception("unexpected error in %s %s", request.method, request.url.path)
     return problem(HTTP_500_INTERNAL_SERVER_ERROR, "internal error; see the service log")
@@ -85,5 +92,7 @@ EXCEPTION_HANDLERS: dict[type[Exception] | int, Any] = {
     MnemoloopError: domain_error,
     ValidationException: validation_error,
     HTTPException: http_error,
+    UnicodeDecodeError: unreadable_body,
+    RecursionError: unreadable_body,
     Exception: unexpected_error,
 }

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import msgspec
+from litestar.params import PathParameter
 
 from loop.registry import APP_ID_PATTERN, MAX_NAME, NAME_PATTERN
 
@@ -17,6 +18,13 @@ AppName = Annotated[
     msgspec.Meta(
         pattern=NAME_PATTERN, max_length=MAX_NAME, description="no control characters, not blank"
     ),
+]
+
+
+# The largest integer every JSON reader holds exactly; memory ids never come near it.
+MAX_ID = 2**53 - 1
+MemoryId = Annotated[
+    int, PathParameter(ge=1, le=MAX_ID, description="a memory's id, as the listing gives it")
 ]
 
 
@@ -84,6 +92,9 @@ class ConversationOut(Reply):
     status: str
     end_reason: str | None
     messages: list[MessageOut]
+    # open, answering, failed (see `error`; POST .../retry tries again) or ended.
+    state: str
+    error: str | None
 
 
 class MemoryOut(Reply):

@@ -4,21 +4,24 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import Counter
 from dataclasses import dataclass
 from datetime import timedelta
 
 import anyio
 from anyio.abc import TaskGroup
 
-from loop.conversations import ConversationStore
+from loop.conversations import ConversationStore, Unanswered
 from loop.energy import EnergyBudget
 from loop.errors import ConversationEnded, ConversationNotFound
 from loop.metrics import Metrics
+from loop.prompt_budget import PromptBudget
 from loop.registry import App, AppRegistry
 from loop.signals import InFlight
 from memory_agent import ChatMessage, ChatModel, MemorySubAgent, ToolSpec
+from memory_agent.context import neutralise
 from memory_agent.energy import energy_cost
-from memory_agent.errors import ChatModelError
+from memory_agent.errors import MnemoloopError
 
 log = logging.getLogger("mnemoloop.loop")
 
@@ -42,7 +45,32 @@ class Answer:
     ended: bool
 
 
+@dataclass(frozen=True)
+class _Failure:
+    message: str
+    transient: bool
+
+
+def _describe(error: Exception, timeout: float) -> _Failure:
+    if isinstance(error, TimeoutError):
+        return _Failure(f"the model did not answer within {timeout:g} s", transient=True)
+    if isinstance(error, MnemoloopError):
+        return _Failure(f"{type(error).__name__}: {error}", transient=error.transient)
+    log.exception("answering failed unexpectedly")
+    return _Failure(f"{type(error).__name__}: {error}", transient=False)
+
+
 class CentralLoop:
+    """Answers conversations, at most `max_concurrent` at once and `max_per_app` of one app,
+    so one app's slow or hanging conversations cannot hold every slot.
+
+    Each answer has `answer_timeout` seconds. A transient failure (timeout, refused
+    connection, 5xx, database busy) is tried again after a back-off, up to `answer_attempts`
+    tries; a permanent one (model not found) or the last try marks the conversation `failed`
+    with the error, which `GET /conversations/{id}` shows and the app can retry. No failure
+    of one answer stops the loop.
+    """
+
     def __init__(
         self,
         *,
@@ -55,6 +83,11 @@ class CentralLoop:
         tokens_per_energy_unit: int,
         idle_end_seconds: float,
         max_concurrent: int,
+        max_per_app: int | None = None,
+        answer_timeout: float = 120.0,
+        answer_attempts: int = 3,
+        retry_base_seconds: float = 2.0,
+        prompt_budget: PromptBudget | None = None,
         poll_interval: float = 0.5,
     ) -> None:
         self._conversations = conversations
@@ -65,18 +98,32 @@ class CentralLoop:
         self._metrics = metrics
         self._tokens_per_unit = tokens_per_energy_unit
         self._idle = timedelta(seconds=idle_end_seconds)
-        self._limiter = anyio.CapacityLimiter(max_concurrent)
+        self._max_concurrent = max_concurrent
+        self._max_per_app = max_per_app or max(1, max_concurrent // 2)
+        self._answer_timeout = answer_timeout
+        self._answer_attempts = answer_attempts
+        self._retry_base = retry_base_seconds
+        self._budget = prompt_budget or PromptBudget()
         self._poll_interval = poll_interval
         self._in_flight = InFlight()
+        self._per_app: Counter[str] = Counter()
         # conversation id -> monotonic time before which it is not tried again after an error
         self._retry_after: dict[str, float] = {}
         self._stopping = False
 
     async def run(self) -> None:
+        recovered = await self._conversations.recover_answering()
+        if recovered:
+            log.info("answering %d conversations interrupted by a stop again", recovered)
         async with anyio.create_task_group() as group:
             while not self._stopping:
-                await self.end_idle_conversations()
-                await self._start_answers(group)
+                try:
+                    await self.end_idle_conversations()
+                    await self._start_answers(group)
+                except MnemoloopError as error:
+                    # The database is busy or gone for a moment: say so, and look again.
+                    log.error("the central loop could not look for work: %s", error)
+                    self._metrics.loop_errors.inc()
                 await self._conversations.message_posted.wait(self._poll_interval)
 
     async def drain(self, grace: float) -> None:
@@ -90,26 +137,62 @@ class CentralLoop:
         now = time.monotonic()
         # Forget back-offs that have run out, so conversations that ended meanwhile leave none.
         self._retry_after = {c: t for c, t in self._retry_after.items() if t > now}
-        for conversation_id in await self._conversations.unanswered(limit=100):
-            if conversation_id in self._in_flight:
+        for waiting in await self._conversations.unanswered(limit=200):
+            if len(self._in_flight) >= self._max_concurrent:
+                break
+            if waiting.conversation_id in self._in_flight:
                 continue
-            if conversation_id in self._retry_after:
+            if waiting.conversation_id in self._retry_after:
                 continue
-            self._in_flight.add(conversation_id)
-            group.start_soon(self._answer_in_background, conversation_id)
+            if self._per_app[waiting.app_id] >= self._max_per_app:
+                continue  # this app has its share; the next app's turn
+            self._in_flight.add(waiting.conversation_id)
+            self._per_app[waiting.app_id] += 1
+            group.start_soon(self._answer_in_background, waiting)
 
-    async def _answer_in_background(self, conversation_id: str) -> None:
+    async def _answer_in_background(self, waiting: Unanswered) -> None:
+        conversation_id = waiting.conversation_id
         try:
-            async with self._limiter:
+            await self._conversations.set_answer_state(conversation_id, "answering")
+            with anyio.fail_after(self._answer_timeout):
                 await self.answer(conversation_id)
-        except ChatModelError as error:
-            log.warning("answering conversation %s failed, will retry: %s", conversation_id, error)
-            self._metrics.answer_failures.inc()
-            self._retry_after[conversation_id] = time.monotonic() + 5.0
         except (ConversationEnded, ConversationNotFound):
             pass
+        except Exception as error:
+            await self._answer_failed(waiting, _describe(error, self._answer_timeout))
         finally:
             self._in_flight.discard(conversation_id)
+            self._per_app[waiting.app_id] -= 1
+            if self._per_app[waiting.app_id] <= 0:
+                del self._per_app[waiting.app_id]
+            self._conversations.message_posted.set()  # a slot is free
+
+    async def _answer_failed(self, waiting: Unanswered, failure: _Failure) -> None:
+        attempts = waiting.answer_attempts + 1
+        self._metrics.answer_failures.inc()
+        final = not failure.transient or attempts >= self._answer_attempts
+        try:
+            if final:
+                log.error(
+                    "answering conversation %s failed for good after %d tries: %s",
+                    waiting.conversation_id, attempts, failure.message,
+                )
+                await self._conversations.set_answer_state(
+                    waiting.conversation_id, "failed", failure.message
+                )
+            else:
+                delay = self._retry_base * 2 ** (attempts - 1)
+                log.warning(
+                    "answering conversation %s failed (try %d), again in %.0f s: %s",
+                    waiting.conversation_id, attempts, delay, failure.message,
+                )
+                self._retry_after[waiting.conversation_id] = time.monotonic() + delay
+                await self._conversations.set_answer_state(
+                    waiting.conversation_id, None, failure.message
+                )
+        except MnemoloopError as error:
+            log.error("could not record the failed answer of %s: %s", waiting.conversation_id,
+                      error)
 
     async def answer(self, conversation_id: str) -> Answer:
         """Answer the conversation now: context, one model call, the reply stored."""
@@ -124,23 +207,29 @@ class CentralLoop:
             await self._conversations.add_message(
                 conversation_id, "assistant", text or "(the model gave no answer)"
             )
+        await self._conversations.set_answer_state(conversation_id, None)
         if ends:
             await self._conversations.end(conversation_id, END_REASON_TOOL)
         return Answer(text, ends)
 
     async def build_context(self, app: App, conversation: list[ChatMessage]) -> list[ChatMessage]:
-        """Base system prompt, then the app's memory block (if any), then the conversation."""
+        """Base system prompt, then the app's memory block (if any), then the newest turns of
+        the conversation that fit the prompt budget."""
         started = time.perf_counter()
         memories = await self._agent.get_memories(app.app_id, self._agent.memory_limit)
         block = self._agent.format_memories_for_context(app.name, memories)
         self._metrics.retrieval_seconds.observe(time.perf_counter() - started)
-        context = [ChatMessage("system", BASE_SYSTEM_PROMPT.format(app_name=app.name))]
+        system = BASE_SYSTEM_PROMPT.format(app_name=neutralise(app.name))
+        context = [ChatMessage("system", system)]
         if block:
             context.append(ChatMessage("system", block))
-        return context + conversation
+        return context + self._budget.newest_turns_that_fit(context, conversation)
 
     async def end_idle_conversations(self) -> int:
+        """End conversations idle too long; never one whose answer is being written."""
         ended = 0
         for conversation_id in await self._conversations.idle_since(self._idle):
+            if conversation_id in self._in_flight:
+                continue
             ended += await self._conversations.end(conversation_id, END_REASON_IDLE)
         return ended

@@ -55,11 +55,22 @@ def build_parser() -> argparse.ArgumentParser:
     memories.add_parser("purge", help="delete all of an app's memories").add_argument("app_id")
     delete = memories.add_parser("delete", help="delete one memory")
     delete.add_argument("app_id")
-    delete.add_argument("memory_id", type=int)
+    delete.add_argument("memory_id", type=memory_id)
     history = memories.add_parser("history", help="every change to an app's memories (or one)")
     history.add_argument("app_id")
-    history.add_argument("memory_id", type=int, nargs="?")
+    history.add_argument("memory_id", type=memory_id, nargs="?")
     return parser
+
+
+def memory_id(text: str) -> int:
+    """A memory id as the listing shows it: a whole number from 1 to 2^53 - 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a memory id") from None
+    if not 1 <= value <= 2**53 - 1:
+        raise argparse.ArgumentTypeError(f"{text} is not a memory id (1 to 2^53 - 1)")
+    return value
 
 
 def main(

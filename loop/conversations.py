@@ -29,9 +29,26 @@ class Conversation:
     created_at: str
     ended_at: str | None
     messages: list[Message] = field(default_factory=list)
+    # None, "answering" or "failed"; with the error of the last failed try.
+    answer_state: str | None = None
+    answer_error: str | None = None
+
+    @property
+    def state(self) -> str:
+        """open, answering, failed or ended: what an app sees."""
+        if self.status == "ended":
+            return "ended"
+        return self.answer_state or "open"
 
     def chat_messages(self) -> list[ChatMessage]:
         return [ChatMessage(m.role, m.content) for m in self.messages]
+
+
+@dataclass(frozen=True)
+class Unanswered:
+    conversation_id: str
+    app_id: str
+    answer_attempts: int
 
 
 class ConversationStore:
@@ -66,8 +83,11 @@ class ConversationStore:
                 " VALUES (?, ?, ?, ?)",
                 (conversation_id, role, content, now),
             )
+            # A new user message is a new question: a failed answer is tried afresh.
+            reset = ", answer_state = NULL, answer_error = NULL, answer_attempts = 0"
             await tx.execute(
-                "UPDATE conversations SET last_activity_at = ? WHERE conversation_id = ?",
+                "UPDATE conversations SET last_activity_at = ?"
+                f"{reset if role == 'user' else ''} WHERE conversation_id = ?",
                 (now, conversation_id),
             )
         if role == "user":
@@ -119,6 +139,8 @@ class ConversationStore:
             row["created_at"],
             row["ended_at"],
             [Message(m["role"], m["content"], m["created_at"]) for m in messages],
+            row["answer_state"],
+            row["answer_error"],
         )
 
     async def chat_messages(self, conversation_id: str) -> list[ChatMessage]:
@@ -129,25 +151,58 @@ class ConversationStore:
         )
         return [ChatMessage(row["role"], row["content"]) for row in rows]
 
-    async def unanswered(self, limit: int = 100) -> list[str]:
-        """Open conversations whose last message is the user's, oldest activity first."""
+    async def unanswered(self, limit: int = 100) -> list[Unanswered]:
+        """Open conversations whose last message is the user's and whose answer has not
+        failed for good, oldest activity first."""
         rows = await self._db.fetch_all(
-            "SELECT c.conversation_id FROM conversations c WHERE c.status = 'open' AND"
+            "SELECT c.conversation_id, c.app_id, c.answer_attempts FROM conversations c"
+            " WHERE c.status = 'open' AND c.answer_state IS NOT 'failed' AND"
             " (SELECT m.role FROM messages m WHERE m.conversation_id = c.conversation_id"
             "  ORDER BY m.id DESC LIMIT 1) = 'user'"
             " ORDER BY c.last_activity_at LIMIT ?",
             (limit,),
         )
-        return [row[0] for row in rows]
+        return [Unanswered(row[0], row[1], row[2]) for row in rows]
 
     async def idle_since(self, idle_for: timedelta) -> list[str]:
+        """Open conversations with no activity for `idle_for`, but for those whose answer is
+        being written: a conversation waiting for its answer is not idle."""
         cutoff = format_timestamp(self._clock.now() - idle_for)
         rows = await self._db.fetch_all(
             "SELECT conversation_id FROM conversations WHERE status = 'open'"
-            " AND last_activity_at < ? ORDER BY last_activity_at",
+            " AND last_activity_at < ? AND answer_state IS NOT 'answering'"
+            " ORDER BY last_activity_at",
             (cutoff,),
         )
         return [row[0] for row in rows]
+
+    async def set_answer_state(
+        self, conversation_id: str, state: str | None, error: str | None = None
+    ) -> None:
+        """`answering` (one more try), `failed` with the error, or None (answered)."""
+        attempts = "answer_attempts + 1" if state == "answering" else "answer_attempts"
+        await self._db.execute(
+            f"UPDATE conversations SET answer_state = ?, answer_error = ?,"
+            f" answer_attempts = {attempts} WHERE conversation_id = ?",
+            (state, error, conversation_id),
+        )
+
+    async def recover_answering(self) -> int:
+        """Answers left `answering` by a stop are waiting again (at start-up)."""
+        result = await self._db.execute(
+            "UPDATE conversations SET answer_state = NULL WHERE answer_state = 'answering'"
+        )
+        return result.rowcount
+
+    async def retry_answer(self, conversation_id: str) -> None:
+        """The app asks for another try at a failed answer."""
+        await self.get(conversation_id)  # raises ConversationNotFound
+        await self._db.execute(
+            "UPDATE conversations SET answer_state = NULL, answer_error = NULL,"
+            " answer_attempts = 0 WHERE conversation_id = ? AND answer_state = 'failed'",
+            (conversation_id,),
+        )
+        self.message_posted.set()
 
     async def _require_open(self, tx: SqlTransaction, conversation_id: str) -> None:
         row = await tx.fetch_one(

@@ -10,6 +10,7 @@ from anyio.abc import TaskGroup
 from loop.conversations import ConversationStore
 from loop.energy import EnergyBudget
 from loop.jobs import JobStatus, MemoryJob, MemoryJobStore
+from loop.metrics import Metrics
 from loop.signals import InFlight
 from memory_agent import MemoryCreationRequest, MemorySubAgent
 from memory_agent.errors import MemoryWriteRefused, MnemoloopError
@@ -25,6 +26,7 @@ class MemoryWorker:
         conversations: ConversationStore,
         agent: MemorySubAgent,
         energy: EnergyBudget,
+        metrics: Metrics,
         max_concurrent: int,
         attempts: int = 5,
         retry_base_seconds: float = 5.0,
@@ -34,6 +36,7 @@ class MemoryWorker:
         self._conversations = conversations
         self._agent = agent
         self._energy = energy
+        self._metrics = metrics
         self._max_concurrent = max_concurrent
         self._attempts = attempts
         self._retry_base = retry_base_seconds
@@ -49,7 +52,13 @@ class MemoryWorker:
             log.info("requeued %d memory jobs interrupted by a stop", recovered)
         async with anyio.create_task_group() as group:
             while not self._stopping:
-                wait = await self._start_ready_jobs(group)
+                try:
+                    wait = await self._start_ready_jobs(group)
+                except MnemoloopError as error:
+                    # The database is busy or gone for a moment: say so, and look again.
+                    log.error("the memory worker could not look for jobs: %s", error)
+                    self._metrics.loop_errors.inc()
+                    wait = self._poll_interval * 4
                 await self._conversations.job_queued.wait(wait)
 
     async def drain(self, grace: float) -> None:
@@ -85,6 +94,11 @@ class MemoryWorker:
     async def _run_and_release(self, job: MemoryJob) -> None:
         try:
             await self.run_job(job)
+        except MnemoloopError as error:
+            # Recording the job's end failed (the database went away): the job stays
+            # `running`, which a restart requeues; the worker carries on.
+            log.error("memory job %d could not be recorded: %s", job.id, error)
+            self._metrics.loop_errors.inc()
         finally:
             self._running_apps.discard(job.app_id)
             self._conversations.job_queued.set()

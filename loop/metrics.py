@@ -24,7 +24,13 @@ class Metrics:
         )
         self.answer_failures = Counter(
             "mnemoloop_answer_failures",
-            "Conversation answers that failed and will be retried.",
+            "Conversation answer attempts that failed (retried if transient).",
+            registry=self.registry,
+        )
+        self.loop_errors = Counter(
+            "mnemoloop_background_errors",
+            "Failures of the loop's or the memory worker's own work (not of one answer or job),"
+            " after which they carried on.",
             registry=self.registry,
         )
         self._snapshot = _Snapshot()

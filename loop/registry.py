@@ -45,7 +45,8 @@ class InstalledApp:
 
 # The rules for every way in (HTTP, CLI); the HTTP schema declares the same patterns.
 APP_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$"
-NAME_PATTERN = r"^[^\x00-\x1f\x7f]*\S[^\x00-\x1f\x7f]*$"  # no control characters, not blank
+# No control character (C0, DEL or C1), not blank.
+NAME_PATTERN = r"^[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f][^\x00-\x1f\x7f-\x9f]*$"
 MAX_NAME = 200
 APP_ID = re.compile(APP_ID_PATTERN)
 NAME = re.compile(NAME_PATTERN)

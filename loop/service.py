@@ -15,6 +15,7 @@ from loop.jobs import MemoryJobStore
 from loop.llm.select import open_chat_model
 from loop.memory_worker import MemoryWorker
 from loop.metrics import Metrics
+from loop.prompt_budget import PromptBudget
 from loop.registry import AppRegistry
 from loop.settings import Settings
 from memory_agent import ChatModel, MemorySubAgent
@@ -44,6 +45,7 @@ class Services:
             conversations=self.conversations,
             agent=self.agent,
             energy=self.energy,
+            metrics=self.metrics,
             max_concurrent=self.settings.max_concurrent_memory_jobs,
             attempts=self.settings.memory_job_attempts,
             retry_base_seconds=self.settings.memory_retry_base_seconds,
@@ -59,6 +61,15 @@ class Services:
             apps_with_memories=sum(1 for app in apps if app.memory_count),
             apps=len(apps),
         )
+
+
+def prompt_budget(settings: Settings, model: ChatModel) -> PromptBudget:
+    """The prompt tokens for `model`: the setting, within the model's own context (less
+    room for its answer and the tool instructions)."""
+    tokens = settings.prompt_tokens
+    if model.context_tokens:
+        tokens = min(tokens, model.context_tokens - model.answer_tokens - 256)
+    return PromptBudget(max(tokens, 500))
 
 
 @asynccontextmanager
@@ -91,6 +102,7 @@ async def open_services(
             max_chars=settings.memory_max_chars,
             llm_timeout=settings.llm_timeout,
             tokens_per_energy_unit=settings.tokens_per_energy_unit,
+            max_transcript_chars=prompt_budget(settings, memory_model).transcript_chars(),
         )
         energy = EnergyBudget(
             database,
@@ -114,6 +126,10 @@ async def open_services(
             tokens_per_energy_unit=settings.tokens_per_energy_unit,
             idle_end_seconds=settings.idle_end_seconds,
             max_concurrent=settings.max_concurrent_conversations,
+            max_per_app=settings.max_concurrent_per_app,
+            answer_timeout=settings.answer_timeout,
+            answer_attempts=settings.answer_attempts,
+            prompt_budget=prompt_budget(settings, chat_model),
         )
         try:
             yield Services(

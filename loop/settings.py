@@ -15,8 +15,9 @@ class SettingsError(Exception):
 
 
 class Settings(BaseSettings):
+    # allow_inf_nan: "inf" or "nan" is never a sensible number here.
     model_config = SettingsConfigDict(
-        env_prefix="MNEMOLOOP_", env_file=".env", extra="ignore", frozen=True
+        env_prefix="MNEMOLOOP_", env_file=".env", extra="ignore", frozen=True, allow_inf_nan=False
     )
 
     db: Path = Path("./mnemoloop.db")
@@ -30,15 +31,24 @@ class Settings(BaseSettings):
     admin_token: SecretStr | None = None
     memory_limit: Annotated[int, Field(ge=1, le=1000)] = 10
     memory_max_chars: Annotated[int, Field(ge=40, le=10_000)] = 400
-    llm_timeout: Annotated[float, Field(gt=0)] = 30.0
-    energy_capacity: Annotated[float, Field(gt=0)] = 1000.0
-    energy_refill_per_second: Annotated[float, Field(ge=0)] = 1.0
+    llm_timeout: Annotated[float, Field(gt=0, le=3600)] = 30.0
+    energy_capacity: Annotated[float, Field(gt=0, le=1e12)] = 1000.0
+    energy_refill_per_second: Annotated[float, Field(ge=0, le=1e12)] = 1.0
     energy_memory_floor: Annotated[float, Field(ge=0, lt=1)] = 0.2
     tokens_per_energy_unit: Annotated[int, Field(ge=1)] = 100
-    idle_end_seconds: Annotated[float, Field(gt=0)] = 900.0
+    idle_end_seconds: Annotated[float, Field(gt=0, le=30 * 24 * 3600)] = 900.0
     # Conversations answered at the same time, and memory jobs run at the same time.
     max_concurrent_conversations: Annotated[int, Field(ge=1, le=256)] = 4
     max_concurrent_memory_jobs: Annotated[int, Field(ge=1, le=256)] = 2
+    # Conversations of one app answered at once (default: half the slots, at least one), so
+    # one app's slow conversations cannot hold every slot.
+    max_concurrent_per_app: Annotated[int | None, Field(ge=1, le=256)] = None
+    # Seconds one answer may take, and tries of an answer that fails transiently.
+    answer_timeout: Annotated[float, Field(gt=0, le=3600)] = 120.0
+    answer_attempts: Annotated[int, Field(ge=1, le=20)] = 3
+    # Prompt tokens for a conversation (system prompt, memories, newest turns); less when
+    # the model's own context is smaller.
+    prompt_tokens: Annotated[int, Field(ge=500, le=1_000_000)] = 6000
     # A memory job whose model call fails transiently (timeout, refused connection, 5xx,
     # database busy) is tried this many times in all, waiting base × 2^(n-1) seconds (at
     # most 5 minutes) before its n-th retry; then it is skipped with the reason.
@@ -59,6 +69,13 @@ class Settings(BaseSettings):
             return value
         raise ValueError("must be 'auto', 'local' or 'ollama:<model>'")
 
+    @field_validator("admin_token")
+    @classmethod
+    def _token(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and not value.get_secret_value().strip():
+            raise ValueError("must not be empty; unset it to have serve generate one")
+        return value
+
     @property
     def memory_backend(self) -> str:
         return self.memory_llm or self.llm
@@ -77,5 +94,5 @@ def load_settings(**overrides: object) -> Settings:
     except ValidationError as error:
         first = error.errors()[0]
         field = str(first["loc"][0]) if first["loc"] else "?"
-        value = first.get("input")
-        raise SettingsError(f"{env_name(field)}={value!r}: {first['msg']}") from None
+        value = "<hidden>" if field == "admin_token" else repr(first.get("input"))
+        raise SettingsError(f"{env_name(field)}={value}: {first['msg']}") from None

@@ -56,6 +56,10 @@ class ChatModel(ABC):
     """A chat-capable language model."""
 
     name: str
+    # Tokens the model takes in one call (prompt and answer), when the backend knows it.
+    context_tokens: int | None = None
+    # Tokens an answer may take.
+    answer_tokens: int = 512
 
     @abstractmethod
     async def chat(

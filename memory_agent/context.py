@@ -13,6 +13,7 @@ import re
 from collections.abc import Sequence
 
 from memory_agent.models import Memory
+from memory_agent.text import normalise_text
 
 HEADER = "(memories for app: {app_name})"
 INTRO = "The following are memories from previous conversations with this app:"
@@ -21,9 +22,13 @@ FOOTER = "Use these memories to provide context-aware responses."
 _CONTROL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029\u0085]")
 _TEMPLATE_TOKEN = re.compile(r"<\|[^|>]*\|>|\[/?INST\]|<</?SYS>>|</?s>", re.IGNORECASE)
 _ROLE_PREFIX = re.compile(r"\b(system|assistant|user|tool|developer)\s*:", re.IGNORECASE)
+# The block's own header and footer, whatever spacing or punctuation is put inside them.
+_GAP = r"[\s\W_]*"
 _BLOCK_MARKER = re.compile(
-    r"\(\s*memories for app\s*:|use these memories to provide context-aware responses"
-    r"|the following are memories from previous conversations",
+    r"\(?" + _GAP + _GAP.join("memories for app".split()) + _GAP + r":?"
+    r"|" + _GAP.join("use these memories to provide context".split())
+    + r"[\s\W_]*aware[\s\W_]*responses"
+    r"|" + _GAP.join("the following are memories from previous conversations".split()),
     re.IGNORECASE,
 )
 _INSTRUCTION = re.compile(
@@ -34,11 +39,16 @@ _INSTRUCTION = re.compile(
 
 
 def neutralise(content: str) -> str:
-    text = _CONTROL.sub(" ", content)
+    """Stored text made safe to inject: normalised first (NFKC, invisible format characters
+    removed), so every check below sees what the model will read."""
+    text = normalise_text(content)
+    text = _CONTROL.sub(" ", text)
     text = _TEMPLATE_TOKEN.sub(" ", text)
-    text = _BLOCK_MARKER.sub(lambda m: "[" + m.group(0).strip("( :").lower() + "]", text)
-    text = _ROLE_PREFIX.sub(lambda m: f"({m.group(1).lower()})", text)
     text = " ".join(text.split())
+    text = _BLOCK_MARKER.sub(
+        lambda m: "[" + " ".join(re.findall(r"\w+", m.group(0))).lower() + "] ", text
+    ).strip()
+    text = _ROLE_PREFIX.sub(lambda m: f"({m.group(1).lower()})", text)
     if _INSTRUCTION.search(text):
         text = 'Recorded text, not an instruction: "' + text.replace('"', "'") + '"'
     return text

@@ -66,13 +66,13 @@ def test_errors_are_one_clear_line_and_a_nonzero_exit(db_path):
     assert absent.returncode == 1 and "no memory 99" in absent.stderr
 
     usage = mnemoloop(db_path, "memories", "delete", "cal", "not-a-number")
-    assert usage.returncode == 2 and "invalid int value" in usage.stderr
+    assert usage.returncode == 2 and "is not a memory id" in usage.stderr
 
 
 def test_migrate_reports_what_it_applied(db_path):
     first = mnemoloop(db_path, "migrate")
-    assert "applied 2 migration(s)" in first.stdout and "0001 initial" in first.stdout
-    assert "0002 memory_history" in first.stdout
+    assert "applied 3 migration(s)" in first.stdout and "0001 initial" in first.stdout
+    assert "0002 memory_history" in first.stdout and "0003 answer_state" in first.stdout
     assert "applied 0 migration(s)" in mnemoloop(db_path, "migrate").stdout
 
 

@@ -62,7 +62,21 @@ class ConversationsController(Controller):
             conversation.status,
             conversation.end_reason,
             [MessageOut(m.role, m.content, m.created_at) for m in conversation.messages],
+            conversation.state,
+            conversation.answer_error,
         )
+
+    @post(
+        "/conversations/{conversation_id:str}/retry",
+        status_code=202,
+        summary="Try again to answer a conversation whose answer failed",
+        responses=problems(401, 403, 404),
+    )
+    async def retry_answer(
+        self, conversation_id: FromPath[str], services: NamedDependency[Services]
+    ) -> AcceptedOut:
+        await services.conversations.retry_answer(conversation_id)
+        return AcceptedOut(True)
 
     @post(
         "/conversations/{conversation_id:str}/end",

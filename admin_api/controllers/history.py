@@ -9,15 +9,14 @@ from litestar.di import NamedDependency
 from litestar.params import FromPath, QueryParameter
 
 from admin_api.auth import admin_only
-from admin_api.schemas import HistoryOut, MemoryEventOut, problems
+from admin_api.schemas import MAX_ID, HistoryOut, MemoryEventOut, MemoryId, problems
 from loop.service import Services
 from memory_agent.errors import MemoryNotFound
 from memory_agent.models import MemoryEvent
 
 Since = Annotated[
     int,
-    # 2^53 - 1: the largest integer every JSON reader holds exactly.
-    QueryParameter(ge=0, le=2**53 - 1, description="the cursor: events after this id"),
+    QueryParameter(ge=0, le=MAX_ID, description="the cursor: events after this id"),
 ]
 Limit = Annotated[int, QueryParameter(ge=1, le=1000)]
 
@@ -51,7 +50,7 @@ class HistoryController(Controller):
     async def memory_history(
         self,
         app_id: FromPath[str],
-        memory_id: FromPath[int],
+        memory_id: MemoryId,
         services: NamedDependency[Services],
         since: Since = 0,
         limit: Limit = 100,

@@ -5,7 +5,7 @@ from litestar.di import NamedDependency
 from litestar.params import FromPath
 
 from admin_api.auth import admin_only
-from admin_api.schemas import MemoriesOut, MemoryOut, PurgedOut, SuccessOut, problems
+from admin_api.schemas import MemoriesOut, MemoryId, MemoryOut, PurgedOut, SuccessOut, problems
 from loop.service import Services
 from memory_agent.errors import MemoryNotFound
 
@@ -49,10 +49,10 @@ class MemoriesController(Controller):
         "/{memory_id:int}",
         status_code=200,
         summary="Delete one memory of this app",
-        responses=problems(401, 403, 404),
+        responses=problems(400, 401, 403, 404),
     )
     async def delete_one(
-        self, app_id: FromPath[str], memory_id: FromPath[int], services: NamedDependency[Services]
+        self, app_id: FromPath[str], memory_id: MemoryId, services: NamedDependency[Services]
     ) -> SuccessOut:
         await services.registry.require(app_id)
         if not await services.agent.delete_memory(app_id, memory_id):

@@ -82,6 +82,8 @@ class LocalChatModel(ChatModel):
             verbose=False,
         )
         self._max_answer_tokens = max_answer_tokens
+        self.context_tokens = context_tokens
+        self.answer_tokens = max_answer_tokens
         self._temperature = temperature
         # A threading lock, held inside the worker thread: a caller that gives up waiting
         # (timeout) cannot let the next call into llama.cpp while the first still runs.
