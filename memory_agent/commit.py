@@ -15,11 +15,18 @@ from memory_agent.store import EventSource, MemoryStore
 
 
 @dataclass
-class _AppState:
-    """The app's memories as the steps change them, by id."""
+class _Write:
+    """One job's write in progress: where it goes, on whose behalf, and the app's memories as
+    the steps change them (content and metadata by id)."""
 
+    store: MemoryStore
+    tx: SqlTransaction
+    app_id: str
+    source: EventSource
+    conversation_id: str
     content: dict[int, str]
     metadata: dict[int, dict[str, Any]] = field(default_factory=dict)
+    new_id: int = NEW_MEMORY_ID
 
 
 async def apply_write(
@@ -36,7 +43,15 @@ async def apply_write(
 ) -> tuple[Memory | None, list[CompactionOutcome]]:
     """Insert the new memory (unless a step deletes or folds it) and apply `steps` to
     `current`; returns the memory inserted and the steps as applied."""
-    state = _AppState({m.id: m.content for m in current}, {m.id: m.metadata for m in current})
+    write = _Write(
+        store,
+        tx,
+        app_id,
+        source,
+        source_conversation_id,
+        {m.id: m.content for m in current},
+        {m.id: m.metadata for m in current},
+    )
     memory: Memory | None = None
     if NEW_MEMORY_ID not in {decided.step.removed for decided in steps}:
         memory = await store.insert(
@@ -51,73 +66,53 @@ async def apply_write(
             tx, app_id, memory.id, "created", "job", source,
             reason=f"written from the conversation ({written_by})", after=content,
         )
-    new_id = memory.id if memory else NEW_MEMORY_ID
+        write.new_id = memory.id
     outcomes = []
     for decided in steps:
         apply = _delete if decided.step.action == "delete" else _edit
-        outcomes.append(
-            await apply(store, tx, app_id, decided, state, source, new_id, source_conversation_id)
-        )
+        outcomes.append(await apply(write, decided))
     return memory, outcomes
 
 
-async def _delete(
-    store: MemoryStore,
-    tx: SqlTransaction,
-    app_id: str,
-    decided: DecidedStep,
-    state: _AppState,
-    source: EventSource,
-    new_id: int,
-    conversation_id: str,
-) -> CompactionOutcome:
-    target = new_id if decided.step.target == NEW_MEMORY_ID else decided.step.target
+async def _delete(write: _Write, decided: DecidedStep) -> CompactionOutcome:
+    target = write.new_id if decided.step.target == NEW_MEMORY_ID else decided.step.target
     if target != NEW_MEMORY_ID:  # the new memory, deleted before it was ever written
-        await store.delete(app_id, target, tx=tx)
-        await store.record_event(
-            tx, app_id, target, "deleted", decided.decided_by, source,
-            reason=_reason(decided), before=state.content.pop(target),
+        await write.store.delete(write.app_id, target, tx=write.tx)
+        await write.store.record_event(
+            write.tx, write.app_id, target, "deleted", decided.decided_by, write.source,
+            reason=_reason(decided), before=write.content.pop(target),
         )
-    return _outcome(app_id, decided, target)
+    return _outcome(write.app_id, decided, target)
 
 
-async def _edit(
-    store: MemoryStore,
-    tx: SqlTransaction,
-    app_id: str,
-    decided: DecidedStep,
-    state: _AppState,
-    source: EventSource,
-    new_id: int,
-    conversation_id: str,
-) -> CompactionOutcome:
+async def _edit(write: _Write, decided: DecidedStep) -> CompactionOutcome:
     step = decided.step
     target, folded, content = step.target, step.folded, step.new_content or ""
-    related = list(state.metadata[target].get("relatedConversations", []))
+    related = list(write.metadata[target].get("relatedConversations", []))
     if folded is not None:
         folded_from = (
-            [conversation_id]
+            [write.conversation_id]
             if folded == NEW_MEMORY_ID
-            else state.metadata[folded].get("relatedConversations", [])
+            else write.metadata[folded].get("relatedConversations", [])
         )
         related += [c for c in folded_from if c not in related]
-    metadata = {**state.metadata[target], "relatedConversations": related}
-    await store.update_content(
-        app_id, target, content, updated_at=source.at, metadata=metadata, tx=tx
+    metadata = {**write.metadata[target], "relatedConversations": related}
+    await write.store.update_content(
+        write.app_id, target, content, updated_at=write.source.at, metadata=metadata, tx=write.tx
     )
-    await store.record_event(
-        tx, app_id, target, "edited", decided.decided_by, source,
-        reason=_reason(decided), before=state.content[target], after=content,
+    await write.store.record_event(
+        write.tx, write.app_id, target, "edited", decided.decided_by, write.source,
+        reason=_reason(decided), before=write.content[target], after=content,
     )
-    state.content[target], state.metadata[target] = content, metadata
+    write.content[target], write.metadata[target] = content, metadata
     if folded is not None and folded != NEW_MEMORY_ID:
-        await store.delete(app_id, folded, tx=tx)
-        await store.record_event(
-            tx, app_id, folded, "deleted", decided.decided_by, source,
+        await write.store.delete(write.app_id, folded, tx=write.tx)
+        await write.store.record_event(
+            write.tx, write.app_id, folded, "deleted", decided.decided_by, write.source,
             reason=f"folded into memory {target}: {step.reason}",
-            before=state.content.pop(folded),
+            before=write.content.pop(folded),
         )
-    return _outcome(app_id, decided, target)
+    return _outcome(write.app_id, decided, target)
 
 
 def _reason(decided: DecidedStep) -> str:
