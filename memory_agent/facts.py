@@ -103,7 +103,7 @@ _LASTING = frozenset(
 _CHANGE = re.compile(
     r"\b(now|moved|changed|switch(?:ed)?|no longer|any ?more|instead|new|updated?|raised|"
     r"increased|decreased|lowered|cut|bumped|upped|dropped|went up|went down|from now on|"
-    r"these days|started|stopped|quit|got a)\b",
+    r"these days|started|stopped|quit)\b",
     re.I,
 )
 
@@ -266,6 +266,17 @@ def fact_value(text: str) -> int:
     words = {word.lower() for word in WORD.findall(text)}
     counted = 1 if number_slots(text) else 0
     return significant_numbers(text) + len(names(text)) + len(words & _LASTING) + counted
+
+
+# Kinds of fact a person has several of at once (pets, doctors): a change announced on one
+# of these topics says nothing about the others, so it never supersedes by topic alone.
+_MANY_VALUED = frozenset({"pet", "doctor"})
+
+
+def single_valued_topics(text: str) -> set[str]:
+    """The text's topics of which a person has one at a time (a home, an employer, a
+    babysitter, a calorie target): a new value on one replaces the old."""
+    return topics(text) - _MANY_VALUED
 
 
 def topics(text: str) -> set[str]:

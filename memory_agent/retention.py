@@ -209,12 +209,16 @@ def _superseded(older: str, newer: Sequence[str]) -> bool:
 def _updates(older: str, older_context: str, newer: str, newer_context: str) -> bool:
     """`newer` gives a new value for what `older` said: another number for the same unit, or
     a new value on the same topic announced as a change ("now", "moved", "instead")."""
-    same_topic = bool(facts.topics(older_context) & facts.topics(newer_context))
+    same_topic = bool(
+        facts.single_valued_topics(older_context) & facts.single_valued_topics(newer_context)
+    )
     changed = facts.announces_change(newer_context)
     if facts.restates_a_number(older, newer) and (same_topic or changed):
         return True
-    if same_topic and facts.restates_a_number(older, newer, by_period=True):
-        return True
+    if facts.restates_a_number(older, newer, by_period=True) and (
+        same_topic or (changed and not facts.topics(older_context))
+    ):
+        return True  # "$275 a day now" after "around $200 a day"
     new_numbers = text.numbers(newer) - text.numbers(older)
     same_subject = text.names(older_context) & text.names(newer_context)
     if same_subject and changed and text.numbers(older) and new_numbers:

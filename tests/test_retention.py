@@ -62,6 +62,7 @@ def test_a_grounded_sentence_says_only_what_the_source_says():
         ("I put 25% of every invoice aside.", "Bumping it to 30% of each invoice starting now."),
         ("Mrs Okafor is our babysitter.", "Our old sitter moved away, the new babysitter is Dana."),
         ("I'm plot 14 at the community garden.", "They moved me: I'm plot 31 now."),
+        ("I was thinking around $200 a day.", "We're bumping the budget to $275 a day now."),
     ],
 )
 def test_a_newer_value_supersedes_the_old_one(older, newer):
@@ -75,6 +76,9 @@ def test_a_newer_value_supersedes_the_old_one(older, newer):
         ("I always get hungry around 4pm.", "Delivery is on Thursday between 6 and 8pm."),
         ("Dana is my manager and her birthday is May 3.", "Dana moved to Berlin."),
         ("I work as a freelance designer.", "The landlord raised the rent. It's 1900 now."),
+        ("Our vet Dr. Okafor only works Tuesdays.", "The vet switched her to Hill's wet food."),
+        ("I adopted a cat named Mochi, she's 11.", "My neighbor got a puppy, my cat is OBSESSED."),
+        ("My rent is $1650 a month.", "I switched to a Mintwave phone plan at $25 a month."),
     ],
 )
 def test_a_different_fact_does_not(older, newer):
