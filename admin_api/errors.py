@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import traceback
 from typing import Any
 
 from litestar import Request, Response
@@ -76,11 +77,20 @@ def http_error(_: Request[Any, Any, Any], error: HTTPException) -> Response[Any]
     return problem(error.status_code, str(error.detail), headers=error.headers)
 
 
-def unreadable_body(_: Request[Any, Any, Any], error: Exception) -> Response[Any]:
-    """A body the JSON reader cannot take: not UTF-8, or nested past its depth."""
+def unreadable_body(request: Request[Any, Any, Any], error: Exception) -> Response[Any]:
+    """A body the JSON reader cannot take: not UTF-8, or nested past its depth. The same
+    error raised anywhere else is a fault of ours, and answers 500."""
+    if not _raised_decoding_json(error):
+        return unexpected_error(request, error)
     if isinstance(error, UnicodeDecodeError):
         return problem(400, "the body is not valid UTF-8")
     return problem(400, "the body is nested too deeply")
+
+
+def _raised_decoding_json(error: Exception) -> bool:
+    return any(
+        frame.f_code.co_name == "decode_json" for frame, _ in traceback.walk_tb(error.__traceback__)
+    )
 
 
 def unexpected_error(request: Request[Any, Any, Any], error: Exception) -> Response[Any]:

@@ -8,6 +8,7 @@ import msgspec
 from litestar.params import PathParameter
 
 from loop.registry import APP_ID_PATTERN, MAX_NAME, NAME_PATTERN
+from memory_agent.models import MAX_MEMORY_ID
 
 AppId = Annotated[
     str,
@@ -21,8 +22,7 @@ AppName = Annotated[
 ]
 
 
-# The largest integer every JSON reader holds exactly; memory ids never come near it.
-MAX_ID = 2**53 - 1
+MAX_ID = MAX_MEMORY_ID
 MemoryId = Annotated[
     int, PathParameter(ge=1, le=MAX_ID, description="a memory's id, as the listing gives it")
 ]

@@ -137,7 +137,9 @@ class CentralLoop:
         now = time.monotonic()
         # Forget back-offs that have run out, so conversations that ended meanwhile leave none.
         self._retry_after = {c: t for c, t in self._retry_after.items() if t > now}
-        for waiting in await self._conversations.unanswered(limit=200):
+        # Room for the conversations in back-off besides an app's share of slots.
+        per_app = self._max_per_app + len(self._retry_after) + 1
+        for waiting in await self._conversations.unanswered(limit=200, per_app=per_app):
             if len(self._in_flight) >= self._max_concurrent:
                 break
             if waiting.conversation_id in self._in_flight:

@@ -18,7 +18,7 @@ from loop.runner import HttpAppFactory, ServeRefused, serve
 from loop.service import Services, open_services
 from loop.settings import Settings, SettingsError, load_settings
 from memory_agent.errors import MnemoloopError
-from memory_agent.models import MemoryEvent
+from memory_agent.models import MAX_MEMORY_ID, MemoryEvent
 
 Command = Callable[[Settings, argparse.Namespace], Awaitable[int]]
 
@@ -68,7 +68,7 @@ def memory_id(text: str) -> int:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a memory id") from None
-    if not 1 <= value <= 2**53 - 1:
+    if not 1 <= value <= MAX_MEMORY_ID:
         raise argparse.ArgumentTypeError(f"{text} is not a memory id (1 to 2^53 - 1)")
     return value
 

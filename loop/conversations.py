@@ -151,16 +151,20 @@ class ConversationStore:
         )
         return [ChatMessage(row["role"], row["content"]) for row in rows]
 
-    async def unanswered(self, limit: int = 100) -> list[Unanswered]:
+    async def unanswered(self, limit: int = 100, per_app: int = 20) -> list[Unanswered]:
         """Open conversations whose last message is the user's and whose answer has not
-        failed for good, oldest activity first."""
+        failed for good, oldest activity first: at most `per_app` of each app, so one app's
+        flood cannot hide every other app's conversations."""
         rows = await self._db.fetch_all(
-            "SELECT c.conversation_id, c.app_id, c.answer_attempts FROM conversations c"
+            "SELECT conversation_id, app_id, answer_attempts FROM ("
+            " SELECT c.conversation_id, c.app_id, c.answer_attempts, c.last_activity_at,"
+            "  ROW_NUMBER() OVER (PARTITION BY c.app_id ORDER BY c.last_activity_at) AS turn"
+            " FROM conversations c"
             " WHERE c.status = 'open' AND c.answer_state IS NOT 'failed' AND"
             " (SELECT m.role FROM messages m WHERE m.conversation_id = c.conversation_id"
             "  ORDER BY m.id DESC LIMIT 1) = 'user'"
-            " ORDER BY c.last_activity_at LIMIT ?",
-            (limit,),
+            ") WHERE turn <= ? ORDER BY last_activity_at LIMIT ?",
+            (per_app, limit),
         )
         return [Unanswered(row[0], row[1], row[2]) for row in rows]
 

@@ -105,7 +105,7 @@ class MemoryWorker:
 
     async def run_job(self, job: MemoryJob) -> JobStatus:
         """Write the conversation's memory; the job ends `done` in the memory's own
-        transaction, or `pending` again after a transient failure (until MAX_ATTEMPTS), or
+        transaction, or `pending` again after a transient failure (until its attempts run out), or
         `skipped` (with why), `failed` or `cancelled`."""
         status: JobStatus
         try:

@@ -17,6 +17,7 @@ CHARS_PER_TOKEN = 3
 # Each message costs a few tokens of chat-template framing besides its text.
 TOKENS_PER_MESSAGE = 4
 CUT_MARK = "[earlier text omitted] "
+MIN_NEWEST_CHARS = 1000
 
 
 def estimate_tokens(text: str) -> int:
@@ -39,9 +40,9 @@ class PromptBudget:
                 left -= cost
                 continue
             if not kept:
-                room = (left - TOKENS_PER_MESSAGE) * CHARS_PER_TOKEN - len(CUT_MARK)
-                if room > 0:
-                    kept.append(ChatMessage(message.role, CUT_MARK + message.content[-room:]))
+                # The newest turn always goes in, however much the rest took: its end, at least.
+                room = max((left - TOKENS_PER_MESSAGE) * CHARS_PER_TOKEN, MIN_NEWEST_CHARS)
+                kept.append(ChatMessage(message.role, CUT_MARK + message.content[-room:]))
             break
         return list(reversed(kept))
 

@@ -69,7 +69,7 @@ class AgentStats:
     nothing_worth_keeping: int = 0
     creation_failures: int = 0
     compactions: Counter[str] = field(default_factory=Counter)
-    # Why the policy decided instead of the model: llm_error, invalid, overruled.
+    # Why the policy decided instead of the model: llm_error, invalid_decision, overruled.
     fallbacks: Counter[str] = field(default_factory=Counter)
 
 
@@ -190,12 +190,20 @@ class MemorySubAgent:
         return result
 
     def _log_created(self, request: MemoryCreationRequest, result: MemoryCreated) -> None:
-        self.stats.memories_created += 1
-        log.info(
-            "📝 Created memory for app %s from conversation %s",
-            request.app_id,
-            request.conversation_id,
-        )
+        if result.memory is not None:
+            self.stats.memories_created += 1
+            log.info(
+                "📝 Created memory for app %s from conversation %s",
+                request.app_id,
+                request.conversation_id,
+            )
+        else:
+            log.info(
+                "📝 Memory of conversation %s for app %s: %s",
+                request.conversation_id,
+                request.app_id,
+                result.note,
+            )
         for outcome in result.compactions:
             self.stats.compactions[outcome.outcome] += 1
             if outcome.fallback_reason:
@@ -221,6 +229,9 @@ class MemorySubAgent:
     async def list_memories(self, app_id: str) -> list[Memory]:
         """Every memory of the app, newest first (for operators)."""
         return await self._store.list_newest(app_id, max(self._limit * 10, 1000))
+
+    async def has_memory(self, app_id: str, memory_id: int) -> bool:
+        return await self._store.get(app_id, memory_id) is not None
 
     async def get_memory_count(self, app_id: str) -> int:
         return await self._store.count(app_id)

@@ -25,7 +25,7 @@ _ROLE_PREFIX = re.compile(r"\b(system|assistant|user|tool|developer)\s*:", re.IG
 # The block's own header and footer, whatever spacing or punctuation is put inside them.
 _GAP = r"[\s\W_]*"
 _BLOCK_MARKER = re.compile(
-    r"\(?" + _GAP + _GAP.join("memories for app".split()) + _GAP + r":?"
+    r"\(?" + _GAP + r"\b" + _GAP.join("memories for app".split()) + r"\b" + _GAP + r":?"
     r"|" + _GAP.join("use these memories to provide context".split())
     + r"[\s\W_]*aware[\s\W_]*responses"
     r"|" + _GAP.join("the following are memories from previous conversations".split()),

@@ -44,8 +44,6 @@ _MIN_SENTENCE_CHARS = 12
 class WrittenMemory:
     content: str
     source: MemorySource
-    # Sentences of the model's answer that were not kept, and why, for the job's record.
-    rejected: tuple[str, ...] = ()
 
 
 class MemoryWriter:
@@ -72,22 +70,18 @@ class MemoryWriter:
             transcript = "[earlier turns omitted]\n" + transcript[-self._max_transcript_chars :]
         reply = await self._ask(prompts.creation_messages(transcript, statements))
         source = text.vocabulary(" ".join(content for _, content in turns))
-        kept, rejected = self._grounded_sentences(reply.text, source)
-        return self._compose(kept, rejected, statements)
+        written = self._compose(self._grounded_sentences(reply.text, source), statements)
+        return written if written.content else None
 
-    def _grounded_sentences(self, answer: str, source: set[str]) -> tuple[list[str], list[str]]:
+    def _grounded_sentences(self, answer: str, source: set[str]) -> list[str]:
         kept: list[str] = []
-        rejected: list[str] = []
         for sentence in split_sentences(clean_model_text(answer)):
-            why = _rejection(sentence, source, follows_the_user=bool(kept))
-            if why:
-                rejected.append(f"{why}: {sentence[:120]}")
-            else:
+            if _rejection(sentence, source, follows_the_user=bool(kept)) is None:
                 kept.append(sentence)
-        return kept, rejected
+        return kept
 
     def _compose(
-        self, kept: list[str], rejected: list[str], statements: Sequence[facts.Statement]
+        self, kept: list[str], statements: Sequence[facts.Statement]
     ) -> WrittenMemory:
         pieces: list[tuple[int, str]] = []  # (priority: lower goes first when cutting, text)
         model_text = " ".join(kept)
@@ -102,14 +96,14 @@ class MemoryWriter:
             len(pieces) > MAX_SENTENCES or len(" ".join(t for _, t in pieces)) > self._max_chars
         ):
             pieces.remove(min(pieces, key=lambda p: (p[0], -order[id(p)])))
-        content = " ".join(text for _, text in pieces)
+        content = " ".join(piece for _, piece in pieces).strip()
         if len(content) > self._max_chars:
             content = content[: self._max_chars - 1].rsplit(" ", 1)[0] + "…"
-        quoted = sum(1 for _, t in pieces if t not in kept)
+        quoted = sum(1 for _, piece in pieces if piece not in kept)
         source: MemorySource = (
             "statements" if quoted == len(pieces) else "model+statements" if quoted else "model"
         )
-        return WrittenMemory(content, source, tuple(rejected))
+        return WrittenMemory(content, source)
 
 
 def _rejection(sentence: str, source: set[str], *, follows_the_user: bool) -> str | None:

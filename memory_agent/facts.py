@@ -95,7 +95,7 @@ _LASTING = frozenset(
     sick seasick carsick migraine migraines nausea disease chronic disorder syndrome
     diagnosis illness cancer
     prefer prefers preferred favorite favourite hate hates dislike always never usually
-    every weekly daily routine remember forget avoid can't cannot won't allergic
+    every weekly daily routine remember forget avoid allergic
     plan planning goal goals training marathon diet""".split()
 )
 
@@ -203,7 +203,10 @@ def statement_score(sentence: str, speaker: str, *, confirming: bool = False) ->
     if not _FIRST_PERSON.search(text):
         return strong + standing if strong and not text.endswith("?") else 0
     markers = strong + standing
-    markers += len(lasting & FREQUENCY) if markers or len(words) < 25 else 0
+    weak = (lasting & FREQUENCY) | {m.lower() for m in _LIKING.findall(text)}
+    # A habit or a liking counts in a short statement that says what it is about.
+    about = content_words(text) - {stem(w) for w in weak}
+    markers += len(weak) if weak and about and (markers or len(words) < 25) else 0
     return markers
 
 
@@ -266,6 +269,25 @@ def fact_value(text: str) -> int:
     words = {word.lower() for word in WORD.findall(text)}
     counted = 1 if number_slots(text) else 0
     return significant_numbers(text) + len(names(text)) + len(words & _LASTING) + counted
+
+
+# Likes and pastimes, said of oneself: "I love jazz", "we really enjoy hiking".
+_LIKING = re.compile(r"\b(?:i|we)\s+(?:\w+\s+)?(love|enjoy|like|play|prefer)\b", re.I)
+# Whose fact it is, when not the user's own: "my sister now lives in Denver" says nothing
+# of where the user lives.
+_SUBJECTS = frozenset(
+    """son daughter kid kids child children baby wife husband partner boyfriend girlfriend
+    mom mum mother dad father sister brother grandma grandmother grandpa grandfather aunt
+    uncle cousin niece nephew friend friends neighbor neighbour colleague coworker boss
+    roommate dog cat pet puppy kitten""".split()
+)
+
+
+def subjects(text: str) -> set[str]:
+    """The people and animals other than the user that a text speaks of."""
+    return {stem(word.lower()) for word in WORD.findall(normalise_text(text))} & {
+        stem(word) for word in _SUBJECTS
+    }
 
 
 # Kinds of fact a person has several of at once (pets, doctors): a change announced on one

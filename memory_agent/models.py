@@ -7,6 +7,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+# The largest memory id anything accepts: the largest integer every JSON reader holds exactly.
+MAX_MEMORY_ID = 2**53 - 1
 CompactionAction = Literal["delete", "edit"]
 # Who chose a compaction step: the model (its decision passed the retention policy's check),
 # or the retention policy (the model failed, gave an invalid decision, or was overruled).

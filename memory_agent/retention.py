@@ -209,6 +209,8 @@ def _superseded(older: str, newer: Sequence[str]) -> bool:
 def _updates(older: str, older_context: str, newer: str, newer_context: str) -> bool:
     """`newer` gives a new value for what `older` said: another number for the same unit, or
     a new value on the same topic announced as a change ("now", "moved", "instead")."""
+    if facts.subjects(newer) - facts.subjects(older_context):
+        return False  # the new value is someone else's: a sister's home, a dog's medicine
     same_topic = bool(
         facts.single_valued_topics(older_context) & facts.single_valued_topics(newer_context)
     )

@@ -31,8 +31,8 @@ _TITLED_NAME = re.compile(r"\b(?:mr|mrs|ms|miss|dr|prof)\.?\s+([a-z][a-z'-]+)", 
 _CALENDAR_WORD = re.compile(
     r"\b(monday|tuesday|wednesday|thursday|friday|saturday|sunday|mondays|tuesdays|"
     r"wednesdays|thursdays|fridays|saturdays|sundays|jan|january|feb|february|mar|march|apr|"
-    r"april|may|jun|june|jul|july|aug|august|sep|sept|september|oct|october|nov|november|dec|"
-    r"december)\b",
+    r"april|may(?=\s+\d)|jun|june|jul|july|aug|august|sep|sept|september|oct|october|nov|"
+    r"november|dec|december)\b",
     re.I,
 )
 
@@ -175,7 +175,8 @@ def number_slots(text: str) -> dict[str, set[str]]:
             slots.setdefault(stem(lowered), set()).add(number)
             break
         else:
-            if period:
+            # "$200 a day": an amount of money per period; "7 years old" is no such slot.
+            if period and re.search(r"[$€£]\s?" + re.escape(word) + r"\b", text):
                 slots.setdefault(PERIOD_SLOT + period, set()).add(number)
     return slots
 

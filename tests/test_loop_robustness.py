@@ -11,6 +11,7 @@ from loop.settings import SettingsError, load_settings
 from memory_agent.context import format_memories_for_context, neutralise
 from memory_agent.errors import ChatModelResponseError, StorageError
 from memory_agent.models import Memory
+from memory_agent.store import MemoryStore
 from tests.fakes import FunctionModel, ModelCall
 from tests.harness import eventually, http_client, running, service
 
@@ -50,6 +51,45 @@ async def test_one_apps_hanging_conversations_do_not_hold_every_slot(db_path):
         healthy = await ask(services, "fast")
         await eventually(lambda: answered(services, healthy), timeout=5)
         assert time.monotonic() - started < 2
+
+
+async def test_a_flood_of_one_apps_conversations_does_not_hide_another_app(db_path):
+    async def answer(call: ModelCall) -> str:
+        if app_of(call) == "Flood":
+            await anyio.sleep_forever()
+        return "Quick."
+
+    async with service(db_path, FunctionModel(answer)) as services, running(services):
+        await services.registry.install("flood", "Flood")
+        await services.registry.install("calm", "Calm")
+        for _ in range(250):
+            await ask(services, "flood")
+        calm = await ask(services, "calm")
+        await eventually(lambda: answered(services, calm), timeout=5)
+
+
+async def test_the_newest_turn_goes_in_however_large_the_memory_block(db_path):
+    model = FunctionModel(lambda call: "Ok.")
+    async with service(db_path, model, prompt_tokens=500, memory_max_chars=2000) as services:
+        await services.registry.install("cal", "Calendar")
+        for n in range(10):
+            await MemoryStore(services.database).insert(
+                "cal", f"The user said fact {n}. " + "y" * 1900, created_at=f"2025-10-0{n}T00"
+            )
+        conversation_id = await ask(services, "cal", "What is my newest question?")
+        await services.central.answer(conversation_id)
+    assert model.calls[0].messages[-1].content.endswith("What is my newest question?")
+
+
+async def test_a_memory_made_before_history_existed_has_an_empty_history(db_path):
+    async with service(db_path, FunctionModel(lambda call: "Ok.")) as services, \
+            http_client(services, "admin") as client:
+        await services.registry.install("cal", "Calendar")
+        memory = await MemoryStore(services.database).insert(
+            "cal", "The user said an old fact.", created_at="2025-01-01T00:00:00.000000Z"
+        )
+        response = await client.get(f"/apps/cal/memories/{memory.id}/history", headers=ADMIN)
+        assert response.json() == {"events": [], "nextCursor": None}
 
 
 async def test_a_hanging_answer_times_out_is_retried_and_then_shows_failed(db_path):

@@ -155,6 +155,15 @@ async def test_small_talk_writes_nothing_and_asks_no_model(database, clock, capl
     assert "Nothing worth keeping in conversation c1" in caplog.text
 
 
+async def test_a_conversation_whose_statements_say_nothing_stores_no_empty_memory(database, clock):
+    await install_app(database, "calendar")
+    messages = [ChatMessage("user", "Can you come on Friday?"), ChatMessage("user", "I'm in.")]
+    agent = MemorySubAgent(database, memory_model("Okay."), clock=clock)
+    created = await agent.create_memory(request(messages=messages))
+    assert created.memory is None or created.memory.content.strip()
+    assert all(m.content.strip() for m in await agent.list_memories("calendar"))
+
+
 async def test_one_sentence_that_holds_a_fact_is_kept(database, clock):
     await install_app(database, "calendar")
     agent = MemorySubAgent(database, memory_model(ONE_SENTENCE), clock=clock)

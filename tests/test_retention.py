@@ -18,6 +18,8 @@ from memory_agent.retention import NEW_MEMORY_ID, Candidate, Step
         "one thing you should know, I have dyslexia so reading takes me forever.",
         "now I've got five raised beds total.",
         "Please remember my locker code is 4417.",
+        "I love jazz and I play the saxophone.",
+        "I like my coffee black with no sugar.",
     ],
 )
 def test_a_statement_about_the_user_is_worth_keeping(sentence):
@@ -32,6 +34,9 @@ def test_a_statement_about_the_user_is_worth_keeping(sentence):
         "its like 95 degrees out, what can I make for dinner?",
         "I need 2 eggs for a cake.",
         "Thanks, bye!",
+        "No, I can't.",
+        "I love that!",
+        "Thanks, I may ask more later.",
     ],
 )
 def test_small_talk_and_questions_about_the_world_are_not(sentence):
@@ -79,6 +84,11 @@ def test_a_newer_value_supersedes_the_old_one(older, newer):
         ("Our vet Dr. Okafor only works Tuesdays.", "The vet switched her to Hill's wet food."),
         ("I adopted a cat named Mochi, she's 11.", "My neighbor got a puppy, my cat is OBSESSED."),
         ("My rent is $1650 a month.", "I switched to a Mintwave phone plan at $25 a month."),
+        ("My daughter Emma is 7 years old.", "My son Leo is now 10 years old."),
+        ("I live in Boston.", "My sister now lives in Denver."),
+        ("I work at Acme as an engineer.", "My wife started a new job at Globex."),
+        ("I take 20 mg of lisinopril daily.", "The dog now takes 5 mg of Apoquel daily."),
+        ("Dentist appointment on May 3 at 10am.", "I may cut sugar; goal is 1800 calories now."),
     ],
 )
 def test_a_different_fact_does_not(older, newer):

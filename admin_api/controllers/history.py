@@ -59,7 +59,7 @@ class HistoryController(Controller):
         events = await services.agent.history(
             app_id, memory_id=memory_id, after_id=since, limit=limit
         )
-        if not events and since == 0:
+        if not events and since == 0 and not await services.agent.has_memory(app_id, memory_id):
             raise MemoryNotFound(app_id, memory_id)
         return page(events, limit)
 
