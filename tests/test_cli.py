@@ -67,6 +67,9 @@ def test_errors_are_one_clear_line_and_a_nonzero_exit(db_path):
 
     usage = mnemoloop(db_path, "memories", "delete", "cal", "not-a-number")
     assert usage.returncode == 2 and "is not a memory id" in usage.stderr
+    huge = mnemoloop(db_path, "memories", "delete", "cal", "9223372036854775808")
+    assert huge.returncode == 2 and "is not a memory id (1 to 2^53 - 1)" in huge.stderr
+    assert "Traceback" not in huge.stderr
 
 
 def test_migrate_reports_what_it_applied(db_path):
