@@ -117,33 +117,36 @@ class MemoryJobStore:
     async def mark_done(
         self,
         tx: SqlTransaction,
-        job_id: int,
+        job: MemoryJob,
         *,
         memory_id: int | None,
         note: str,
         steps: Sequence[CompactionOutcome],
     ) -> bool:
-        """Inside the memory's own transaction: `done`, if the job is still running (a purge
-        may have cancelled it). False means the write must not happen."""
+        """Inside the memory's own transaction: `done`, if this claim still holds the job (it
+        is running, and no later claim took it since: a purge may have cancelled it, a restart
+        requeued it). False means the write must not happen."""
         result = await tx.execute(
             "UPDATE memory_jobs SET status = 'done', last_error = NULL, memory_id = ?, note = ?,"
-            " steps = ?, updated_at = ? WHERE id = ? AND status = 'running'",
+            " steps = ?, updated_at = ? WHERE id = ? AND status = 'running' AND attempts = ?",
             (
                 memory_id,
                 note,
                 json.dumps([step.to_json() for step in steps]) if steps else None,
                 self._now(),
-                job_id,
+                job.id,
+                job.attempts,
             ),
         )
         return result.rowcount == 1
 
-    async def finish(self, job_id: int, status: JobStatus, error: str | None = None) -> None:
-        """End a running job that wrote nothing (skipped, failed); a cancelled job stays so."""
+    async def finish(self, job: MemoryJob, status: JobStatus, error: str | None = None) -> None:
+        """End a running job that wrote nothing (skipped, failed), if this claim still holds
+        it; a cancelled job stays so."""
         await self._db.execute(
             "UPDATE memory_jobs SET status = ?, last_error = ?, updated_at = ?"
-            " WHERE id = ? AND status = 'running'",
-            (status, error, self._now(), job_id),
+            " WHERE id = ? AND status = 'running' AND attempts = ?",
+            (status, error, self._now(), job.id, job.attempts),
         )
 
     async def retry_later(self, job: MemoryJob, error: str, base_seconds: float) -> float:
@@ -152,8 +155,8 @@ class MemoryJobStore:
         due = format_timestamp(self._clock.now() + timedelta(seconds=delay))
         await self._db.execute(
             "UPDATE memory_jobs SET status = 'pending', last_error = ?, not_before = ?,"
-            " updated_at = ? WHERE id = ? AND status = 'running'",
-            (error, due, self._now(), job.id),
+            " updated_at = ? WHERE id = ? AND status = 'running' AND attempts = ?",
+            (error, due, self._now(), job.id, job.attempts),
         )
         return delay
 

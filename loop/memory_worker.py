@@ -114,7 +114,7 @@ class MemoryWorker:
                 MemoryCreationRequest(job.app_id, job.conversation_id, messages, job.id),
                 commit_guard=lambda tx, result: self._jobs.mark_done(
                     tx,
-                    job.id,
+                    job,
                     memory_id=result.memory.id if result.memory else None,
                     note=result.note,
                     steps=result.compactions,
@@ -137,11 +137,11 @@ class MemoryWorker:
                 status = "pending"
             else:
                 status = "skipped"
-                await self._jobs.finish(job.id, status, error)
+                await self._jobs.finish(job, status, error)
         except Exception as failure:
             log.exception("memory job %d failed unexpectedly", job.id)
             status = "failed"
-            await self._jobs.finish(job.id, status, f"{type(failure).__name__}: {failure}")
+            await self._jobs.finish(job, status, f"{type(failure).__name__}: {failure}")
         await self._charge_memory_energy()
         return status
 

@@ -157,3 +157,32 @@ async def test_purged_text_leaves_no_byte_in_the_database_files(db_path):
         data = path.read_bytes()
         for word in (b"Zanzibar", b"Quokka", b"7781"):
             assert word not in data, f"{word!r} found in {path.name}"
+
+
+async def test_a_stale_claim_cannot_commit_after_the_job_was_claimed_again(db_path):
+    """A worker that lost its job (a restart requeued it, another claim took it) writes
+    nothing when its model call finally returns; only the current claim commits."""
+    release = anyio.Event()
+
+    async def slow_memory(call: ModelCall) -> str:
+        if call.prompt.startswith(CREATION_PREFIX):
+            await release.wait()
+        return "Noted."
+
+    async with service(db_path, FunctionModel(slow_memory)) as services:
+        await services.registry.install("cal", "Calendar")
+        conversation_id = await talk_and_end(services, "cal", friend_fact(1))
+        stale = await services.jobs.claim_for_conversation(conversation_id)
+        assert stale is not None
+        async with anyio.create_task_group() as group:
+            group.start_soon(services.worker().run_job, stale)
+            await anyio.sleep(0.1)
+            await services.jobs.recover_interrupted()  # as a restart would
+            current = await services.jobs.claim_for_conversation(conversation_id)
+            assert current is not None and current.attempts == stale.attempts + 1
+            release.set()
+        assert await services.agent.get_memory_count("cal") == 0
+        await services.worker().run_job(current)
+        assert await services.agent.get_memory_count("cal") == 1
+        job = await services.jobs.for_conversation(conversation_id)
+        assert job is not None and (job.status, job.attempts) == ("done", 2)
