@@ -46,11 +46,7 @@ class Compactor:
     ) -> list[DecidedStep]:
         """The steps that bring `existing` plus the new memory back to the cap (none if they
         fit): the first proposed by the model and checked, any further ones by the policy."""
-        candidates = [Candidate(m.id, m.content) for m in existing]
-        candidates.append(Candidate(NEW_MEMORY_ID, new_content))
-        updates = [DecidedStep(s, "policy", update=True) for s in retention.refresh(candidates)]
-        for decided in updates:
-            candidates = _after(candidates, decided.step)
+        updates, candidates = _refreshed(existing, new_content)
         if len(candidates) <= self._limit:
             return updates
         by_id = {m.id: m for m in existing}
@@ -68,11 +64,7 @@ class Compactor:
 
     def policy_only(self, existing: Sequence[Memory], new_content: str) -> list[DecidedStep]:
         """The policy's steps alone: for a decision that must be made without a model call."""
-        candidates = [Candidate(m.id, m.content) for m in existing]
-        candidates.append(Candidate(NEW_MEMORY_ID, new_content))
-        updates = [DecidedStep(s, "policy", update=True) for s in retention.refresh(candidates)]
-        for decided in updates:
-            candidates = _after(candidates, decided.step)
+        updates, candidates = _refreshed(existing, new_content)
         reason = "the app's memories kept changing while the model decided"
         return [*updates, *self._policy_steps(candidates, reason)]
 
@@ -123,6 +115,19 @@ class Compactor:
         except InvalidMemoryText as error:
             return None, f"invalid decision: newContent: {error.reason}"
         return Step("edit", decision.target_memory_id, reason, content, NEW_MEMORY_ID), None
+
+
+def _refreshed(
+    existing: Sequence[Memory], new_content: str
+) -> tuple[list[DecidedStep], list[Candidate]]:
+    """The steps that retire what the new memory updates, and the memories (the new one
+    last) as they stand after them."""
+    candidates = [Candidate(m.id, m.content) for m in existing]
+    candidates.append(Candidate(NEW_MEMORY_ID, new_content))
+    updates = [DecidedStep(s, "policy", update=True) for s in retention.refresh(candidates)]
+    for decided in updates:
+        candidates = _after(candidates, decided.step)
+    return updates, candidates
 
 
 def _after(candidates: Sequence[Candidate], step: Step) -> list[Candidate]:
