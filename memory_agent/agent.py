@@ -104,10 +104,6 @@ class MemorySubAgent:
     def memory_limit(self) -> int:
         return self._limit
 
-    @property
-    def max_chars(self) -> int:
-        return self._max_chars
-
     # -- creation ---------------------------------------------------------------------------
 
     async def create_memory(
@@ -206,9 +202,8 @@ class MemorySubAgent:
             )
         for outcome in result.compactions:
             self.stats.compactions[outcome.outcome] += 1
-            if outcome.fallback_reason:
-                cause = outcome.fallback_reason.split(":", 1)[0].replace(" ", "_").lower()
-                self.stats.fallbacks[cause] += 1
+            if outcome.fallback_cause:
+                self.stats.fallbacks[outcome.fallback_cause] += 1
             log.info(
                 "🗜️  Compacted memories for app %s: %s memory %s (%s%s)",
                 request.app_id,

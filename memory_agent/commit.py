@@ -133,4 +133,5 @@ def _outcome(app_id: str, decided: DecidedStep, target: int) -> CompactionOutcom
         decided.fallback_reason,
         step.folded,
         decided.update,
+        decided.fallback_cause,
     )

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from memory_agent import prompts, retention
 from memory_agent.chat_model import ChatMessage, ChatReply, JsonSchema
 from memory_agent.errors import ChatModelError, InvalidCompactionDecision, InvalidMemoryText
-from memory_agent.models import DecidedBy, Memory
+from memory_agent.models import DecidedBy, FallbackCause, Memory
 from memory_agent.retention import NEW_MEMORY_ID, Candidate, Step
 from memory_agent.validation import (
     decision_schema,
@@ -33,6 +33,17 @@ class DecidedStep:
     fallback_reason: str | None = None
     # A step that retires what the new memory updates, before any compaction.
     update: bool = False
+    # Why this step is the policy's and not the model's; only on the step that replaced the
+    # model's decision.
+    fallback_cause: FallbackCause | None = None
+
+
+@dataclass(frozen=True)
+class Rejection:
+    """Why the model's decision could not be used."""
+
+    cause: FallbackCause
+    reason: str
 
 
 class Compactor:
@@ -55,10 +66,17 @@ class Compactor:
         ]
         proposed, rejection = await self._ask_model(shown, new_content, created_date)
         if proposed is None:
-            first = DecidedStep(self.policy_step(candidates), "policy", rejection)
+            assert rejection is not None
+            first = DecidedStep(
+                self.policy_step(candidates), "policy", rejection.reason,
+                fallback_cause=rejection.cause,
+            )
         else:
             step, overruled = retention.review(candidates, proposed, max_chars=self._max_chars)
-            first = DecidedStep(step, "policy" if overruled else "model", overruled)
+            if overruled:
+                first = DecidedStep(step, "policy", overruled, fallback_cause="overruled")
+            else:
+                first = DecidedStep(step, "model")
         rest = self._policy_steps(_after(candidates, first.step), first.fallback_reason)
         return [*updates, first, *rest]
 
@@ -83,7 +101,7 @@ class Compactor:
 
     async def _ask_model(
         self, existing: Sequence[Memory], new_content: str, created_date: str
-    ) -> tuple[Step | None, str | None]:
+    ) -> tuple[Step | None, Rejection | None]:
         """The model's proposal as a step, or None and why it could not be had."""
         new_line = prompts.candidate_line(NEW_MEMORY_ID, created_date, new_content)
         messages = prompts.compaction_messages(
@@ -93,28 +111,31 @@ class Compactor:
         try:
             reply = await self._ask_json(messages, decision_schema(ids, max_chars=self._max_chars))
         except ChatModelError as error:
-            return None, f"LLM error: {error}"
+            return None, Rejection("llm_error", f"LLM error: {error}")
         if reply.truncated:
-            return None, "invalid decision: cut off at the token limit"
+            return None, _invalid("cut off at the token limit")
         try:
             decision = parse_compaction_decision(reply.text)
         except InvalidCompactionDecision as error:
-            return None, f"invalid decision: {error.reason}"
+            return None, _invalid(error.reason)
         if decision.target_memory_id not in ids:
-            return None, (
-                f"invalid decision: memory {decision.target_memory_id} is not one of this "
-                "app's memories"
+            return None, _invalid(
+                f"memory {decision.target_memory_id} is not one of this app's memories"
             )
         reason = " ".join(decision.reason.split())[:300] or "(no reason given)"
         if decision.action == "delete":
             return Step("delete", decision.target_memory_id, reason), None
         if decision.target_memory_id == NEW_MEMORY_ID:
-            return None, "invalid decision: an edit must target an existing memory"
+            return None, _invalid("an edit must target an existing memory")
         try:
             content = normalise_memory_text(decision.new_content or "", max_chars=self._max_chars)
         except InvalidMemoryText as error:
-            return None, f"invalid decision: newContent: {error.reason}"
+            return None, _invalid(f"newContent: {error.reason}")
         return Step("edit", decision.target_memory_id, reason, content, NEW_MEMORY_ID), None
+
+
+def _invalid(reason: str) -> Rejection:
+    return Rejection("invalid_decision", f"invalid decision: {reason}")
 
 
 def _refreshed(

@@ -13,6 +13,8 @@ CompactionAction = Literal["delete", "edit"]
 # Who chose a compaction step: the model (its decision passed the retention policy's check),
 # or the retention policy (the model failed, gave an invalid decision, or was overruled).
 DecidedBy = Literal["model", "policy"]
+# Why the policy decided a compaction instead of the model.
+FallbackCause = Literal["llm_error", "invalid_decision", "overruled"]
 MemoryEventKind = Literal["created", "edited", "deleted"]
 # Who changed a memory: a memory job writing it, a compaction step (by the model or by the
 # policy), an admin, a purge, or an import.
@@ -68,6 +70,8 @@ class CompactionOutcome:
     folded_memory_id: int | None = None
     # True for a step that retired what a newer memory updates (not a compaction proper).
     update: bool = False
+    # Set on the step where the model's decision was not used (not on later policy steps).
+    fallback_cause: FallbackCause | None = None
 
     @property
     def outcome(self) -> str:

@@ -160,11 +160,12 @@ async def run_app(
             ]
         )
         for step in created.compactions:
-            cause = (step.fallback_reason or "").split(":", 1)
-            label = step.outcome if not step.fallback_reason else f"{step.outcome}:{cause[0]}"
-            outcomes[label] += 1
-            if step.fallback_reason and cause[0] == "invalid decision":
-                outcomes["invalid:" + cause[1].strip().split(" ")[0]] += 1
+            cause = step.fallback_cause
+            outcomes[f"{step.outcome}:{cause}" if cause else step.outcome] += 1
+            if cause == "invalid_decision" and step.fallback_reason:
+                # The first word of what was invalid ("newContent:", "memory", "cut", ...).
+                detail = step.fallback_reason.removeprefix("invalid decision:").split()
+                outcomes["invalid:" + (detail[0] if detail else "?")] += 1
     run.final = [m.content for m in await agent.list_memories(app["appId"])]
     return run
 
@@ -245,9 +246,9 @@ async def evaluate(args: argparse.Namespace) -> dict[str, Any]:
     )
     fact_count = sum(len(run.stated_in) for run in runs)
     ours = score(runs, lambda run: run.final)
-    invalid = sum(n for label, n in outcomes.items() if label.startswith("fifo:invalid"))
-    llm_errors = sum(n for label, n in outcomes.items() if label.startswith("fifo:LLM error"))
-    overruled = sum(n for label, n in outcomes.items() if label.startswith("fifo:overruled"))
+    invalid = outcomes["fifo:invalid_decision"]
+    llm_errors = outcomes["fifo:llm_error"]
+    overruled = outcomes["fifo:overruled"]
     return {
         "model": model.name,
         "stories": str(args.stories),
