@@ -11,6 +11,7 @@ from datetime import timedelta
 import anyio
 from anyio.abc import TaskGroup
 
+from loop.backoff import backoff_seconds
 from loop.conversations import ConversationStore, Unanswered
 from loop.energy import EnergyBudget
 from loop.errors import ConversationEnded, ConversationNotFound
@@ -183,7 +184,7 @@ class CentralLoop:
                     waiting.conversation_id, "failed", failure.message
                 )
             else:
-                delay = self._retry_base * 2 ** (attempts - 1)
+                delay = backoff_seconds(attempts, self._retry_base)
                 log.warning(
                     "answering conversation %s failed (try %d), again in %.0f s: %s",
                     waiting.conversation_id, attempts, delay, failure.message,

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, Literal
 
+from loop.backoff import backoff_seconds
 from memory_agent.models import CompactionOutcome
 from memory_agent.ports import Clock, Database, SqlTransaction, format_timestamp
 
@@ -23,7 +24,6 @@ JOB_STATUSES: tuple[JobStatus, ...] = (
 )
 # A job interrupted this many times (by crashes) is failed rather than tried forever.
 MAX_INTERRUPTIONS = 5
-RETRY_MAX_SECONDS = 300.0
 
 
 @dataclass(frozen=True)
@@ -57,11 +57,6 @@ class MemoryJob:
             json.loads(row["steps"]) if row["steps"] else [],
             row["not_before"],
         )
-
-
-def retry_delay(attempts: int, base_seconds: float) -> float:
-    """Seconds to wait before trying again a job that has been tried `attempts` times."""
-    return min(base_seconds * 2.0 ** max(attempts - 1, 0), RETRY_MAX_SECONDS)
 
 
 class MemoryJobStore:
@@ -151,7 +146,7 @@ class MemoryJobStore:
 
     async def retry_later(self, job: MemoryJob, error: str, base_seconds: float) -> float:
         """Back to `pending`, due after the back-off; returns the delay in seconds."""
-        delay = retry_delay(job.attempts, base_seconds)
+        delay = backoff_seconds(job.attempts, base_seconds)
         due = format_timestamp(self._clock.now() + timedelta(seconds=delay))
         await self._db.execute(
             "UPDATE memory_jobs SET status = 'pending', last_error = ?, not_before = ?,"
