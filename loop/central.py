@@ -14,11 +14,12 @@ from anyio.abc import TaskGroup
 from loop.backoff import backoff_seconds
 from loop.conversations import ConversationStore, Unanswered
 from loop.energy import EnergyBudget
-from loop.errors import ConversationEnded, ConversationNotFound
+from loop.errors import AnswerTaken, ConversationEnded, ConversationNotFound
+from loop.leases import while_renewing
 from loop.metrics import Metrics
 from loop.prompt_budget import PromptBudget
 from loop.registry import App, AppRegistry
-from loop.signals import InFlight
+from loop.wakeups import InFlight
 from memory_agent import ChatMessage, ChatModel, MemorySubAgent, ToolSpec
 from memory_agent.context import neutralise
 from memory_agent.energy import energy_cost
@@ -90,6 +91,7 @@ class CentralLoop:
         retry_base_seconds: float = 2.0,
         prompt_budget: PromptBudget | None = None,
         poll_interval: float = 0.5,
+        recover_on_start: bool = True,
     ) -> None:
         self._conversations = conversations
         self._registry = registry
@@ -106,6 +108,7 @@ class CentralLoop:
         self._retry_base = retry_base_seconds
         self._budget = prompt_budget or PromptBudget()
         self._poll_interval = poll_interval
+        self._recover_on_start = recover_on_start
         self._in_flight = InFlight()
         self._per_app: Counter[str] = Counter()
         # conversation id -> monotonic time before which it is not tried again after an error
@@ -113,9 +116,12 @@ class CentralLoop:
         self._stopping = False
 
     async def run(self) -> None:
-        recovered = await self._conversations.recover_answering()
-        if recovered:
-            log.info("answering %d conversations interrupted by a stop again", recovered)
+        # The only instance on its database takes back at once what it left `answering`;
+        # instances sharing one wait for the claims to run out.
+        if self._recover_on_start:
+            recovered = await self._conversations.recover_answering()
+            if recovered:
+                log.info("answering %d conversations interrupted by a stop again", recovered)
         async with anyio.create_task_group() as group:
             while not self._stopping:
                 try:
@@ -156,10 +162,9 @@ class CentralLoop:
     async def _answer_in_background(self, waiting: Unanswered) -> None:
         conversation_id = waiting.conversation_id
         try:
-            await self._conversations.set_answer_state(conversation_id, "answering")
             with anyio.fail_after(self._answer_timeout):
-                await self.answer(conversation_id)
-        except (ConversationEnded, ConversationNotFound):
+                await self._claim_and_answer(conversation_id)
+        except (ConversationEnded, ConversationNotFound, AnswerTaken):
             pass
         except Exception as error:
             await self._answer_failed(waiting, _describe(error, self._answer_timeout))
@@ -180,8 +185,8 @@ class CentralLoop:
                     "answering conversation %s failed for good after %d tries: %s",
                     waiting.conversation_id, attempts, failure.message,
                 )
-                await self._conversations.set_answer_state(
-                    waiting.conversation_id, "failed", failure.message
+                await self._conversations.release_answer(
+                    waiting.conversation_id, failed=True, error=failure.message
                 )
             else:
                 delay = backoff_seconds(attempts, self._retry_base)
@@ -190,30 +195,55 @@ class CentralLoop:
                     waiting.conversation_id, attempts, delay, failure.message,
                 )
                 self._retry_after[waiting.conversation_id] = time.monotonic() + delay
-                await self._conversations.set_answer_state(
-                    waiting.conversation_id, None, failure.message
+                await self._conversations.release_answer(
+                    waiting.conversation_id, failed=False, error=failure.message
                 )
         except MnemoloopError as error:
             log.error("could not record the failed answer of %s: %s", waiting.conversation_id,
                       error)
 
     async def answer(self, conversation_id: str) -> Answer:
-        """Answer the conversation now: context, one model call, the reply stored."""
+        """Answer the conversation now (the terminal chat, the demo). Raises `AnswerTaken`
+        when another instance is answering it; after any other failure the question is
+        left waiting again, and the error raised."""
+        try:
+            return await self._claim_and_answer(conversation_id)
+        except AnswerTaken:
+            raise
+        except BaseException as error:
+            with anyio.CancelScope(shield=True):
+                await self._conversations.release_answer(
+                    conversation_id, failed=False, error=f"{type(error).__name__}: {error}"
+                )
+            raise
+
+    async def _claim_and_answer(self, conversation_id: str) -> Answer:
+        """Claim the question, build the context, call the model once, and store the reply
+        if the claim still holds: `AnswerTaken` when another instance is answering it (or
+        took it over meanwhile)."""
+        if not await self._conversations.claim_answer(conversation_id):
+            raise AnswerTaken(conversation_id)
+        answer = await while_renewing(
+            lambda: self._compose(conversation_id),
+            lambda: self._conversations.renew_answer(conversation_id),
+            every=self._conversations.lease_seconds / 3,
+            what=f"the answer to conversation {conversation_id}",
+        )
+        end_reason = END_REASON_TOOL if answer.ended else None
+        reply = answer.text or (None if answer.ended else "(the model gave no answer)")
+        if not await self._conversations.store_answer(conversation_id, reply, end_reason):
+            log.warning("the answer to %s was not stored: its claim ran out", conversation_id)
+            raise AnswerTaken(conversation_id)
+        return answer
+
+    async def _compose(self, conversation_id: str) -> Answer:
         conversation = await self._conversations.get(conversation_id)
         app = await self._registry.require(conversation.app_id)
         context = await self.build_context(app, conversation.chat_messages())
         reply = await self._model.chat(context, tools=[END_CONVERSATION_TOOL])
         await self._energy.charge("conversation", energy_cost(reply.usage, self._tokens_per_unit))
         ends = any(call.name == END_CONVERSATION_TOOL.name for call in reply.tool_calls)
-        text = reply.text.strip()
-        if text or not ends:
-            await self._conversations.add_message(
-                conversation_id, "assistant", text or "(the model gave no answer)"
-            )
-        await self._conversations.set_answer_state(conversation_id, None)
-        if ends:
-            await self._conversations.end(conversation_id, END_REASON_TOOL)
-        return Answer(text, ends)
+        return Answer(reply.text.strip(), ends)
 
     async def build_context(self, app: App, conversation: list[ChatMessage]) -> list[ChatMessage]:
         """Base system prompt, then the app's memory block (if any), then the newest turns of

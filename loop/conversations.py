@@ -1,4 +1,10 @@
-"""Conversations and their messages. Ending one queues its memory job in the same transaction."""
+"""Conversations and their messages. Ending one queues its memory job in the same transaction.
+
+An answer is claimed before it is written: the claim names the instance (`owner`) and holds
+until `answer_lease_until` unless renewed. The reply is stored only by the claim that still
+holds it, so however many instances share the database, each question is answered once; an
+instance that dies leaves the question to the others when its lease runs out.
+"""
 
 from __future__ import annotations
 
@@ -7,10 +13,10 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from loop.errors import AppNotFound, AppNotInstalled, ConversationEnded, ConversationNotFound
-from loop.signals import Wakeup
+from loop.wakeups import JOBS_CHANNEL, MESSAGES_CHANNEL, Wakeup
 from memory_agent import ChatMessage
 from memory_agent.chat_model import Role
-from memory_agent.ports import Clock, Database, SqlTransaction, format_timestamp
+from memory_agent.ports import Clock, Database, SqlTransaction, format_timestamp, now_text
 
 
 @dataclass(frozen=True)
@@ -51,10 +57,20 @@ class Unanswered:
     answer_attempts: int
 
 
+# An answer nobody is writing: none claimed, or the claim ran out.
+_UNCLAIMED = "(answer_state IS NULL OR (answer_state = 'answering' AND answer_lease_until < ?))"
+_RELEASE = "answer_owner = NULL, answer_lease_until = NULL"
+
+
 class ConversationStore:
-    def __init__(self, database: Database, clock: Clock) -> None:
+    def __init__(
+        self, database: Database, clock: Clock, *, owner: str = "", lease_seconds: float = 30.0
+    ) -> None:
         self._db = database
         self._clock = clock
+        self.owner = owner
+        self.lease_seconds = lease_seconds
+        # Set here for this instance's own waiters, and by notifications from the others.
         self.message_posted = Wakeup()
         self.job_queued = Wakeup()
 
@@ -84,12 +100,18 @@ class ConversationStore:
                 (conversation_id, role, content, now),
             )
             # A new user message is a new question: a failed answer is tried afresh.
-            reset = ", answer_state = NULL, answer_error = NULL, answer_attempts = 0"
+            # (An answer being written stays claimed; it will see this message next time.)
+            reset = (
+                ", answer_state = NULLIF(answer_state, 'failed'), answer_error = NULL,"
+                " answer_attempts = 0"
+            )
             await tx.execute(
                 "UPDATE conversations SET last_activity_at = ?"
                 f"{reset if role == 'user' else ''} WHERE conversation_id = ?",
                 (now, conversation_id),
             )
+            if role == "user":
+                await tx.notify(MESSAGES_CHANNEL)
         if role == "user":
             self.message_posted.set()
 
@@ -98,27 +120,35 @@ class ConversationStore:
 
         Returns False (and queues nothing) when it had already ended.
         """
-        now = self._now()
         async with self._db.transaction() as tx:
-            row = await tx.fetch_one(
-                "SELECT app_id, status FROM conversations WHERE conversation_id = ?",
-                (conversation_id,),
-            )
-            if row is None:
-                raise ConversationNotFound(conversation_id)
-            if row["status"] == "ended":
-                return False
-            await tx.execute(
-                "UPDATE conversations SET status = 'ended', end_reason = ?, ended_at = ?,"
-                " last_activity_at = ? WHERE conversation_id = ?",
-                (reason, now, now, conversation_id),
-            )
-            await tx.execute(
-                "INSERT INTO memory_jobs (app_id, conversation_id, status, created_at, updated_at)"
-                " VALUES (?, ?, 'pending', ?, ?)",
-                (row["app_id"], conversation_id, now, now),
-            )
-        self.job_queued.set()
+            ended = await self._end(tx, conversation_id, reason)
+        if ended:
+            self.job_queued.set()
+        return ended
+
+    async def _end(self, tx: SqlTransaction, conversation_id: str, reason: str) -> bool:
+        now = self._now()
+        # Locks the row (PostgreSQL): two instances ending it at once queue one job.
+        row = await tx.fetch_one(
+            "SELECT app_id, status FROM conversations WHERE conversation_id = ?"
+            f"{tx.dialect.lock_rows}",
+            (conversation_id,),
+        )
+        if row is None:
+            raise ConversationNotFound(conversation_id)
+        if row["status"] == "ended":
+            return False
+        await tx.execute(
+            "UPDATE conversations SET status = 'ended', end_reason = ?, ended_at = ?,"
+            f" last_activity_at = ?, answer_state = NULL, {_RELEASE} WHERE conversation_id = ?",
+            (reason, now, now, conversation_id),
+        )
+        await tx.execute(
+            "INSERT INTO memory_jobs (app_id, conversation_id, status, created_at, updated_at)"
+            " VALUES (?, ?, 'pending', ?, ?)",
+            (row["app_id"], conversation_id, now, now),
+        )
+        await tx.notify(JOBS_CHANNEL)
         return True
 
     async def get(self, conversation_id: str) -> Conversation:
@@ -160,11 +190,11 @@ class ConversationStore:
             " SELECT c.conversation_id, c.app_id, c.answer_attempts, c.last_activity_at,"
             "  ROW_NUMBER() OVER (PARTITION BY c.app_id ORDER BY c.last_activity_at) AS turn"
             " FROM conversations c"
-            " WHERE c.status = 'open' AND c.answer_state IS NOT 'failed' AND"
+            f" WHERE c.status = 'open' AND {_UNCLAIMED} AND"
             " (SELECT m.role FROM messages m WHERE m.conversation_id = c.conversation_id"
             "  ORDER BY m.id DESC LIMIT 1) = 'user'"
-            ") WHERE turn <= ? ORDER BY last_activity_at LIMIT ?",
-            (per_app, limit),
+            ") AS waiting WHERE turn <= ? ORDER BY last_activity_at LIMIT ?",
+            (self._now(), per_app, limit),
         )
         return [Unanswered(row[0], row[1], row[2]) for row in rows]
 
@@ -174,38 +204,89 @@ class ConversationStore:
         cutoff = format_timestamp(self._clock.now() - idle_for)
         rows = await self._db.fetch_all(
             "SELECT conversation_id FROM conversations WHERE status = 'open'"
-            " AND last_activity_at < ? AND answer_state IS NOT 'answering'"
-            " ORDER BY last_activity_at",
-            (cutoff,),
+            " AND last_activity_at < ? AND (answer_state IS NULL OR answer_state = 'failed'"
+            " OR answer_lease_until < ?) ORDER BY last_activity_at",
+            (cutoff, self._now()),
         )
         return [row[0] for row in rows]
 
-    async def set_answer_state(
-        self, conversation_id: str, state: str | None, error: str | None = None
+    # -- answering ----------------------------------------------------------------------------
+
+    async def claim_answer(self, conversation_id: str) -> bool:
+        """Claim the answer for this instance (one more try), if nobody is writing it."""
+        claimed = await self._db.execute(
+            "UPDATE conversations SET answer_state = 'answering',"
+            " answer_attempts = answer_attempts + 1, answer_owner = ?, answer_lease_until = ?"
+            f" WHERE conversation_id = ? AND status = 'open' AND {_UNCLAIMED}",
+            (self.owner, self._lease_end(), conversation_id, self._now()),
+        )
+        return claimed == 1
+
+    async def renew_answer(self, conversation_id: str) -> bool:
+        """Extend the claim; False when this instance no longer holds it."""
+        renewed = await self._db.execute(
+            "UPDATE conversations SET answer_lease_until = ? WHERE conversation_id = ?"
+            " AND answer_state = 'answering' AND answer_owner = ?",
+            (self._lease_end(), conversation_id, self.owner),
+        )
+        return renewed == 1
+
+    async def store_answer(
+        self, conversation_id: str, text: str | None, end_reason: str | None
+    ) -> bool:
+        """Store the reply (if any) and end the conversation (if `end_reason`), in one
+        transaction, if this instance still holds the claim. False: it does not (the lease
+        ran out and another instance took the question over), and nothing was stored."""
+        now = self._now()
+        async with self._db.transaction() as tx:
+            released = await tx.execute(
+                f"UPDATE conversations SET answer_state = NULL, answer_error = NULL, {_RELEASE},"
+                " last_activity_at = ? WHERE conversation_id = ? AND status = 'open'"
+                " AND answer_state = 'answering' AND answer_owner = ?",
+                (now, conversation_id, self.owner),
+            )
+            if released != 1:
+                return False
+            if text is not None:
+                await tx.execute(
+                    "INSERT INTO messages (conversation_id, role, content, created_at)"
+                    " VALUES (?, 'assistant', ?, ?)",
+                    (conversation_id, text, now),
+                )
+            ended = end_reason is not None and await self._end(tx, conversation_id, end_reason)
+        if ended:
+            self.job_queued.set()
+        return True
+
+    async def release_answer(
+        self, conversation_id: str, *, failed: bool, error: str | None
     ) -> None:
-        """`answering` (one more try), `failed` with the error, or None (answered)."""
-        attempts = "answer_attempts + 1" if state == "answering" else "answer_attempts"
+        """Give the claim back after a failed try: `failed` for good (with the error), or
+        waiting for another try."""
         await self._db.execute(
-            f"UPDATE conversations SET answer_state = ?, answer_error = ?,"
-            f" answer_attempts = {attempts} WHERE conversation_id = ?",
-            (state, error, conversation_id),
+            f"UPDATE conversations SET answer_state = ?, answer_error = ?, {_RELEASE}"
+            " WHERE conversation_id = ? AND answer_state = 'answering' AND answer_owner = ?",
+            ("failed" if failed else None, error, conversation_id, self.owner),
         )
 
     async def recover_answering(self) -> int:
-        """Answers left `answering` by a stop are waiting again (at start-up)."""
-        result = await self._db.execute(
-            "UPDATE conversations SET answer_state = NULL WHERE answer_state = 'answering'"
+        """At the start of the only instance on a database (SQLite): answers it left
+        `answering` are waiting again at once, not after their lease."""
+        return await self._db.execute(
+            f"UPDATE conversations SET answer_state = NULL, {_RELEASE}"
+            " WHERE answer_state = 'answering'"
         )
-        return result.rowcount
 
     async def retry_answer(self, conversation_id: str) -> None:
         """The app asks for another try at a failed answer."""
         await self.get(conversation_id)  # raises ConversationNotFound
-        await self._db.execute(
-            "UPDATE conversations SET answer_state = NULL, answer_error = NULL,"
-            " answer_attempts = 0 WHERE conversation_id = ? AND answer_state = 'failed'",
-            (conversation_id,),
-        )
+        async with self._db.transaction() as tx:
+            await tx.execute(
+                "UPDATE conversations SET answer_state = NULL, answer_error = NULL,"
+                " answer_attempts = 0 WHERE conversation_id = ? AND answer_state = 'failed'",
+                (conversation_id,),
+            )
+            await tx.notify(MESSAGES_CHANNEL)
         self.message_posted.set()
 
     async def _require_open(self, tx: SqlTransaction, conversation_id: str) -> None:
@@ -218,4 +299,7 @@ class ConversationStore:
             raise ConversationEnded(conversation_id)
 
     def _now(self) -> str:
-        return format_timestamp(self._clock.now())
+        return now_text(self._clock)
+
+    def _lease_end(self) -> str:
+        return format_timestamp(self._clock.now() + timedelta(seconds=self.lease_seconds))

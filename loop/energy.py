@@ -1,21 +1,20 @@
-"""The energy budget: a level that refills continuously up to capacity, kept in the database.
+"""The energy budget: a level that refills continuously up to capacity, kept in the database
+and shared by every instance using it.
 
-Every charge updates the budget in memory at once; the stored copy is written at most once
-per `SAVE_INTERVAL` and when the service closes, since a write per LLM call would cost more
-than the call's bookkeeping is worth. A crash can thus lose the record of the last second's
-spending; a restart loses nothing.
+A charge refills the level for the time gone by and spends from it in one statement, so
+instances charging at once never lose each other's spending. Each instance keeps the last
+state it read or wrote; `refresh` reads the others' spending before a decision that depends
+on it (whether memory work may run).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
 from typing import Literal
 
-from memory_agent.ports import Clock, Database, format_timestamp, parse_timestamp
+from memory_agent.ports import Clock, Database, Row, now_text
 
 SpendingKind = Literal["memory", "conversation"]
-SAVE_INTERVAL = timedelta(seconds=1)
 
 
 @dataclass(frozen=True)
@@ -24,6 +23,9 @@ class EnergyReport:
     level: float
     memory_spent: int
     conversation_spent: int
+
+
+_STATE = "level, as_of_s, memory_spent, conversation_spent"
 
 
 class EnergyBudget:
@@ -42,48 +44,69 @@ class EnergyBudget:
         self.refill_per_second = refill_per_second
         self.memory_floor = memory_floor
         self._level = capacity
-        self._as_of = clock.now()
+        self._as_of = clock.now().timestamp()
         self._spent = {"memory": 0, "conversation": 0}
-        self._saved_at: datetime | None = None
-        self._unsaved = False
 
     async def load(self) -> None:
-        """Read the stored state, or store a full budget on first start."""
-        row = await self._db.fetch_one("SELECT * FROM energy_state WHERE id = 1")
-        if row is None:
-            await self._save()
-            return
-        self._level = min(float(row["level"]), self.capacity)
-        self._as_of = parse_timestamp(row["updated_at"])
-        self._spent = {"memory": row["memory_spent"], "conversation": row["conversation_spent"]}
+        """Store a full budget on the database's first start; read the stored state."""
+        await self._db.execute(
+            "INSERT INTO energy_state (id, level, updated_at, as_of_s) VALUES (1, ?, ?, ?)"
+            " ON CONFLICT (id) DO NOTHING",
+            (float(self.capacity), now_text(self._clock), self._clock.now().timestamp()),
+        )
+        await self.refresh()
+
+    async def refresh(self) -> None:
+        """Read the shared state (other instances' spending included)."""
+        row = await self._db.fetch_one(f"SELECT {_STATE} FROM energy_state WHERE id = 1")
+        if row is not None:
+            self._remember(row)
 
     @property
     def level(self) -> float:
-        elapsed = max((self._clock.now() - self._as_of).total_seconds(), 0.0)
+        """The level now, as of the last state this instance read or wrote."""
+        elapsed = max(self._clock.now().timestamp() - self._as_of, 0.0)
         return min(self.capacity, self._level + elapsed * self.refill_per_second)
 
     async def charge(self, kind: SpendingKind, units: int) -> None:
         """Spend `units`; the level does not go below zero, the spending is kept in full."""
         if units <= 0:
             return
-        now = self._clock.now()
-        self._level = max(0.0, self.level - units)
-        self._as_of = now
-        self._spent[kind] += units
-        self._unsaved = True
-        if self._saved_at is None or now - self._saved_at >= SAVE_INTERVAL:
-            await self._save()
-
-    async def flush(self) -> None:
-        """Write what is not stored yet (on close)."""
-        if self._unsaved:
-            await self._save()
+        greatest, least = self._db.dialect.greatest, self._db.dialect.least
+        now = self._clock.now().timestamp()
+        rows = await self._db.execute_returning(
+            f"UPDATE energy_state SET level = {greatest}(0.0, {least}(?,"
+            f" level + {greatest}(0.0, ? - as_of_s) * ?) - ?),"
+            f" as_of_s = {greatest}(as_of_s, ?), updated_at = ?,"
+            " memory_spent = memory_spent + ?, conversation_spent = conversation_spent + ?"
+            f" WHERE id = 1 RETURNING {_STATE}",
+            (
+                float(self.capacity),
+                now,
+                float(self.refill_per_second),
+                float(units),
+                now,
+                now_text(self._clock),
+                units if kind == "memory" else 0,
+                units if kind == "conversation" else 0,
+            ),
+        )
+        if rows:
+            self._remember(rows[0])
 
     async def set_level(self, level: float) -> None:
         """For operators and tests: put the level at `level` now."""
-        self._level = max(0.0, min(self.capacity, level))
-        self._as_of = self._clock.now()
-        await self._save()
+        rows = await self._db.execute_returning(
+            f"UPDATE energy_state SET level = ?, as_of_s = ?, updated_at = ? WHERE id = 1"
+            f" RETURNING {_STATE}",
+            (
+                max(0.0, min(self.capacity, float(level))),
+                self._clock.now().timestamp(),
+                now_text(self._clock),
+            ),
+        )
+        if rows:
+            self._remember(rows[0])
 
     def memory_work_allowed(self) -> bool:
         return self.level > self.memory_floor * self.capacity
@@ -97,23 +120,13 @@ class EnergyBudget:
             return float("inf")
         return missing / self.refill_per_second + 0.01
 
-    def report(self) -> EnergyReport:
+    async def report(self) -> EnergyReport:
+        await self.refresh()
         return EnergyReport(
             self.capacity, round(self.level, 3), self._spent["memory"], self._spent["conversation"]
         )
 
-    async def _save(self) -> None:
-        self._saved_at = self._clock.now()
-        self._unsaved = False
-        await self._db.execute(
-            "INSERT INTO energy_state (id, level, updated_at, memory_spent, conversation_spent)"
-            " VALUES (1, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET level = excluded.level,"
-            " updated_at = excluded.updated_at, memory_spent = excluded.memory_spent,"
-            " conversation_spent = excluded.conversation_spent",
-            (
-                self._level,
-                format_timestamp(self._as_of),
-                self._spent["memory"],
-                self._spent["conversation"],
-            ),
-        )
+    def _remember(self, row: Row) -> None:
+        self._level = min(float(row[0]), self.capacity)
+        self._as_of = float(row[1])
+        self._spent = {"memory": int(row[2]), "conversation": int(row[3])}

@@ -5,6 +5,7 @@ MnemoloopError
 ├── AppNotInstalled           the app exists but is uninstalled (conflict)
 ├── ConversationNotFound      no conversation with this id
 ├── ConversationEnded         the conversation no longer takes messages (conflict)
+├── AnswerTaken               another instance is answering the conversation (conflict)
 └── NoChatModel               no usable model backend; the message says how to fix it
 """
 
@@ -34,6 +35,12 @@ class ConversationNotFound(MnemoloopError):
 class ConversationEnded(MnemoloopError):
     def __init__(self, conversation_id: str) -> None:
         super().__init__(f"conversation {conversation_id!r} has ended")
+        self.conversation_id = conversation_id
+
+
+class AnswerTaken(MnemoloopError):
+    def __init__(self, conversation_id: str) -> None:
+        super().__init__(f"another instance is answering conversation {conversation_id!r}")
         self.conversation_id = conversation_id
 
 

@@ -1,4 +1,11 @@
-"""Durable memory jobs: queued when a conversation ends, claimed by the memory worker."""
+"""Durable memory jobs: queued when a conversation ends, claimed by a memory worker.
+
+A claim is a lease: the claiming instance (`owner`) holds the job until `lease_until`,
+renewing it while it works. A job whose lease ran out (its instance died or froze) is claimed
+again by any instance. Every claim adds one to `attempts`, and the job's end (`done`,
+`pending` again, `skipped`, `failed`) is recorded only by the claim that still holds it, so
+a claim that lost its job can never end it twice.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +17,7 @@ from typing import Any, Literal
 
 from loop.backoff import backoff_seconds
 from memory_agent.models import CompactionOutcome
-from memory_agent.ports import Clock, Database, SqlTransaction, format_timestamp
+from memory_agent.ports import Clock, SqlSession, format_timestamp, now_text
 
 JobStatus = Literal["pending", "running", "deferred", "done", "skipped", "failed", "cancelled"]
 JOB_STATUSES: tuple[JobStatus, ...] = (
@@ -59,59 +66,95 @@ class MemoryJob:
         )
 
 
+_RELEASE = "lease_owner = NULL, lease_until = NULL"
+_HELD = "status = 'running' AND id = ? AND attempts = ?"
+
+
 class MemoryJobStore:
-    def __init__(self, database: Database, clock: Clock) -> None:
-        self._db = database
+    def __init__(
+        self, session: SqlSession, clock: Clock, *, owner: str = "", lease_seconds: float = 30.0
+    ) -> None:
+        self._db = session
         self._clock = clock
+        self.owner = owner
+        self.lease_seconds = lease_seconds
+
+    def within(self, tx: SqlSession) -> MemoryJobStore:
+        """The same store, its statements inside `tx`."""
+        return MemoryJobStore(tx, self._clock, owner=self.owner, lease_seconds=self.lease_seconds)
 
     async def recover_interrupted(self) -> int:
-        """Jobs left `running` by a crash go back to `pending` (`failed` once interrupted
+        """At the start of the only instance on a database (SQLite): jobs it left `running`
+        go back to `pending` at once, not after their lease (`failed` once interrupted
         MAX_INTERRUPTIONS times)."""
         now = self._now()
-        async with self._db.transaction() as tx:
-            await tx.execute(
-                "UPDATE memory_jobs SET status = 'failed', updated_at = ?,"
-                " last_error = 'interrupted ' || attempts || ' times'"
-                " WHERE status = 'running' AND attempts >= ?",
-                (now, MAX_INTERRUPTIONS),
-            )
-            result = await tx.execute(
-                "UPDATE memory_jobs SET status = 'pending', updated_at = ?"
-                " WHERE status = 'running'",
-                (now,),
-            )
-        return result.rowcount
+        await self._db.execute(
+            "UPDATE memory_jobs SET status = 'failed', updated_at = ?,"
+            f" last_error = 'interrupted ' || attempts || ' times', {_RELEASE}"
+            " WHERE status = 'running' AND attempts >= ?",
+            (now, MAX_INTERRUPTIONS),
+        )
+        return await self._db.execute(
+            f"UPDATE memory_jobs SET status = 'pending', updated_at = ?, {_RELEASE}"
+            " WHERE status = 'running'",
+            (now,),
+        )
 
     async def claim_next(self, busy_apps: Collection[str]) -> MemoryJob | None:
-        """Take the oldest due pending job of an app with no job running; mark it `running`."""
+        """Take the oldest due job of an app with no job running here: a pending one, or one
+        whose claim ran out; mark it `running` under this instance's lease."""
+        now = self._now()
+        await self._fail_exhausted(now)
         placeholders = ",".join("?" * len(busy_apps))
         busy = f"AND app_id NOT IN ({placeholders})" if busy_apps else ""
         return await self._claim(
-            "SELECT id FROM memory_jobs WHERE status = 'pending'"
-            f" AND (not_before IS NULL OR not_before <= ?) {busy} ORDER BY id LIMIT 1",
-            (self._now(), *busy_apps),
+            "SELECT id FROM memory_jobs WHERE ((status = 'pending'"
+            " AND (not_before IS NULL OR not_before <= ?))"
+            f" OR (status = 'running' AND lease_until < ?)) {busy}"
+            f" ORDER BY id LIMIT 1{self._db.dialect.skip_locked}",
+            (now, now, *busy_apps),
         )
 
     async def claim_for_conversation(self, conversation_id: str) -> MemoryJob | None:
         """Take this conversation's job if it is waiting (pending or deferred)."""
         return await self._claim(
             "SELECT id FROM memory_jobs WHERE conversation_id = ?"
-            " AND status IN ('pending', 'deferred')",
+            f" AND status IN ('pending', 'deferred'){self._db.dialect.skip_locked}",
             (conversation_id,),
         )
 
     async def _claim(self, select_id: str, params: tuple[str, ...]) -> MemoryJob | None:
         # One statement picks and marks the job, so two claimers can never take the same one.
         rows = await self._db.execute_returning(
-            "UPDATE memory_jobs SET status = 'running', attempts = attempts + 1, updated_at = ?"
-            f" WHERE id = ({select_id}) RETURNING *",
-            (self._now(), *params),
+            "UPDATE memory_jobs SET status = 'running', attempts = attempts + 1, updated_at = ?,"
+            f" lease_owner = ?, lease_until = ? WHERE id = ({select_id}) RETURNING *",
+            (self._now(), self.owner, self._lease_end(), *params),
         )
         return MemoryJob.from_row(rows[0]) if rows else None
 
+    async def _fail_exhausted(self, now: str) -> None:
+        """A job whose claims ran out MAX_INTERRUPTIONS times (it kills or freezes whoever
+        runs it) is failed rather than tried forever."""
+        await self._db.execute(
+            "UPDATE memory_jobs SET status = 'failed', updated_at = ?,"
+            f" last_error = 'interrupted ' || attempts || ' times', {_RELEASE}"
+            " WHERE status = 'running' AND lease_until < ? AND attempts >= ?",
+            (now, now, MAX_INTERRUPTIONS),
+        )
+
+    async def renew(self, job: MemoryJob) -> bool:
+        """Extend this claim's lease; False when the claim no longer holds the job."""
+        renewed = await self._db.execute(
+            f"UPDATE memory_jobs SET lease_until = ? WHERE {_HELD}",
+            (self._lease_end(), job.id, job.attempts),
+        )
+        return renewed == 1
+
+    def _lease_end(self) -> str:
+        return format_timestamp(self._clock.now() + timedelta(seconds=self.lease_seconds))
+
     async def mark_done(
         self,
-        tx: SqlTransaction,
         job: MemoryJob,
         *,
         memory_id: int | None,
@@ -121,9 +164,9 @@ class MemoryJobStore:
         """Inside the memory's own transaction: `done`, if this claim still holds the job (it
         is running, and no later claim took it since: a purge may have cancelled it, a restart
         requeued it). False means the write must not happen."""
-        result = await tx.execute(
+        done = await self._db.execute(
             "UPDATE memory_jobs SET status = 'done', last_error = NULL, memory_id = ?, note = ?,"
-            " steps = ?, updated_at = ? WHERE id = ? AND status = 'running' AND attempts = ?",
+            f" steps = ?, updated_at = ?, {_RELEASE} WHERE {_HELD}",
             (
                 memory_id,
                 note,
@@ -133,14 +176,14 @@ class MemoryJobStore:
                 job.attempts,
             ),
         )
-        return result.rowcount == 1
+        return done == 1
 
     async def finish(self, job: MemoryJob, status: JobStatus, error: str | None = None) -> None:
         """End a running job that wrote nothing (skipped, failed), if this claim still holds
         it; a cancelled job stays so."""
         await self._db.execute(
-            "UPDATE memory_jobs SET status = ?, last_error = ?, updated_at = ?"
-            " WHERE id = ? AND status = 'running' AND attempts = ?",
+            f"UPDATE memory_jobs SET status = ?, last_error = ?, updated_at = ?, {_RELEASE}"
+            f" WHERE {_HELD}",
             (status, error, self._now(), job.id, job.attempts),
         )
 
@@ -150,39 +193,36 @@ class MemoryJobStore:
         due = format_timestamp(self._clock.now() + timedelta(seconds=delay))
         await self._db.execute(
             "UPDATE memory_jobs SET status = 'pending', last_error = ?, not_before = ?,"
-            " updated_at = ? WHERE id = ? AND status = 'running' AND attempts = ?",
+            f" updated_at = ?, {_RELEASE} WHERE {_HELD}",
             (error, due, self._now(), job.id, job.attempts),
         )
         return delay
 
-    async def cancel_for_app(self, tx: SqlTransaction, app_id: str, reason: str) -> int:
+    async def cancel_for_app(self, app_id: str, reason: str) -> int:
         """Cancel the app's waiting and running jobs (a running one can no longer write)."""
-        result = await tx.execute(
-            "UPDATE memory_jobs SET status = 'cancelled', last_error = ?, updated_at = ?"
-            " WHERE app_id = ? AND status IN ('pending', 'deferred', 'running')",
+        return await self._db.execute(
+            "UPDATE memory_jobs SET status = 'cancelled', last_error = ?, updated_at = ?,"
+            f" {_RELEASE} WHERE app_id = ? AND status IN ('pending', 'deferred', 'running')",
             (reason, self._now(), app_id),
         )
-        return result.rowcount
 
-    async def erase_steps(self, tx: SqlTransaction, app_id: str) -> None:
+    async def erase_steps(self, app_id: str) -> None:
         """Purge: compaction reasons may quote memories; the app's job records lose them."""
-        await tx.execute("UPDATE memory_jobs SET steps = NULL WHERE app_id = ?", (app_id,))
+        await self._db.execute("UPDATE memory_jobs SET steps = NULL WHERE app_id = ?", (app_id,))
 
     async def defer_pending(self, reason: str) -> int:
-        result = await self._db.execute(
+        return await self._db.execute(
             "UPDATE memory_jobs SET status = 'deferred', last_error = ?, updated_at = ?"
             " WHERE status = 'pending'",
             (reason, self._now()),
         )
-        return result.rowcount
 
     async def resume_deferred(self) -> int:
-        result = await self._db.execute(
+        return await self._db.execute(
             "UPDATE memory_jobs SET status = 'pending', last_error = NULL, updated_at = ?"
             " WHERE status = 'deferred'",
             (self._now(),),
         )
-        return result.rowcount
 
     async def has_waiting(self) -> bool:
         row = await self._db.fetch_one(
@@ -223,4 +263,4 @@ class MemoryJobStore:
         return counts
 
     def _now(self) -> str:
-        return format_timestamp(self._clock.now())
+        return now_text(self._clock)

@@ -10,8 +10,9 @@ from anyio.abc import TaskGroup
 from loop.conversations import ConversationStore
 from loop.energy import EnergyBudget
 from loop.jobs import JobStatus, MemoryJob, MemoryJobStore
+from loop.leases import while_renewing
 from loop.metrics import Metrics
-from loop.signals import InFlight
+from loop.wakeups import InFlight
 from memory_agent import MemoryCreationRequest, MemorySubAgent
 from memory_agent.errors import MemoryWriteRefused, MnemoloopError
 
@@ -31,6 +32,7 @@ class MemoryWorker:
         attempts: int = 5,
         retry_base_seconds: float = 5.0,
         poll_interval: float = 0.5,
+        recover_on_start: bool = True,
     ) -> None:
         self._jobs = jobs
         self._conversations = conversations
@@ -41,15 +43,19 @@ class MemoryWorker:
         self._attempts = attempts
         self._retry_base = retry_base_seconds
         self._poll_interval = poll_interval
+        self._recover_on_start = recover_on_start
         self._running_apps = InFlight()
         self._stopping = False
         # Jobs may have been deferred before a restart; after one resume we know.
         self._may_have_deferred = True
 
     async def run(self) -> None:
-        recovered = await self._jobs.recover_interrupted()
-        if recovered:
-            log.info("requeued %d memory jobs interrupted by a stop", recovered)
+        # The only instance on its database takes back at once what it left `running`;
+        # instances sharing one take over jobs whose lease ran out.
+        if self._recover_on_start:
+            recovered = await self._jobs.recover_interrupted()
+            if recovered:
+                log.info("requeued %d memory jobs interrupted by a stop", recovered)
         async with anyio.create_task_group() as group:
             while not self._stopping:
                 try:
@@ -70,6 +76,7 @@ class MemoryWorker:
 
     async def _start_ready_jobs(self, group: TaskGroup) -> float:
         """Start what may start now; return how long to wait before looking again."""
+        await self._energy.refresh()  # other instances spend from the same budget
         if not self._energy.memory_work_allowed():
             deferred = await self._jobs.defer_pending(
                 f"energy {self._energy.level:.0f} is below the memory floor"
@@ -110,24 +117,31 @@ class MemoryWorker:
         status: JobStatus
         try:
             messages = await self._conversations.chat_messages(job.conversation_id)
-            await self._agent.create_memory(
-                MemoryCreationRequest(job.app_id, job.conversation_id, messages, job.id),
-                commit_guard=lambda tx, result: self._jobs.mark_done(
-                    tx,
-                    job,
-                    memory_id=result.memory.id if result.memory else None,
-                    note=result.note,
-                    steps=result.compactions,
+            await while_renewing(
+                lambda: self._agent.create_memory(
+                    MemoryCreationRequest(job.app_id, job.conversation_id, messages, job.id),
+                    commit_guard=lambda tx, result: self._jobs.within(tx).mark_done(
+                        job,
+                        memory_id=result.memory.id if result.memory else None,
+                        note=result.note,
+                        steps=result.compactions,
+                    ),
                 ),
+                lambda: self._jobs.renew(job),
+                every=self._jobs.lease_seconds / 3,
+                what=f"memory job {job.id}",
             )
             status = "done"
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True):
-                # Stopped mid-job: leave it `running`, which a restart requeues.
+                # Stopped mid-job: leave it `running`, which a restart requeues (or, on a
+                # shared database, another instance takes over when the lease runs out).
                 await self._charge_memory_energy()
             raise
         except MemoryWriteRefused:
-            status = "cancelled"  # a purge cancelled it meanwhile; the record says so already
+            # A purge cancelled it meanwhile, or its lease ran out and another instance took
+            # it over: the job's record says which, and this claim writes nothing.
+            status = "cancelled"
         except MnemoloopError as failure:
             # Already logged by the sub-agent; the conversation is unaffected.
             error = f"{type(failure).__name__}: {failure}"
@@ -150,6 +164,7 @@ class MemoryWorker:
 
         Below the energy floor the job is left waiting for `serve`. Returns the job as it ends.
         """
+        await self._energy.refresh()
         if self._energy.memory_work_allowed():
             job = await self._jobs.claim_for_conversation(conversation_id)
             if job is not None:

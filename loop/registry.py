@@ -5,14 +5,13 @@ from __future__ import annotations
 import hashlib
 import re
 import secrets
-import sqlite3
 from dataclasses import dataclass
 
-from loop.database import SqliteDatabase
 from loop.errors import AppNotFound, InvalidInput
 from loop.jobs import MemoryJobStore
+from loop.storage import Engine
 from memory_agent import MemorySubAgent
-from memory_agent.ports import Clock, SqlTransaction, format_timestamp
+from memory_agent.ports import Clock, Row, SqlTransaction, now_text
 
 
 @dataclass(frozen=True)
@@ -25,7 +24,7 @@ class App:
     memory_count: int = 0
 
     @classmethod
-    def from_row(cls, row: sqlite3.Row) -> App:
+    def from_row(cls, row: Row) -> App:
         keys = row.keys()
         return cls(
             row["app_id"],
@@ -68,7 +67,7 @@ def hash_key(key: str) -> str:
 
 class AppRegistry:
     def __init__(
-        self, database: SqliteDatabase, agent: MemorySubAgent, jobs: MemoryJobStore, clock: Clock
+        self, database: Engine, agent: MemorySubAgent, jobs: MemoryJobStore, clock: Clock
     ) -> None:
         self._db = database
         self._agent = agent
@@ -79,7 +78,7 @@ class AppRegistry:
         """Install, or re-install an uninstalled app (its memories come back), with a new key."""
         validate_app(app_id, name)
         key = "mlk_" + secrets.token_urlsafe(24)
-        now = format_timestamp(self._clock.now())
+        now = now_text(self._clock)
         await self._db.execute(
             "INSERT INTO apps (app_id, name, installed, installed_at, api_key_hash)"
             " VALUES (?, ?, 1, ?, ?) ON CONFLICT (app_id) DO UPDATE SET name = excluded.name,"
@@ -96,7 +95,7 @@ class AppRegistry:
             await tx.execute(
                 "UPDATE apps SET installed = 0, uninstalled_at = ?, api_key_hash = NULL"
                 " WHERE app_id = ?",
-                (format_timestamp(self._clock.now()), app_id),
+                (now_text(self._clock), app_id),
             )
             purged = await self._purge(tx, app_id) if purge_memories else 0
         if purge_memories:
@@ -114,8 +113,14 @@ class AppRegistry:
         return purged
 
     async def _purge(self, tx: SqlTransaction, app_id: str) -> int:
-        await self._jobs.cancel_for_app(tx, app_id, "cancelled: the app's memories were purged")
-        await self._jobs.erase_steps(tx, app_id)
+        # The app's row first, as a memory job's transaction takes it first: the two wait for
+        # each other in the same order, never in a cycle.
+        await tx.fetch_one(
+            f"SELECT app_id FROM apps WHERE app_id = ?{tx.dialect.lock_rows}", (app_id,)
+        )
+        jobs = self._jobs.within(tx)
+        await jobs.cancel_for_app(app_id, "cancelled: the app's memories were purged")
+        await jobs.erase_steps(app_id)
         return await self._agent.delete_app_memories(app_id, tx=tx)
 
     async def get(self, app_id: str) -> App | None:

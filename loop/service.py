@@ -3,21 +3,25 @@
 from __future__ import annotations
 
 import logging
+import os
+import secrets
+import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 from loop.central import CentralLoop
 from loop.conversations import ConversationStore
-from loop.database import SqliteDatabase
 from loop.energy import EnergyBudget
 from loop.jobs import MemoryJobStore
-from loop.llm.select import open_chat_model
+from loop.llm.choice import open_chat_model
 from loop.memory_worker import MemoryWorker
 from loop.metrics import Metrics
 from loop.prompt_budget import PromptBudget
 from loop.registry import AppRegistry
 from loop.settings import Settings
+from loop.storage import Engine, database_for
+from loop.wakeups import JOBS_CHANNEL, MESSAGES_CHANNEL
 from memory_agent import ChatModel, MemorySubAgent
 from memory_agent.ports import Clock, SystemClock
 
@@ -27,7 +31,7 @@ log = logging.getLogger("mnemoloop")
 @dataclass
 class Services:
     settings: Settings
-    database: SqliteDatabase
+    database: Engine
     clock: Clock
     chat_model: ChatModel
     memory_model: ChatModel
@@ -49,11 +53,21 @@ class Services:
             max_concurrent=self.settings.max_concurrent_memory_jobs,
             attempts=self.settings.memory_job_attempts,
             retry_base_seconds=self.settings.memory_retry_base_seconds,
+            recover_on_start=not self.database.shared,
+        )
+
+    async def listen(self) -> None:
+        """Wake this instance's loop and worker when another instance has work for them."""
+        await self.database.listen(
+            {
+                MESSAGES_CHANNEL: self.conversations.message_posted.set,
+                JOBS_CHANNEL: self.conversations.job_queued.set,
+            }
         )
 
     async def metrics_text(self) -> bytes:
         apps = await self.registry.list()
-        energy = self.energy.report()
+        energy = await self.energy.report()
         return self.metrics.render(
             stats=self.agent.stats,
             jobs_by_status=await self.jobs.counts_by_status(),
@@ -61,6 +75,11 @@ class Services:
             apps_with_memories=sum(1 for app in apps if app.memory_count),
             apps=len(apps),
         )
+
+
+def instance_name() -> str:
+    """Who holds a claim: host, process and a random part (a pid can be reused)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
 
 
 def prompt_budget(settings: Settings, model: ChatModel) -> PromptBudget:
@@ -79,17 +98,21 @@ async def open_services(
     chat_model: ChatModel | None = None,
     memory_model: ChatModel | None = None,
     clock: Clock | None = None,
+    answers_only_elsewhere: bool = False,
 ) -> AsyncIterator[Services]:
-    """Open the database (migrating it) and the models, wire everything, close it all after."""
+    """Open the database (migrating it) and the models, wire everything, close it all after.
+    `answers_only_elsewhere` (a memory worker given a stand-in chat model): the memory model
+    is opened from the settings even when it is the same backend as the chat model."""
     clock = clock or SystemClock()
-    database = await SqliteDatabase(settings.db).open()
+    database = await database_for(settings.db, pool_size=settings.db_pool_size).open()
+    owner = instance_name()
     owned: list[ChatModel] = []
     try:
         if chat_model is None:
             chat_model = await open_chat_model(settings.llm, settings)
             owned.append(chat_model)
         if memory_model is None:
-            if settings.memory_backend == settings.llm:
+            if settings.memory_backend == settings.llm and not answers_only_elsewhere:
                 memory_model = chat_model
             else:
                 memory_model = await open_chat_model(settings.memory_backend, settings)
@@ -112,8 +135,9 @@ async def open_services(
             memory_floor=settings.energy_memory_floor,
         )
         await energy.load()
-        conversations = ConversationStore(database, clock)
-        jobs = MemoryJobStore(database, clock)
+        lease = settings.lease_seconds
+        conversations = ConversationStore(database, clock, owner=owner, lease_seconds=lease)
+        jobs = MemoryJobStore(database, clock, owner=owner, lease_seconds=lease)
         registry = AppRegistry(database, agent, jobs, clock)
         metrics = Metrics()
         central = CentralLoop(
@@ -130,24 +154,22 @@ async def open_services(
             answer_timeout=settings.answer_timeout,
             answer_attempts=settings.answer_attempts,
             prompt_budget=prompt_budget(settings, chat_model),
+            recover_on_start=not database.shared,
         )
-        try:
-            yield Services(
-                settings,
-                database,
-                clock,
-                chat_model,
-                memory_model,
-                agent,
-                registry,
-                conversations,
-                jobs,
-                energy,
-                metrics,
-                central,
-            )
-        finally:
-            await energy.flush()
+        yield Services(
+            settings,
+            database,
+            clock,
+            chat_model,
+            memory_model,
+            agent,
+            registry,
+            conversations,
+            jobs,
+            energy,
+            metrics,
+            central,
+        )
     finally:
         for model in owned:
             await model.aclose()

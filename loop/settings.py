@@ -20,7 +20,13 @@ class Settings(BaseSettings):
         env_prefix="MNEMOLOOP_", env_file=".env", extra="ignore", frozen=True, allow_inf_nan=False
     )
 
-    db: Path = Path("./mnemoloop.db")
+    # A SQLite file (a path or sqlite:///path) or postgresql://user:password@host/database.
+    db: str = "./mnemoloop.db"
+    # Connections each instance keeps to PostgreSQL.
+    db_pool_size: Annotated[int, Field(ge=1, le=500)] = 10
+    # Seconds a claim on a memory job or an answer holds without renewal: an instance that
+    # dies leaves its work to the others this long after its last renewal.
+    lease_seconds: Annotated[float, Field(ge=1, le=3600)] = 30.0
     llm: str = "auto"
     memory_llm: str | None = None
     ollama_host: str = Field("http://127.0.0.1:11434", validation_alias=AliasChoices("OLLAMA_HOST"))
@@ -60,6 +66,21 @@ class Settings(BaseSettings):
     # slows down sharply when its threads compete with another busy process.
     local_threads: Annotated[int, Field(ge=1, le=256)] = max(1, (os.cpu_count() or 2) // 2)
 
+    @field_validator("db", mode="before")
+    @classmethod
+    def _db(cls, value: object) -> object:
+        if isinstance(value, Path):
+            return str(value)
+        if isinstance(value, str):
+            if not value.strip():
+                raise ValueError("must name a SQLite file or a postgresql:// database")
+            scheme = value.split("://", 1)[0] if "://" in value else None
+            if scheme not in (None, "sqlite", "postgresql", "postgres"):
+                raise ValueError(
+                    "must be a file path, sqlite:///path or postgresql://user@host/database"
+                )
+        return value
+
     @field_validator("llm", "memory_llm")
     @classmethod
     def _backend(cls, value: str | None) -> str | None:
@@ -94,5 +115,6 @@ def load_settings(**overrides: object) -> Settings:
     except ValidationError as error:
         first = error.errors()[0]
         field = str(first["loc"][0]) if first["loc"] else "?"
-        value = "<hidden>" if field == "admin_token" else repr(first.get("input"))
+        hidden = field == "admin_token" or (field == "db" and "@" in str(first.get("input")))
+        value = "<hidden>" if hidden else repr(first.get("input"))
         raise SettingsError(f"{env_name(field)}={value}: {first['msg']}") from None

@@ -26,7 +26,7 @@ from memory_agent.creation import MemoryWriter, WrittenMemory
 from memory_agent.energy import EnergyMeter
 from memory_agent.errors import ChatModelTimeout, MemoryWriteRefused, MnemoloopError
 from memory_agent.models import CompactionOutcome, Memory, MemoryEvent
-from memory_agent.ports import Clock, Database, SqlTransaction, SystemClock, format_timestamp
+from memory_agent.ports import Clock, Database, SqlTransaction, SystemClock, now_text
 from memory_agent.retention import NEW_MEMORY_ID
 from memory_agent.store import EventSource, MemoryStore
 
@@ -148,15 +148,22 @@ class MemorySubAgent:
             snapshot = await self._store.list_oldest_first(request.app_id)
             steps = await self._compactor.decide(snapshot, written.content, today)
             async with self._db.transaction() as tx:
-                current = await self._store.list_oldest_first(request.app_id, tx=tx)
+                current = await self._current_memories(tx, request.app_id)
                 if _fingerprint(current) != _fingerprint(snapshot):
                     continue  # changed while the model decided: decide again
                 return await self._apply(tx, request, written, current, steps, commit_guard)
         # Still changing: the policy decides on what is there now, inside the transaction.
         async with self._db.transaction() as tx:
-            current = await self._store.list_oldest_first(request.app_id, tx=tx)
+            current = await self._current_memories(tx, request.app_id)
             steps = self._compactor.policy_only(current, written.content)
             return await self._apply(tx, request, written, current, steps, commit_guard)
+
+    async def _current_memories(self, tx: SqlTransaction, app_id: str) -> list[Memory]:
+        """The app's memories as of now, its row held so that no other write (from this
+        instance or another) changes them before this transaction ends."""
+        store = self._store.within(tx)
+        await store.lock_app(app_id)
+        return await store.list_oldest_first(app_id)
 
     async def _apply(
         self,
@@ -168,8 +175,7 @@ class MemorySubAgent:
         commit_guard: CommitGuard | None,
     ) -> MemoryCreated:
         memory, outcomes = await apply_write(
-            self._store,
-            tx,
+            self._store.within(tx),
             app_id=request.app_id,
             content=written.content,
             source_conversation_id=request.conversation_id,
@@ -246,12 +252,14 @@ class MemorySubAgent:
     async def delete_memory(self, app_id: str, memory_id: int) -> bool:
         """Delete one memory (by an admin), with its history event. Never waits for a model."""
         async with self._db.transaction() as tx:
-            memory = await self._store.get(app_id, memory_id, tx=tx)
+            store = self._store.within(tx)
+            await store.lock_app(app_id)
+            memory = await store.get(app_id, memory_id)
             if memory is None:
                 return False
-            await self._store.delete(app_id, memory_id, tx=tx)
-            await self._store.record_event(
-                tx, app_id, memory_id, "deleted", "admin", EventSource(self._now()),
+            await store.delete(app_id, memory_id)
+            await store.record_event(
+                app_id, memory_id, "deleted", "admin", EventSource(self._now()),
                 reason="deleted by an admin", before=memory.content,
             )
         return True
@@ -264,10 +272,12 @@ class MemorySubAgent:
             async with self._db.transaction() as own:
                 return await self.delete_app_memories(app_id, tx=own)
         source = EventSource(self._now())
-        deleted = await self._store.delete_all(app_id, tx=tx)
+        store = self._store.within(tx)
+        await store.lock_app(app_id)
+        deleted = await store.delete_all(app_id)
         for memory_id in deleted:
-            await self._store.record_event(tx, app_id, memory_id, "deleted", "purge", source)
-        await self._store.erase_history_text(tx, app_id)
+            await store.record_event(app_id, memory_id, "deleted", "purge", source)
+        await store.erase_history_text(app_id)
         return len(deleted)
 
     # -- energy -----------------------------------------------------------------------------
@@ -294,14 +304,16 @@ class MemorySubAgent:
         return reply
 
     def _now(self) -> str:
-        return format_timestamp(self._clock.now())
+        return now_text(self._clock)
 
 
 async def _check_guard(
     commit_guard: CommitGuard | None, tx: SqlTransaction, result: MemoryCreated
 ) -> None:
     if commit_guard is not None and not await commit_guard(tx, result):
-        raise MemoryWriteRefused("the memory job was cancelled; nothing was written")
+        raise MemoryWriteRefused(
+            "the memory job is no longer held (cancelled or taken over); nothing was written"
+        )
 
 
 def _fingerprint(memories: Sequence[Memory]) -> list[tuple[int, str]]:

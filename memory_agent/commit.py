@@ -9,7 +9,6 @@ from typing import Any
 
 from memory_agent.compaction import DecidedStep
 from memory_agent.models import CompactionOutcome, Memory
-from memory_agent.ports import SqlTransaction
 from memory_agent.retention import NEW_MEMORY_ID
 from memory_agent.store import EventSource, MemoryStore
 
@@ -20,7 +19,6 @@ class _Write:
     the steps change them (content and metadata by id)."""
 
     store: MemoryStore
-    tx: SqlTransaction
     app_id: str
     source: EventSource
     conversation_id: str
@@ -31,7 +29,6 @@ class _Write:
 
 async def apply_write(
     store: MemoryStore,
-    tx: SqlTransaction,
     *,
     app_id: str,
     content: str,
@@ -42,10 +39,10 @@ async def apply_write(
     source: EventSource,
 ) -> tuple[Memory | None, list[CompactionOutcome]]:
     """Insert the new memory (unless a step deletes or folds it) and apply `steps` to
-    `current`; returns the memory inserted and the steps as applied."""
+    `current`, through `store` (bound to the job's transaction); returns the memory inserted
+    and the steps as applied."""
     write = _Write(
         store,
-        tx,
         app_id,
         source,
         source_conversation_id,
@@ -60,10 +57,9 @@ async def apply_write(
             created_at=source.at,
             source_conversation_id=source_conversation_id,
             metadata={"relatedConversations": [source_conversation_id]},
-            tx=tx,
         )
         await store.record_event(
-            tx, app_id, memory.id, "created", "job", source,
+            app_id, memory.id, "created", "job", source,
             reason=f"written from the conversation ({written_by})", after=content,
         )
         write.new_id = memory.id
@@ -77,9 +73,9 @@ async def apply_write(
 async def _delete(write: _Write, decided: DecidedStep) -> CompactionOutcome:
     target = write.new_id if decided.step.target == NEW_MEMORY_ID else decided.step.target
     if target != NEW_MEMORY_ID:  # the new memory, deleted before it was ever written
-        await write.store.delete(write.app_id, target, tx=write.tx)
+        await write.store.delete(write.app_id, target)
         await write.store.record_event(
-            write.tx, write.app_id, target, "deleted", decided.decided_by, write.source,
+            write.app_id, target, "deleted", decided.decided_by, write.source,
             reason=_reason(decided), before=write.content.pop(target),
         )
     return _outcome(write.app_id, decided, target)
@@ -98,17 +94,17 @@ async def _edit(write: _Write, decided: DecidedStep) -> CompactionOutcome:
         related += [c for c in folded_from if c not in related]
     metadata = {**write.metadata[target], "relatedConversations": related}
     await write.store.update_content(
-        write.app_id, target, content, updated_at=write.source.at, metadata=metadata, tx=write.tx
+        write.app_id, target, content, updated_at=write.source.at, metadata=metadata
     )
     await write.store.record_event(
-        write.tx, write.app_id, target, "edited", decided.decided_by, write.source,
+        write.app_id, target, "edited", decided.decided_by, write.source,
         reason=_reason(decided), before=write.content[target], after=content,
     )
     write.content[target], write.metadata[target] = content, metadata
     if folded is not None and folded != NEW_MEMORY_ID:
-        await write.store.delete(write.app_id, folded, tx=write.tx)
+        await write.store.delete(write.app_id, folded)
         await write.store.record_event(
-            write.tx, write.app_id, folded, "deleted", decided.decided_by, write.source,
+            write.app_id, folded, "deleted", decided.decided_by, write.source,
             reason=f"folded into memory {target}: {step.reason}",
             before=write.content.pop(folded),
         )

@@ -68,7 +68,8 @@ class MemoryNotFound(MnemoloopError):
 
 
 class MemoryWriteRefused(MnemoloopError):
-    """The job's commit guard refused the write: the job was cancelled meanwhile."""
+    """The job's commit guard refused the write: the job was cancelled, or taken over by
+    another instance, meanwhile."""
 
 
 class StorageError(MnemoloopError):

@@ -1,12 +1,12 @@
 """What the memory sub-agent needs from its host, as protocols.
 
-The host (`loop`) implements them; tests may too. A `Database` answers reads at once and
-serialises writes in transactions; any failure surfaces as `errors.StorageError`.
+The host (`loop`) implements them; tests may too. SQL is written once with `?` placeholders
+in the subset that SQLite and PostgreSQL share; the few places where they differ ask the
+session's `Dialect`. Every failure of the database surfaces as `errors.StorageError`.
 """
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
@@ -14,37 +14,67 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 Params = Sequence[Any]
+# A driver's row (sqlite3.Row, asyncpg.Record): read by position or by column name.
+Row = Any
 
 
 @dataclass(frozen=True)
-class WriteResult:
-    rowcount: int
-    lastrowid: int | None
+class Dialect:
+    """Where the two engines' SQL differs."""
+
+    name: str
+    # Appended to a SELECT inside a transaction: locks the rows read until commit. SQLite
+    # needs none (a write transaction holds the whole database).
+    lock_rows: str
+    # Appended to the SELECT that picks a job to claim: concurrent claimers skip each
+    # other's rows instead of waiting.
+    skip_locked: str
+    greatest: str
+    least: str
 
 
-class SqlReader(Protocol):
-    async def fetch_all(self, sql: str, params: Params = ()) -> list[sqlite3.Row]: ...
-
-    async def fetch_one(self, sql: str, params: Params = ()) -> sqlite3.Row | None: ...
-
-
-class SqlTransaction(SqlReader, Protocol):
-    """Reads inside a transaction see its own writes."""
-
-    async def execute(self, sql: str, params: Params = ()) -> WriteResult: ...
+SQLITE = Dialect("sqlite", lock_rows="", skip_locked="", greatest="MAX", least="MIN")
+POSTGRESQL = Dialect(
+    "postgresql",
+    lock_rows=" FOR UPDATE",
+    skip_locked=" FOR UPDATE SKIP LOCKED",
+    greatest="GREATEST",
+    least="LEAST",
+)
 
 
-class Database(SqlReader, Protocol):
-    def transaction(self) -> AbstractAsyncContextManager[SqlTransaction]:
-        """Open a write transaction (`BEGIN IMMEDIATE`); commits on exit, rolls back on error."""
+class SqlSession(Protocol):
+    """Statements on the database: on the database itself each statement is its own
+    transaction; inside `Database.transaction()` they share one."""
+
+    @property
+    def dialect(self) -> Dialect: ...
+
+    async def fetch_all(self, sql: str, params: Params = ()) -> list[Row]: ...
+
+    async def fetch_one(self, sql: str, params: Params = ()) -> Row | None: ...
+
+    async def execute(self, sql: str, params: Params = ()) -> int:
+        """A write statement; returns the number of rows it changed."""
         ...
 
-    async def execute(self, sql: str, params: Params = ()) -> WriteResult:
-        """One write statement, atomic on its own, serialised with transactions."""
+    async def execute_returning(self, sql: str, params: Params = ()) -> list[Row]:
+        """A write statement with a RETURNING clause; the rows it returns."""
         ...
 
-    async def execute_returning(self, sql: str, params: Params = ()) -> list[sqlite3.Row]:
-        """One write statement with a RETURNING clause; the rows it returns."""
+    async def notify(self, channel: str) -> None:
+        """Tell every instance sharing the database that there is work on `channel` (inside a
+        transaction: once it commits)."""
+        ...
+
+
+# Reads inside a transaction see its own writes.
+SqlTransaction = SqlSession
+
+
+class Database(SqlSession, Protocol):
+    def transaction(self) -> AbstractAsyncContextManager[SqlSession]:
+        """A write transaction; commits on exit, rolls back on error."""
         ...
 
 
@@ -67,3 +97,8 @@ def format_timestamp(moment: datetime) -> str:
 
 def parse_timestamp(text: str) -> datetime:
     return datetime.strptime(text, TIMESTAMP_FORMAT).replace(tzinfo=UTC)
+
+
+def now_text(clock: Clock) -> str:
+    """The clock's time now, in the stored form."""
+    return format_timestamp(clock.now())

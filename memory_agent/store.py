@@ -1,5 +1,5 @@
-"""All SQL for memories and their history. Reads go to the database at once; a write is one
-statement on its own, or runs inside the caller's transaction when one is given."""
+"""All SQL for memories and their history, on one session: the database itself (each
+statement its own transaction) or a transaction, when the store is made `within(tx)`."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from memory_agent.models import Memory, MemoryActor, MemoryEvent, MemoryEventKind
-from memory_agent.ports import Database, Params, SqlReader, SqlTransaction, WriteResult
+from memory_agent.ports import SqlSession
 
 # The order Memory.from_row reads them in.
 _COLUMNS = "id, app_id, content, created_at, updated_at, source_conversation_id, metadata"
@@ -29,8 +29,20 @@ class EventSource:
 
 
 class MemoryStore:
-    def __init__(self, database: Database) -> None:
-        self._db = database
+    def __init__(self, session: SqlSession) -> None:
+        self._db = session
+
+    def within(self, tx: SqlSession) -> MemoryStore:
+        """The same store, its statements inside `tx`."""
+        return MemoryStore(tx)
+
+    async def lock_app(self, app_id: str) -> None:
+        """Inside a transaction: hold the app's row until commit, so that the app's memory
+        writes (from any instance) run one after another. Portable to PostgreSQL-compatible
+        distributed engines; on SQLite the write transaction already holds the database."""
+        await self._db.fetch_one(
+            f"SELECT app_id FROM apps WHERE app_id = ?{self._db.dialect.lock_rows}", (app_id,)
+        )
 
     async def insert(
         self,
@@ -40,12 +52,11 @@ class MemoryStore:
         created_at: str,
         source_conversation_id: str | None = None,
         metadata: dict[str, Any] | None = None,
-        tx: SqlTransaction | None = None,
     ) -> Memory:
         metadata = metadata or {}
         sql = (
             "INSERT INTO app_memories (app_id, content, created_at, updated_at,"
-            " source_conversation_id, metadata) VALUES (?, ?, ?, ?, ?, ?)"
+            " source_conversation_id, metadata) VALUES (?, ?, ?, ?, ?, ?) RETURNING id"
         )
         params = (
             app_id,
@@ -55,10 +66,9 @@ class MemoryStore:
             source_conversation_id,
             json.dumps(metadata),
         )
-        result = await self._write(sql, params, tx)
-        assert result.lastrowid is not None
+        rows = await self._db.execute_returning(sql, params)
         return Memory(
-            result.lastrowid,
+            int(rows[0][0]),
             app_id,
             content,
             created_at,
@@ -68,32 +78,30 @@ class MemoryStore:
         )
 
     async def get(
-        self, app_id: str, memory_id: int, *, tx: SqlReader | None = None
-    ) -> Memory | None:
-        row = await (tx or self._db).fetch_one(
+        self, app_id: str, memory_id: int) -> Memory | None:
+        row = await self._db.fetch_one(
             f"SELECT {_COLUMNS} FROM app_memories WHERE app_id = ? AND id = ?", (app_id, memory_id)
         )
         return Memory.from_row(row) if row else None
 
     async def list_newest(
-        self, app_id: str, limit: int, *, tx: SqlReader | None = None
-    ) -> list[Memory]:
-        rows = await (tx or self._db).fetch_all(
+        self, app_id: str, limit: int) -> list[Memory]:
+        rows = await self._db.fetch_all(
             f"SELECT {_COLUMNS} FROM app_memories WHERE app_id = ?"
             " ORDER BY created_at DESC, id DESC LIMIT ?",
             (app_id, limit),
         )
         return [Memory.from_row(row) for row in rows]
 
-    async def list_oldest_first(self, app_id: str, *, tx: SqlReader | None = None) -> list[Memory]:
-        rows = await (tx or self._db).fetch_all(
+    async def list_oldest_first(self, app_id: str) -> list[Memory]:
+        rows = await self._db.fetch_all(
             f"SELECT {_COLUMNS} FROM app_memories WHERE app_id = ? ORDER BY created_at, id",
             (app_id,),
         )
         return [Memory.from_row(row) for row in rows]
 
-    async def count(self, app_id: str, *, tx: SqlReader | None = None) -> int:
-        row = await (tx or self._db).fetch_one(
+    async def count(self, app_id: str) -> int:
+        row = await self._db.fetch_one(
             "SELECT COUNT(*) FROM app_memories WHERE app_id = ?", (app_id,)
         )
         return int(row[0]) if row else 0
@@ -106,37 +114,32 @@ class MemoryStore:
         *,
         updated_at: str,
         metadata: dict[str, Any],
-        tx: SqlTransaction | None = None,
     ) -> bool:
-        result = await self._write(
+        changed = await self._db.execute(
             "UPDATE app_memories SET content = ?, updated_at = ?, metadata = ?"
             " WHERE app_id = ? AND id = ?",
             (content, updated_at, json.dumps(metadata), app_id, memory_id),
-            tx,
         )
-        return result.rowcount == 1
+        return changed == 1
 
-    async def delete(
-        self, app_id: str, memory_id: int, *, tx: SqlTransaction | None = None
-    ) -> bool:
-        result = await self._write(
-            "DELETE FROM app_memories WHERE app_id = ? AND id = ?", (app_id, memory_id), tx
+    async def delete(self, app_id: str, memory_id: int) -> bool:
+        deleted = await self._db.execute(
+            "DELETE FROM app_memories WHERE app_id = ? AND id = ?", (app_id, memory_id)
         )
-        return result.rowcount == 1
+        return deleted == 1
 
-    async def delete_all(self, app_id: str, *, tx: SqlTransaction | None = None) -> list[int]:
+    async def delete_all(self, app_id: str) -> list[int]:
         """Delete every memory of the app; returns their ids."""
-        rows = await (tx or self._db).fetch_all(
+        rows = await self._db.fetch_all(
             "SELECT id FROM app_memories WHERE app_id = ? ORDER BY id", (app_id,)
         )
-        await self._write("DELETE FROM app_memories WHERE app_id = ?", (app_id,), tx)
+        await self._db.execute("DELETE FROM app_memories WHERE app_id = ?", (app_id,))
         return [int(row[0]) for row in rows]
 
     # -- history ----------------------------------------------------------------------------
 
     async def record_event(
         self,
-        tx: SqlTransaction,
         app_id: str,
         memory_id: int,
         event: MemoryEventKind,
@@ -147,7 +150,7 @@ class MemoryStore:
         before: str | None = None,
         after: str | None = None,
     ) -> None:
-        await tx.execute(
+        await self._db.execute(
             "INSERT INTO memory_events (app_id, memory_id, event, actor, reason, content_before,"
             " content_after, conversation_id, job_id, model, created_at)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -155,9 +158,9 @@ class MemoryStore:
              source.job_id, source.model, source.at),
         )
 
-    async def erase_history_text(self, tx: SqlTransaction, app_id: str) -> None:
+    async def erase_history_text(self, app_id: str) -> None:
         """Purge: every text of the app's history goes; the events stay, marked erased."""
-        await tx.execute(
+        await self._db.execute(
             "UPDATE memory_events SET content_before = NULL, content_after = NULL,"
             " reason = NULL, erased = 1 WHERE app_id = ?",
             (app_id,),
@@ -187,6 +190,3 @@ class MemoryStore:
             )
             for row in rows
         ]
-
-    async def _write(self, sql: str, params: Params, tx: SqlTransaction | None) -> WriteResult:
-        return await (tx or self._db).execute(sql, params)

@@ -41,11 +41,11 @@ from bench_support import (
     seed_memories,
 )
 
-from loop.database import SqliteDatabase
+from loop.llm.choice import NoModelLoaded
 from loop.llm.local import LocalChatModel, local_backend_available
-from loop.llm.select import NoModelLoaded
 from loop.service import open_services
 from loop.settings import Settings
+from loop.storage import SqliteDatabase
 from memory_agent import ChatMessage, MemoryCreationRequest, MemorySubAgent
 
 ADMIN_TOKEN = "bench-token"
@@ -268,7 +268,7 @@ async def energy_share(db: Path, conversations: int, model: Any) -> float:
                 await services.central.answer(conversation_id)
             await services.conversations.end(conversation_id, "app")
             await worker.run_now(conversation_id)
-        report = services.energy.report()
+        report = await services.energy.report()
         return report.memory_spent / (report.memory_spent + report.conversation_spent)
 
 

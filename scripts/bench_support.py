@@ -24,7 +24,7 @@ from typing import Any
 
 import anyio
 
-from loop.migrations import apply_migrations
+from loop.storage.sqlite import apply_migrations
 from memory_agent import ChatMessage, ChatModel, ChatReply, TokenUsage, ToolSpec
 from memory_agent.chat_model import JsonSchema
 
@@ -131,7 +131,7 @@ def serve(kind: str, db: str, port: int, token: str) -> None:
     from litestar import Litestar, get
 
     from admin_api import create_app
-    from loop.llm.select import NoModelLoaded
+    from loop.llm.choice import NoModelLoaded
     from loop.service import open_services
     from loop.settings import Settings
 

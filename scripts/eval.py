@@ -34,9 +34,9 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from loop.database import SqliteDatabase
-from loop.llm.select import open_chat_model
+from loop.llm.choice import open_chat_model
 from loop.settings import load_settings
+from loop.storage import SqliteDatabase
 from memory_agent import (
     ChatMessage,
     ChatModel,

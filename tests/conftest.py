@@ -1,13 +1,67 @@
 from __future__ import annotations
 
+import itertools
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import anyio
 import pytest
 
-from loop.database import SqliteDatabase
 from loop.llm import guard
+from loop.storage import Engine, database_for, migrate
+from tests.postgres_server import PostgresServer
+
+ENGINES = ("sqlite", "postgresql")
+_MIGRATED_TEMPLATE = "mnemoloop_migrated"
+_database_numbers = itertools.count(1)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Every test on a database runs on both engines, unless marked `sqlite_only` (it looks
+    inside the SQLite file) or `postgresql_only`."""
+    if "engine" not in metafunc.fixturenames:
+        return
+    if metafunc.definition.get_closest_marker("sqlite_only"):
+        engines: tuple[str, ...] = ("sqlite",)
+    elif metafunc.definition.get_closest_marker("postgresql_only"):
+        engines = ("postgresql",)
+    else:
+        engines = ENGINES
+    metafunc.parametrize("engine", engines)
+
+
+@pytest.fixture(scope="session")
+def postgres_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PostgresServer]:
+    """One throwaway PostgreSQL server for the session, with a migrated template database
+    that each test's own database is copied from."""
+    server = PostgresServer.start(tmp_path_factory.mktemp("postgres"))
+    try:
+        template = server.create_database(_MIGRATED_TEMPLATE)
+        anyio.run(migrate, template)
+        yield server
+    finally:
+        server.cleanup()
+
+
+@pytest.fixture
+def fresh_postgres(postgres_server: PostgresServer) -> Iterator[str]:
+    """An empty database of its own (no schema), for tests of migrations."""
+    name = f"empty_{next(_database_numbers)}"
+    yield postgres_server.create_database(name)
+    postgres_server.drop_database(name)
+
+
+@pytest.fixture
+def db_path(engine: str, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Path | str]:
+    """The test's own database: a SQLite file, or a PostgreSQL database's URL."""
+    if engine == "sqlite":
+        yield tmp_path / "mnemoloop.db"
+        return
+    server: PostgresServer = request.getfixturevalue("postgres_server")
+    name = f"test_{next(_database_numbers)}"
+    yield server.create_database(name, template=_MIGRATED_TEMPLATE)
+    server.drop_database(name)
 
 
 @pytest.fixture
@@ -30,13 +84,8 @@ def allow_model_requests() -> Iterator[None]:
 
 
 @pytest.fixture
-def db_path(tmp_path: Path) -> Path:
-    return tmp_path / "mnemoloop.db"
-
-
-@pytest.fixture
-async def database(db_path: Path) -> AsyncIterator[SqliteDatabase]:
-    async with SqliteDatabase(db_path) as db:
+async def database(db_path: Path | str) -> AsyncIterator[Engine]:
+    async with database_for(str(db_path)) as db:
         yield db
 
 
@@ -56,7 +105,7 @@ def clock() -> SteppingClock:
     return SteppingClock()
 
 
-async def install_app(database: SqliteDatabase, app_id: str, name: str | None = None) -> None:
+async def install_app(database: Engine, app_id: str, name: str | None = None) -> None:
     """Insert an app row directly, for tests below the registry."""
     async with database.transaction() as tx:
         await tx.execute(

@@ -20,14 +20,24 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def start_serve(db: Path, port: int, ollama: str, log: Path, token: str,
+def start_serve(db: Path | str, port: int, ollama: str, log: Path, token: str,
                 **settings: str) -> subprocess.Popen[bytes]:
+    return start_command("serve", db, ollama, log, admin_token=token, port=str(port), **settings)
+
+
+def start_worker(db: Path | str, ollama: str, log: Path, **settings: str
+                 ) -> subprocess.Popen[bytes]:
+    """`mnemoloop worker`: memory work only."""
+    return start_command("worker", db, ollama, log, **settings)
+
+
+def start_command(command: str, db: Path | str, ollama: str, log: Path,
+                  **settings: str) -> subprocess.Popen[bytes]:
     environment = {**os.environ, "MNEMOLOOP_DB": str(db), "MNEMOLOOP_LLM": f"ollama:{MODEL}",
-                   "OLLAMA_HOST": ollama, "MNEMOLOOP_ADMIN_TOKEN": token,
-                   "MNEMOLOOP_PORT": str(port),
+                   "OLLAMA_HOST": ollama,
                    **{f"MNEMOLOOP_{name.upper()}": value for name, value in settings.items()}}
     with log.open("ab") as out:  # the child keeps its own copy of the descriptor
-        return subprocess.Popen([sys.executable, "-m", "admin_api.main", "serve"],
+        return subprocess.Popen([sys.executable, "-m", "mnemoloop", command],
                                 env=environment, stdout=out, stderr=subprocess.STDOUT)
 
 

@@ -10,11 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.db_query import query
+
 
 def mnemoloop(db: Path, *args: str, env: dict[str, str] | None = None
               ) -> subprocess.CompletedProcess[str]:
     environment = {**os.environ, "MNEMOLOOP_DB": str(db), **(env or {})}
-    return subprocess.run([sys.executable, "-m", "admin_api.main", *args], env=environment,
+    return subprocess.run([sys.executable, "-m", "mnemoloop", *args], env=environment,
                           capture_output=True, text=True, timeout=60)
 
 
@@ -25,11 +27,9 @@ def test_install_list_export_purge_and_uninstall(db_path):
     listed = mnemoloop(db_path, "apps", "list")
     assert listed.stdout.split("\t")[:3] == ["cal", "Calendar", "installed"]
 
-    import sqlite3
-    with sqlite3.connect(db_path) as connection:
-        connection.execute("INSERT INTO app_memories (app_id, content, created_at, updated_at,"
-                           " metadata) VALUES ('cal', 'Likes tea. Drinks it hot.', "
-                           "'2025-10-10T10:00:00.000000Z', '2025-10-10T10:00:00.000000Z', '{}')")
+    query(db_path, "INSERT INTO app_memories (app_id, content, created_at, updated_at, metadata)"
+                   " VALUES ('cal', 'Likes tea. Drinks it hot.', "
+                   "'2025-10-10T10:00:00.000000Z', '2025-10-10T10:00:00.000000Z', '{}')")
 
     exported = json.loads(mnemoloop(db_path, "memories", "export", "cal").stdout)
     assert [m["content"] for m in exported["cal"]] == ["Likes tea. Drinks it hot."]
@@ -41,10 +41,9 @@ def test_install_list_export_purge_and_uninstall(db_path):
     assert f"memory {memory_id} deleted by admin: deleted by an admin" in history
     assert "before: Likes tea. Drinks it hot." in history
 
-    with sqlite3.connect(db_path) as connection:
-        connection.execute("INSERT INTO app_memories (app_id, content, created_at, updated_at,"
-                           " metadata) VALUES ('cal', 'Owns a cat. Named Tom.', "
-                           "'2025-10-11T10:00:00.000000Z', '2025-10-11T10:00:00.000000Z', '{}')")
+    query(db_path, "INSERT INTO app_memories (app_id, content, created_at, updated_at, metadata)"
+                   " VALUES ('cal', 'Owns a cat. Named Tom.', "
+                   "'2025-10-11T10:00:00.000000Z', '2025-10-11T10:00:00.000000Z', '{}')")
     uninstalled = mnemoloop(db_path, "apps", "uninstall", "cal")
     assert "purged 0 memories" in uninstalled.stdout
     assert "deleted 1 memories" in mnemoloop(db_path, "memories", "purge", "cal").stdout
@@ -72,9 +71,13 @@ def test_errors_are_one_clear_line_and_a_nonzero_exit(db_path):
     assert "Traceback" not in huge.stderr
 
 
-def test_migrate_reports_what_it_applied(db_path):
+def test_migrate_reports_what_it_applied(engine, tmp_path, request):
+    # An empty database (the PostgreSQL one given to other tests is migrated already).
+    db_path = tmp_path / "empty.db" if engine == "sqlite" else request.getfixturevalue(
+        "fresh_postgres"
+    )
     first = mnemoloop(db_path, "migrate")
-    assert "applied 3 migration(s)" in first.stdout and "0001 initial" in first.stdout
+    assert "applied 4 migration(s)" in first.stdout and "0001 initial" in first.stdout
     assert "0002 memory_history" in first.stdout and "0003 answer_state" in first.stdout
     assert "applied 0 migration(s)" in mnemoloop(db_path, "migrate").stdout
 
@@ -91,7 +94,7 @@ def test_chat_in_the_terminal_writes_the_memory_on_end(db_path):
     mnemoloop(db_path, "apps", "install", "cal", "--name", "Calendar")
     environment = {**os.environ, "MNEMOLOOP_DB": str(db_path), "MNEMOLOOP_LLM": "local"}
     chat = subprocess.run(
-        [sys.executable, "-m", "admin_api.main", "chat", "cal"], env=environment,
+        [sys.executable, "-m", "mnemoloop", "chat", "cal"], env=environment,
         input="I only drink green tea, never coffee.\n/end\n", capture_output=True, text=True,
         timeout=180,
     )

@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memory_agent.store import MemoryStore
+from tests.db_query import query
 from tests.harness import assistant_model, http_client, service
 
 pytestmark = pytest.mark.fault
@@ -125,7 +126,7 @@ def test_generated_bad_requests_never_5xx_and_change_nothing_when_refused(
 
 def run_cli(db: Path, *args: str | bytes) -> subprocess.CompletedProcess[str]:
     environment = {**os.environ, "MNEMOLOOP_DB": str(db)}
-    return subprocess.run([sys.executable, "-m", "admin_api.main", *args], env=environment,
+    return subprocess.run([sys.executable, "-m", "mnemoloop", *args], env=environment,
                           capture_output=True, text=True, timeout=60, errors="replace")
 
 
@@ -138,11 +139,9 @@ def run_cli(db: Path, *args: str | bytes) -> subprocess.CompletedProcess[str]:
 ])
 def test_bad_cli_input_is_a_clear_error_and_changes_nothing(db_path, args):
     assert run_cli(db_path, "apps", "install", "cal").returncode == 0
-    with sqlite3.connect(db_path) as connection:
-        before = connection.execute("SELECT * FROM apps").fetchall()
+    before = query(db_path, "SELECT * FROM apps")
     result = run_cli(db_path, *args)
     assert result.returncode != 0
     assert "Traceback" not in result.stderr
     assert result.stderr.strip(), "the error says something"
-    with sqlite3.connect(db_path) as connection:
-        assert connection.execute("SELECT * FROM apps").fetchall() == before
+    assert query(db_path, "SELECT * FROM apps") == before

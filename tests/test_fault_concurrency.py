@@ -69,7 +69,7 @@ async def test_fifty_endings_with_deletes_and_purges_in_flight(db_path):
             async def cli_purge() -> None:
                 await anyio.sleep(0.1)
                 result = await anyio.run_process(
-                    [sys.executable, "-m", "admin_api.main", "memories", "purge", "cal"],
+                    [sys.executable, "-m", "mnemoloop", "memories", "purge", "cal"],
                     env={**os.environ, "MNEMOLOOP_DB": str(db_path)}, check=False)
                 assert result.returncode == 0, result.stderr.decode()
                 cli_purged.append(int(result.stdout.decode().split()[1]))

@@ -12,7 +12,7 @@ import anyio
 import httpx
 import pytest
 
-from loop.migrations import apply_migrations
+from loop.storage.sqlite import apply_migrations
 from memory_agent.validation import split_sentences
 from tests.fake_ollama import fake_ollama
 from tests.live_service import free_port, start_serve, wait_healthy

@@ -138,6 +138,7 @@ async def test_purge_answers_the_true_count(db_path):
         assert (await client.get("/apps/cal/memories", headers=ADMIN)).json() == {"memories": []}
 
 
+@pytest.mark.sqlite_only
 async def test_purged_text_leaves_no_byte_in_the_database_files(db_path):
     secret = "Zanzibar Quokka 7781"
     model = FunctionModel(lambda call: "" if call.prompt.startswith(CREATION_PREFIX) else "no")

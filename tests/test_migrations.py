@@ -2,9 +2,13 @@ from __future__ import annotations
 
 import sqlite3
 
+import anyio
 import pytest
 
-from loop.migrations import MigrationError, apply_migrations, discover, migrations_dir
+from loop.storage import migrate
+from loop.storage.migrations import MigrationError, discover, migrations_dir
+from loop.storage.sqlite import apply_migrations
+from tests.db_query import query
 
 
 def tables(path) -> set[str]:
@@ -14,6 +18,7 @@ def tables(path) -> set[str]:
         }
 
 
+@pytest.mark.sqlite_only
 def test_fresh_database_gets_every_table_and_a_record(db_path):
     applied = apply_migrations(db_path)
     assert [m.version for m in applied] == [m.version for m in discover()]
@@ -30,9 +35,12 @@ def test_fresh_database_gets_every_table_and_a_record(db_path):
     with sqlite3.connect(db_path) as connection:
         assert connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         versions = connection.execute("SELECT version, name FROM schema_migrations").fetchall()
-    assert versions == [(1, "initial"), (2, "memory_history"), (3, "answer_state")]
+    assert versions == [
+        (1, "initial"), (2, "memory_history"), (3, "answer_state"), (4, "leases")
+    ]
 
 
+@pytest.mark.sqlite_only
 def test_history_migration_keeps_existing_jobs_and_allows_cancelled(db_path, tmp_path):
     """A database made by the first migration keeps its jobs through the second."""
     first_only = tmp_path / "first"
@@ -48,7 +56,7 @@ def test_history_migration_keeps_existing_jobs_and_allows_cancelled(db_path, tmp
             "INSERT INTO memory_jobs (app_id, conversation_id, status, attempts, created_at,"
             " updated_at) VALUES ('a', 'c', 'pending', 0, 't', 't');"
         )
-    assert [m.version for m in apply_migrations(db_path)] == [2, 3]
+    assert [m.version for m in apply_migrations(db_path)] == [2, 3, 4]
     with sqlite3.connect(db_path) as connection:
         assert connection.execute("SELECT conversation_id, status FROM memory_jobs").fetchall() == [
             ("c", "pending")
@@ -56,11 +64,13 @@ def test_history_migration_keeps_existing_jobs_and_allows_cancelled(db_path, tmp
         connection.execute("UPDATE memory_jobs SET status = 'cancelled'")
 
 
+@pytest.mark.sqlite_only
 def test_second_run_is_a_no_op(db_path):
     apply_migrations(db_path)
     assert apply_migrations(db_path) == []
 
 
+@pytest.mark.sqlite_only
 def test_a_newer_database_is_refused(db_path):
     apply_migrations(db_path)
     with sqlite3.connect(db_path) as connection:
@@ -69,6 +79,7 @@ def test_a_newer_database_is_refused(db_path):
         apply_migrations(db_path)
 
 
+@pytest.mark.sqlite_only
 def test_a_failing_migration_leaves_no_trace(db_path, tmp_path):
     folder = tmp_path / "m"
     folder.mkdir()
@@ -92,9 +103,35 @@ def test_duplicate_versions_are_an_error(tmp_path):
 async def test_foreign_keys_are_enforced(database):
     from memory_agent.errors import StorageError
 
-    with pytest.raises(StorageError, match="FOREIGN KEY"):
+    with pytest.raises(StorageError, match=r"(?i)foreign key"):
         async with database.transaction() as tx:
             await tx.execute("INSERT INTO app_memories (app_id, content) VALUES ('nobody', 'x')")
+
+
+@pytest.mark.postgresql_only
+def test_postgresql_gets_the_same_tables_and_versions(fresh_postgres):
+    applied = anyio.run(migrate, fresh_postgres)
+    assert [m.version for m in applied] == [m.version for m in discover()]
+    assert anyio.run(migrate, fresh_postgres) == []  # a second run is a no-op
+    rows = query(
+        fresh_postgres,
+        "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'",
+    )
+    with sqlite3.connect(":memory:") as sqlite:
+        for migration in discover():
+            sqlite.executescript(migration.path.read_text())
+        sqlite_tables = {
+            r[0] for r in sqlite.execute("SELECT name FROM sqlite_master WHERE type='table'")
+        } - {"sqlite_sequence"}
+    assert {r[0] for r in rows} == sqlite_tables | {"schema_migrations"}
+
+
+@pytest.mark.postgresql_only
+def test_postgresql_refuses_a_newer_database(fresh_postgres):
+    anyio.run(migrate, fresh_postgres)
+    query(fresh_postgres, "INSERT INTO schema_migrations VALUES (999, 'future', 'x')")
+    with pytest.raises(MigrationError, match="newer than this mnemoloop knows"):
+        anyio.run(migrate, fresh_postgres)
 
 
 pytestmark = pytest.mark.anyio

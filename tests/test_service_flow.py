@@ -131,13 +131,13 @@ async def test_memories_and_energy_persist_across_a_restart(db_path):
         await services.registry.install("cal", "Calendar")
         conversation_id = await talk(services, "cal", "My budget is 500 dollars a month.")
         await eventually(lambda: settled(services, conversation_id))
-        spent = services.energy.report()
+        spent = await services.energy.report()
 
     async with service(db_path, assistant_model()) as services:
         assert [m.source_conversation_id for m in await services.agent.get_memories("cal")] == [
             conversation_id
         ]
-        after = services.energy.report()
+        after = await services.energy.report()
         assert (after.memory_spent, after.conversation_spent) == (
             spent.memory_spent, spent.conversation_spent)
         assert spent.memory_spent > 0 and spent.conversation_spent > 0
@@ -171,7 +171,9 @@ async def test_a_job_interrupted_by_a_crash_is_completed_after_restart(db_path):
             await anyio.sleep_forever()
         return "Hi."
 
-    async with service(db_path, FunctionModel(hangs_on_memory)) as services:
+    # On PostgreSQL the job is taken over when the dead worker's lease runs out (on SQLite,
+    # at once: the restarted process is the only one on the file).
+    async with service(db_path, FunctionModel(hangs_on_memory), lease_seconds=1) as services:
         await services.registry.install("cal", "Calendar")
         conversation_id = await services.conversations.open("cal")
         await services.conversations.add_message(conversation_id, "user", friend_fact(1))
@@ -183,7 +185,8 @@ async def test_a_job_interrupted_by_a_crash_is_completed_after_restart(db_path):
                 group.cancel_scope.cancel()  # the worker dies mid-job
         assert await job_status(services, conversation_id) == "running"
 
-    async with service(db_path, assistant_model()) as services, running(services):
+    async with service(db_path, assistant_model(), lease_seconds=1) as services, \
+            running(services):
         assert await eventually(lambda: settled(services, conversation_id)) == "done"
         job = await services.jobs.for_conversation(conversation_id)
         assert job is not None and job.attempts == 2
@@ -293,6 +296,6 @@ async def test_conversation_and_memory_spending_are_charged_separately(db_path):
         await services.registry.install("cal", "Calendar")
         conversation_id = await talk(services, "cal", friend_fact(1))
         await eventually(lambda: settled(services, conversation_id))
-        report = services.energy.report()
+        report = await services.energy.report()
         assert (report.conversation_spent, report.memory_spent) == (2, 3)
         assert report.level == pytest.approx(1000 - 5, abs=2)

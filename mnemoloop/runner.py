@@ -1,8 +1,10 @@
 """`mnemoloop serve`: the central loop, the memory worker and the HTTP server in one process.
+`mnemoloop worker`: the memory worker alone, for more memory throughput beside `serve`
+processes on one PostgreSQL database.
 
 SIGINT or SIGTERM stops taking new work, gives work in flight a few seconds to finish, and
-stops. Nothing is lost either way: an unanswered conversation is answered after a restart,
-and a memory job left `running` is requeued.
+stops. Nothing is lost either way: an unanswered conversation is answered after a restart
+(or by another instance once the claim runs out), and so is a memory job left `running`.
 """
 
 from __future__ import annotations
@@ -10,19 +12,19 @@ from __future__ import annotations
 import logging
 import secrets
 import signal
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from typing import Any
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 
 import anyio
 import uvicorn
 
+from admin_api import create_app
+from loop.llm.choice import NoModelLoaded
 from loop.service import Services, open_services
 from loop.settings import Settings
 
 log = logging.getLogger("mnemoloop")
 
-HttpAppFactory = Callable[[Services, str], Any]
 DRAIN_SECONDS = 5.0
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
@@ -43,19 +45,31 @@ def admin_token_for(settings: Settings) -> tuple[str, bool]:
     return "mla_" + secrets.token_urlsafe(24), True
 
 
-async def serve(settings: Settings, http_app_factory: HttpAppFactory) -> None:
+@asynccontextmanager
+async def claimed(services: Services) -> AsyncIterator[None]:
+    """Take part as an instance: refused in one line (`InstanceRefused`) when the database
+    cannot be shared (a SQLite file another process serves); otherwise listen for the
+    other instances' notifications while the body runs."""
+    services.database.claim_instance()
+    async with anyio.create_task_group() as group:
+        group.start_soon(services.listen)
+        yield
+        group.cancel_scope.cancel()
+
+
+async def serve(settings: Settings) -> None:
     token, generated = admin_token_for(settings)
-    async with open_services(settings) as services:
+    async with open_services(settings) as services, claimed(services):
         log.info(
-            "mnemoloop: database %s, model %s, memory model %s",
-            settings.db,
+            "mnemoloop: %s, model %s, memory model %s",
+            services.database.describe(),
             services.chat_model.name,
             services.memory_model.name,
         )
         if generated:
             print(f"mnemoloop: admin token (shown once): {token}", flush=True)
         config = uvicorn.Config(
-            http_app_factory(services, token),
+            create_app(services, token),
             host=settings.host,
             port=settings.port,
             log_level="warning",
@@ -76,10 +90,7 @@ async def serve(settings: Settings, http_app_factory: HttpAppFactory) -> None:
             group.start_soon(worker.run)
             group.start_soon(run_server)
             print(f"mnemoloop: serving on http://{settings.host}:{settings.port}", flush=True)
-            with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-                async for received in signals:
-                    log.info("mnemoloop: %s received, draining", signal.Signals(received).name)
-                    break
+            await _until_signalled()
             # Stop taking requests and work, let what is in flight finish, then stop the rest.
             server.should_exit = True
             async with anyio.create_task_group() as drain:
@@ -89,6 +100,33 @@ async def serve(settings: Settings, http_app_factory: HttpAppFactory) -> None:
                 await server_stopped.wait()
             group.cancel_scope.cancel()
     print("mnemoloop: stopped", flush=True)
+
+
+async def run_worker(settings: Settings) -> None:
+    """Memory jobs only: no HTTP server, no answers, and no chat model loaded."""
+    async with open_services(
+        settings, chat_model=NoModelLoaded(), answers_only_elsewhere=True
+    ) as services, claimed(services):
+        log.info(
+            "mnemoloop worker: %s, memory model %s",
+            services.database.describe(),
+            services.memory_model.name,
+        )
+        worker = services.worker()
+        async with anyio.create_task_group() as group:
+            group.start_soon(worker.run)
+            print("mnemoloop: worker running", flush=True)
+            await _until_signalled()
+            await worker.drain(DRAIN_SECONDS)
+            group.cancel_scope.cancel()
+    print("mnemoloop: stopped", flush=True)
+
+
+async def _until_signalled() -> None:
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async for received in signals:
+            log.info("mnemoloop: %s received, draining", signal.Signals(received).name)
+            return
 
 
 class _Server(uvicorn.Server):

@@ -12,13 +12,13 @@ from dataclasses import asdict
 
 import anyio
 
-from loop.llm.select import NoModelLoaded
-from loop.migrations import MigrationError, apply_migrations
-from loop.runner import HttpAppFactory, ServeRefused, serve
+from loop.llm.choice import NoModelLoaded
 from loop.service import Services, open_services
 from loop.settings import Settings, SettingsError, load_settings
+from loop.storage import InstanceRefused, MigrationError, describe_url, migrate
 from memory_agent.errors import MnemoloopError
 from memory_agent.models import MAX_MEMORY_ID, MemoryEvent
+from mnemoloop.runner import ServeRefused, claimed, run_worker, serve
 
 Command = Callable[[Settings, argparse.Namespace], Awaitable[int]]
 
@@ -30,6 +30,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="log every memory event")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     commands.add_parser("serve", help="run the loop, the memory worker and the HTTP API")
+    commands.add_parser(
+        "worker", help="run memory work only (no HTTP, no answers), beside serve on PostgreSQL"
+    )
     chat = commands.add_parser("chat", help="talk to an app's assistant in this terminal")
     chat.add_argument("app_id")
     commands.add_parser("migrate", help="bring the database schema up to date")
@@ -73,27 +76,27 @@ def memory_id(text: str) -> int:
     return value
 
 
-def main(
-    argv: Sequence[str] | None = None, *, http_app_factory: HttpAppFactory | None = None
-) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    long_running = args.command in ("serve", "worker")
     logging.basicConfig(
-        level=logging.INFO if args.verbose or args.command == "serve" else logging.WARNING,
-        format="%(asctime)s %(levelname)s %(message)s"
-        if args.command == "serve"
-        else "%(message)s",
+        level=logging.INFO if args.verbose or long_running else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(message)s" if long_running else "%(message)s",
     )
     # One line per model request is noise; the service logs what it does with the answers.
     logging.getLogger("httpx").setLevel(logging.WARNING)
     try:
         settings = load_settings()
         if args.command == "serve":
-            if http_app_factory is None:
-                raise SystemExit("mnemoloop: serve needs the HTTP app; run the `mnemoloop` command")
-            anyio.run(serve, settings, http_app_factory)
+            anyio.run(serve, settings)
+            return 0
+        if args.command == "worker":
+            anyio.run(run_worker, settings)
             return 0
         return anyio.run(_COMMANDS[args.command], settings, args)
-    except (SettingsError, ServeRefused, MigrationError, MnemoloopError) as error:
+    except (
+        SettingsError, ServeRefused, InstanceRefused, MigrationError, MnemoloopError
+    ) as error:
         print(f"mnemoloop: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
@@ -101,9 +104,9 @@ def main(
 
 
 async def _migrate(settings: Settings, args: argparse.Namespace) -> int:
-    applied = await anyio.to_thread.run_sync(apply_migrations, settings.db)
+    applied = await migrate(settings.db)
     print(
-        f"{settings.db}: applied {len(applied)} migration(s)"
+        f"{describe_url(settings.db)}: applied {len(applied)} migration(s)"
         + "".join(f"\n  {m.version:04d} {m.name}" for m in applied)
     )
     return 0
@@ -184,16 +187,16 @@ def _admin_services(settings: Settings) -> AbstractAsyncContextManager[Services]
 
 
 async def _chat(settings: Settings, args: argparse.Namespace) -> int:
-    from loop.terminal_chat import run_chat
+    from mnemoloop.terminal_chat import run_chat
 
-    async with open_services(settings) as services:
+    async with open_services(settings) as services, claimed(services):
         return await run_chat(services, args.app_id)
 
 
 async def _demo(settings: Settings, args: argparse.Namespace) -> int:
-    from loop.demo import run_demo
+    from mnemoloop.demo import run_demo
 
-    async with open_services(settings) as services:
+    async with open_services(settings) as services, claimed(services):
         return await run_demo(services)
 
 
@@ -204,3 +207,8 @@ _COMMANDS: dict[str, Command] = {
     "chat": _chat,
     "demo": _demo,
 }
+
+
+def cli() -> None:
+    """The console script."""
+    sys.exit(main())

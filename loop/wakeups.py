@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import anyio
 
+# What instances sharing a database tell each other (PostgreSQL LISTEN/NOTIFY): a user
+# message waits for an answer; a memory job was queued.
+MESSAGES_CHANNEL = "mnemoloop_messages"
+JOBS_CHANNEL = "mnemoloop_jobs"
+
 
 class Wakeup:
     """Set by a producer, awaited by a consumer that also looks on its own now and then."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from loop.service import Services
-from loop.terminal_chat import describe, memory_of
+from mnemoloop.terminal_chat import describe, memory_of
 
 CALENDAR, RECIPES = "demo-calendar", "demo-recipes"
 OPENERS = {
