@@ -76,7 +76,7 @@ class ConversationStore:
 
     async def open(self, app_id: str) -> str:
         conversation_id = uuid.uuid4().hex
-        now = self._now()
+        now = now_text(self._clock)
         async with self._db.transaction() as tx:
             app = await tx.fetch_one("SELECT installed FROM apps WHERE app_id = ?", (app_id,))
             if app is None:
@@ -91,7 +91,7 @@ class ConversationStore:
         return conversation_id
 
     async def add_message(self, conversation_id: str, role: Role, content: str) -> None:
-        now = self._now()
+        now = now_text(self._clock)
         async with self._db.transaction() as tx:
             await self._require_open(tx, conversation_id)
             await tx.execute(
@@ -127,7 +127,7 @@ class ConversationStore:
         return ended
 
     async def _end(self, tx: SqlTransaction, conversation_id: str, reason: str) -> bool:
-        now = self._now()
+        now = now_text(self._clock)
         # Locks the row (PostgreSQL): two instances ending it at once queue one job.
         row = await tx.fetch_one(
             "SELECT app_id, status FROM conversations WHERE conversation_id = ?"
@@ -194,7 +194,7 @@ class ConversationStore:
             " (SELECT m.role FROM messages m WHERE m.conversation_id = c.conversation_id"
             "  ORDER BY m.id DESC LIMIT 1) = 'user'"
             ") AS waiting WHERE turn <= ? ORDER BY last_activity_at LIMIT ?",
-            (self._now(), per_app, limit),
+            (now_text(self._clock), per_app, limit),
         )
         return [Unanswered(row[0], row[1], row[2]) for row in rows]
 
@@ -206,7 +206,7 @@ class ConversationStore:
             "SELECT conversation_id FROM conversations WHERE status = 'open'"
             " AND last_activity_at < ? AND (answer_state IS NULL OR answer_state = 'failed'"
             " OR answer_lease_until < ?) ORDER BY last_activity_at",
-            (cutoff, self._now()),
+            (cutoff, now_text(self._clock)),
         )
         return [row[0] for row in rows]
 
@@ -218,7 +218,7 @@ class ConversationStore:
             "UPDATE conversations SET answer_state = 'answering',"
             " answer_attempts = answer_attempts + 1, answer_owner = ?, answer_lease_until = ?"
             f" WHERE conversation_id = ? AND status = 'open' AND {_UNCLAIMED}",
-            (self.owner, self._lease_end(), conversation_id, self._now()),
+            (self.owner, self._lease_end(), conversation_id, now_text(self._clock)),
         )
         return claimed == 1
 
@@ -237,7 +237,7 @@ class ConversationStore:
         """Store the reply (if any) and end the conversation (if `end_reason`), in one
         transaction, if this instance still holds the claim. False: it does not (the lease
         ran out and another instance took the question over), and nothing was stored."""
-        now = self._now()
+        now = now_text(self._clock)
         async with self._db.transaction() as tx:
             released = await tx.execute(
                 f"UPDATE conversations SET answer_state = NULL, answer_error = NULL, {_RELEASE},"
@@ -298,8 +298,6 @@ class ConversationStore:
         if row["status"] != "open":
             raise ConversationEnded(conversation_id)
 
-    def _now(self) -> str:
-        return now_text(self._clock)
 
     def _lease_end(self) -> str:
         return format_timestamp(self._clock.now() + timedelta(seconds=self.lease_seconds))

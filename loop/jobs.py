@@ -87,7 +87,7 @@ class MemoryJobStore:
         """At the start of the only instance on a database (SQLite): jobs it left `running`
         go back to `pending` at once, not after their lease (`failed` once interrupted
         MAX_INTERRUPTIONS times)."""
-        now = self._now()
+        now = now_text(self._clock)
         await self._db.execute(
             "UPDATE memory_jobs SET status = 'failed', updated_at = ?,"
             f" last_error = 'interrupted ' || attempts || ' times', {_RELEASE}"
@@ -103,7 +103,7 @@ class MemoryJobStore:
     async def claim_next(self, busy_apps: Collection[str]) -> MemoryJob | None:
         """Take the oldest due job of an app with no job running here: a pending one, or one
         whose claim ran out; mark it `running` under this instance's lease."""
-        now = self._now()
+        now = now_text(self._clock)
         await self._fail_exhausted(now)
         placeholders = ",".join("?" * len(busy_apps))
         busy = f"AND app_id NOT IN ({placeholders})" if busy_apps else ""
@@ -128,7 +128,7 @@ class MemoryJobStore:
         rows = await self._db.execute_returning(
             "UPDATE memory_jobs SET status = 'running', attempts = attempts + 1, updated_at = ?,"
             f" lease_owner = ?, lease_until = ? WHERE id = ({select_id}) RETURNING *",
-            (self._now(), self.owner, self._lease_end(), *params),
+            (now_text(self._clock), self.owner, self._lease_end(), *params),
         )
         return MemoryJob.from_row(rows[0]) if rows else None
 
@@ -171,7 +171,7 @@ class MemoryJobStore:
                 memory_id,
                 note,
                 json.dumps([step.to_json() for step in steps]) if steps else None,
-                self._now(),
+                now_text(self._clock),
                 job.id,
                 job.attempts,
             ),
@@ -184,7 +184,7 @@ class MemoryJobStore:
         await self._db.execute(
             f"UPDATE memory_jobs SET status = ?, last_error = ?, updated_at = ?, {_RELEASE}"
             f" WHERE {_HELD}",
-            (status, error, self._now(), job.id, job.attempts),
+            (status, error, now_text(self._clock), job.id, job.attempts),
         )
 
     async def retry_later(self, job: MemoryJob, error: str, base_seconds: float) -> float:
@@ -194,7 +194,7 @@ class MemoryJobStore:
         await self._db.execute(
             "UPDATE memory_jobs SET status = 'pending', last_error = ?, not_before = ?,"
             f" updated_at = ?, {_RELEASE} WHERE {_HELD}",
-            (error, due, self._now(), job.id, job.attempts),
+            (error, due, now_text(self._clock), job.id, job.attempts),
         )
         return delay
 
@@ -203,7 +203,7 @@ class MemoryJobStore:
         return await self._db.execute(
             "UPDATE memory_jobs SET status = 'cancelled', last_error = ?, updated_at = ?,"
             f" {_RELEASE} WHERE app_id = ? AND status IN ('pending', 'deferred', 'running')",
-            (reason, self._now(), app_id),
+            (reason, now_text(self._clock), app_id),
         )
 
     async def erase_steps(self, app_id: str) -> None:
@@ -214,14 +214,14 @@ class MemoryJobStore:
         return await self._db.execute(
             "UPDATE memory_jobs SET status = 'deferred', last_error = ?, updated_at = ?"
             " WHERE status = 'pending'",
-            (reason, self._now()),
+            (reason, now_text(self._clock)),
         )
 
     async def resume_deferred(self) -> int:
         return await self._db.execute(
             "UPDATE memory_jobs SET status = 'pending', last_error = NULL, updated_at = ?"
             " WHERE status = 'deferred'",
-            (self._now(),),
+            (now_text(self._clock),),
         )
 
     async def has_waiting(self) -> bool:
@@ -262,5 +262,3 @@ class MemoryJobStore:
         counts.update({row[0]: row[1] for row in rows})
         return counts
 
-    def _now(self) -> str:
-        return now_text(self._clock)

@@ -143,7 +143,7 @@ class MemorySubAgent:
         written: WrittenMemory,
         commit_guard: CommitGuard | None,
     ) -> MemoryCreated:
-        today = self._now()[:10]
+        today = now_text(self._clock)[:10]
         for _ in range(MODEL_DECISIONS):
             snapshot = await self._store.list_oldest_first(request.app_id)
             steps = await self._compactor.decide(snapshot, written.content, today)
@@ -183,7 +183,7 @@ class MemorySubAgent:
             current=current,
             steps=steps,
             source=EventSource(
-                self._now(), request.conversation_id, request.job_id, self._model.name
+                now_text(self._clock), request.conversation_id, request.job_id, self._model.name
             ),
         )
         note = f"memory {memory.id} written" if memory else _fate_of_new(outcomes)
@@ -259,7 +259,7 @@ class MemorySubAgent:
                 return False
             await store.delete(app_id, memory_id)
             await store.record_event(
-                app_id, memory_id, "deleted", "admin", EventSource(self._now()),
+                app_id, memory_id, "deleted", "admin", EventSource(now_text(self._clock)),
                 reason="deleted by an admin", before=memory.content,
             )
         return True
@@ -271,7 +271,7 @@ class MemorySubAgent:
         if tx is None:
             async with self._db.transaction() as own:
                 return await self.delete_app_memories(app_id, tx=own)
-        source = EventSource(self._now())
+        source = EventSource(now_text(self._clock))
         store = self._store.within(tx)
         await store.lock_app(app_id)
         deleted = await store.delete_all(app_id)
@@ -303,8 +303,6 @@ class MemorySubAgent:
         self._meter.charge(reply.usage)
         return reply
 
-    def _now(self) -> str:
-        return now_text(self._clock)
 
 
 async def _check_guard(

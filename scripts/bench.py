@@ -5,7 +5,8 @@
     .venv/bin/python scripts/bench.py --json     # the same object on one line
 
 Every figure is measured in the same run as its reference, so ratios hold on a noisy machine.
-Data is seeded into temporary SQLite files; a user's database is never touched. HTTP load
+Data is seeded into temporary SQLite files, and for the `pg_*` figures into a throwaway
+PostgreSQL server started from initdb/pg_ctl; a user's database is never touched. HTTP load
 comes from `wrk` in a separate process when it is installed (Debian package `wrk`), else from
 a small asyncio client in a separate process (`http_client` says which).
 """
@@ -36,6 +37,7 @@ from bench_support import (
     TIMED_MODEL_SECONDS,
     InstantModel,
     TimedModel,
+    copy_to_postgres,
     percentile,
     seed_ended_conversations,
     seed_memories,
@@ -45,7 +47,7 @@ from loop.llm.choice import NoModelLoaded
 from loop.llm.local import LocalChatModel, local_backend_available
 from loop.service import open_services
 from loop.settings import Settings
-from loop.storage import SqliteDatabase
+from loop.storage import database_for
 from memory_agent import ChatMessage, MemoryCreationRequest, MemorySubAgent
 
 ADMIN_TOKEN = "bench-token"
@@ -57,7 +59,7 @@ def settings(db: Path, **overrides: Any) -> Settings:
 
 # -- retrieval ---------------------------------------------------------------------------------
 
-async def retrieval_latencies(dbs: dict[int, Path], samples: int, rounds: int = 20
+async def retrieval_latencies(dbs: dict[int, Path | str], samples: int, rounds: int = 20
                               ) -> dict[int, list[float]]:
     """Seconds to read an app's memories and format its context, for random apps, per
     database (keyed by its number of apps). The databases take turns in short rounds, so a
@@ -65,7 +67,7 @@ async def retrieval_latencies(dbs: dict[int, Path], samples: int, rounds: int = 
     async with AsyncExitStack() as stack:
         agents = {}
         for apps, db in dbs.items():
-            database = await stack.enter_async_context(SqliteDatabase(db))
+            database = await stack.enter_async_context(database_for(str(db)))
             agents[apps] = MemorySubAgent(database, NoModelLoaded())
         rng = random.Random(1)
         timings: dict[int, list[float]] = {apps: [] for apps in dbs}
@@ -83,7 +85,7 @@ async def retrieval_latencies(dbs: dict[int, Path], samples: int, rounds: int = 
 def bench_retrieval(tmp: Path, quick: bool) -> dict[str, Any]:
     main_apps, small_apps, large_apps = (2_000, 100, 20_000) if quick else (10_000, 100, 100_000)
     samples = 5_000 if quick else 20_000
-    dbs = {}
+    dbs: dict[int, Path | str] = {}
     for apps in sorted({main_apps, small_apps, large_apps}):
         dbs[apps] = tmp / f"retrieval-{apps}.db"
         seed_memories(dbs[apps], apps=apps, per_app=10)
@@ -172,10 +174,13 @@ def load(port: int, path_template: str, apps: int, seconds: int) -> dict[str, fl
     return figures
 
 
-def serve_in_background(kind: str, db: Path, port: int) -> subprocess.Popen[bytes]:
+def serve_in_background(kind: str, db: Path | str, port: int, lag_file: Path | None = None
+                        ) -> subprocess.Popen[bytes]:
     support = Path(__file__).resolve().parent / "bench_support.py"
+    extra = [str(lag_file)] if lag_file else []
     server = subprocess.Popen([sys.executable, str(support), "serve", kind, str(db), str(port),
-                               ADMIN_TOKEN], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                               ADMIN_TOKEN, *extra], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         try:
@@ -188,28 +193,121 @@ def serve_in_background(kind: str, db: Path, port: int) -> subprocess.Popen[byte
 
 
 def bench_http(tmp: Path, quick: bool) -> dict[str, Any]:
-    apps, seconds = (1_000, 4) if quick else (10_000, 10)
+    apps = 1_000 if quick else 10_000
     db = tmp / "http.db"
     seed_memories(db, apps=apps, per_app=10)
-    results = {}
+    return http_figures(tmp, db, apps, quick)
+
+
+def http_figures(tmp: Path, db: Path | str, apps: int, quick: bool, prefix: str = ""
+                 ) -> dict[str, Any]:
+    """Requests per second for an app's memories against a floor (a handler that reads
+    nothing) in the same run, and the event loop's lag while the memories are served."""
+    seconds = 4 if quick else 10
+    results, lag_file = {}, tmp / f"{prefix}lag.json"
+    window = (0.0, 0.0)
     for kind, template in (("floor", "/floor"), ("memories", "/apps/app{n}/memories")):
         port = free_port()
-        server = serve_in_background(kind, db, port)
+        server = serve_in_background(kind, db, port, lag_file if kind == "memories" else None)
         try:
             load(port, template, apps, 1)  # warm-up
+            started = time.time()
             results[kind] = load(port, template, apps, seconds)
+            window = (started, time.time()) if kind == "memories" else window
         finally:
             server.terminate()
-            server.wait(timeout=10)
+            server.wait(timeout=30)
+    lags = [lag for at, lag in json.loads(lag_file.read_text()) if window[0] <= at <= window[1]]
     memories, floor = results["memories"], results["floor"]
-    return {
+    figures = {
         "http_rps": round(memories["rps"], 1),
         "http_p99_ms": round(memories["p99_ms"], 3),
         "http_floor_rps": round(floor["rps"], 1),
         "http_vs_floor": round(memories["rps"] / floor["rps"], 3),
         "http_errors": int(memories["errors"]),
-        "http_client": "wrk" if memories.get("wrk") else "python-asyncio",
+        "loop_lag_p99_ms": round(percentile(lags, 99) * 1000, 3),
     }
+    figures = {f"{prefix}{key}": value for key, value in figures.items()}
+    if not prefix:
+        figures["http_client"] = "wrk" if memories.get("wrk") else "python-asyncio"
+    return figures
+
+
+# -- PostgreSQL --------------------------------------------------------------------------------
+
+def bench_postgres(tmp: Path, quick: bool) -> dict[str, Any]:
+    """The same figures on PostgreSQL, and memory jobs with 1 and 4 worker processes."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from tests.postgres_server import PostgresServer
+
+    server = PostgresServer.start(tmp)
+    try:
+        database = server.create_database
+        apps = 1_000 if quick else 10_000
+        seeded = tmp / "pg-seed.db"
+        seed_memories(seeded, apps=apps, per_app=10)
+        reads = database("reads")
+        anyio.run(copy_to_postgres, seeded, reads)
+        samples = 5_000 if quick else 20_000
+        timings = anyio.run(retrieval_latencies, {apps: reads}, samples)[apps]
+        results: dict[str, Any] = {
+            "pg_retrieval_p50_ms": round(percentile(timings, 50) * 1000, 4),
+            "pg_retrieval_p99_ms": round(percentile(timings, 99) * 1000, 4),
+        }
+        results.update(http_figures(tmp, reads, apps, quick, prefix="pg_"))
+        jobs = 200 if quick else 600
+        rates = {}
+        for workers in (1, 4):
+            db = database(f"jobs{workers}")
+            rates[workers] = worker_processes_rate(tmp, db, workers, jobs)
+        results["pg_jobs_per_s_1_worker"] = round(rates[1], 1)
+        results["pg_jobs_per_s_4_workers"] = round(rates[4], 1)
+        results["pg_worker_scaling"] = round(rates[4] / rates[1], 2)
+        results["pg_jobs_model_ms"] = TIMED_MODEL_SECONDS * 1000
+        return results
+    finally:
+        server.cleanup()
+
+
+def worker_processes_rate(tmp: Path, db: str, workers: int, jobs: int) -> float:
+    """Jobs per second done by `workers` worker processes with the 50 ms model. The jobs are
+    seeded held back (due in the far future); the clock starts when every worker is ready
+    and they are released."""
+    import asyncpg
+
+    seeded = tmp / f"pg-jobs-{workers}.db"
+    seed_ended_conversations(seeded, apps=jobs // 2, per_app=2)
+    with sqlite3.connect(seeded) as connection:
+        connection.execute("UPDATE memory_jobs SET not_before = '9999'")
+    anyio.run(copy_to_postgres, seeded, db)
+    support = Path(__file__).resolve().parent / "bench_support.py"
+    processes = [subprocess.Popen([sys.executable, str(support), "worker", db],
+                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+                 for _ in range(workers)]
+    try:
+        for process in processes:
+            assert process.stdout is not None
+            assert process.stdout.readline().strip() == b"ready"
+
+        async def release_and_wait() -> float:
+            connection = await asyncpg.connect(db)
+            try:
+                started = time.perf_counter()
+                await connection.execute("UPDATE memory_jobs SET not_before = NULL")
+                await connection.execute("SELECT pg_notify('mnemoloop_jobs', '')")
+                while await connection.fetchval(  # noqa: ASYNC110 (another process's work)
+                        "SELECT COUNT(*) FROM memory_jobs WHERE status <> 'done'"):
+                    await anyio.sleep(0.02)
+                return time.perf_counter() - started
+            finally:
+                await connection.close()
+
+        return jobs / anyio.run(release_and_wait)
+    finally:
+        for process in processes:
+            process.terminate()
+        for process in processes:
+            process.wait(timeout=30)
 
 
 # -- the embedded model ------------------------------------------------------------------------
@@ -295,8 +393,8 @@ def main() -> None:
     results: dict[str, Any] = {"mode": "quick" if args.quick else "full", "cpus": os.cpu_count()}
     with tempfile.TemporaryDirectory(prefix="mnemoloop-bench-") as folder:
         tmp = Path(folder)
-        for bench in (bench_retrieval, bench_jobs, bench_overhead, bench_http, bench_model,
-                      bench_energy):
+        for bench in (bench_retrieval, bench_jobs, bench_overhead, bench_http, bench_postgres,
+                      bench_model, bench_energy):
             started = time.perf_counter()
             results.update(bench(tmp, args.quick))
             print(f"bench: {bench.__name__} took {time.perf_counter() - started:.1f} s",

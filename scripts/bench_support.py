@@ -1,23 +1,26 @@
 """Pieces of scripts/bench.py: seeding, scripted models, and the two processes it starts.
 
-    python scripts/bench_support.py serve {floor|memories} DB PORT TOKEN
+    python scripts/bench_support.py serve {floor|memories} DB PORT TOKEN [LAG_FILE]
     python scripts/bench_support.py load PORT PATH_TEMPLATE APPS SECONDS TOKEN
+    python scripts/bench_support.py worker DB
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import math
 import random
 import re
 import shutil
+import signal
 import sqlite3
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import closing
 from pathlib import Path
 from typing import Any
@@ -124,9 +127,89 @@ class TimedModel(ChatModel):
         return reply
 
 
-# -- the server process ------------------------------------------------------------------------
+# Tables seeded into SQLite and copied to PostgreSQL, parents first; `id` columns are left for
+# PostgreSQL to number.
+_COPIED = ("apps", "conversations", "messages", "app_memories", "memory_jobs")
 
-def serve(kind: str, db: str, port: int, token: str) -> None:
+
+async def copy_to_postgres(sqlite_db: Path, url: str) -> None:
+    """Migrate the PostgreSQL database and copy the seeded SQLite file's rows into it."""
+    import asyncpg
+
+    from loop.storage import migrate
+
+    await migrate(url)
+    connection = await asyncpg.connect(url)
+    try:
+        with closing(sqlite3.connect(sqlite_db)) as source:
+            for table in _COPIED:
+                cursor = source.execute(f"SELECT * FROM {table}")
+                columns = [d[0] for d in cursor.description]
+                keep = [i for i, name in enumerate(columns) if name != "id"]
+                rows = [tuple(row[i] for i in keep) for row in cursor]
+                if rows:
+                    await connection.copy_records_to_table(
+                        table, records=rows, columns=[columns[i] for i in keep])
+        await connection.execute("ANALYZE")
+    finally:
+        await connection.close()
+
+
+class LoopLag:
+    """How late the event loop wakes a task that asked to sleep 1 ms: what every request
+    waiting on this loop waits on top of its own work."""
+
+    def __init__(self) -> None:
+        self.samples: list[tuple[float, float]] = []  # (wall-clock time, lag in seconds)
+
+    async def run(self) -> None:
+        while True:
+            started = time.perf_counter()
+            await anyio.sleep(0.001)
+            lag = max(time.perf_counter() - started - 0.001, 0.0)
+            self.samples.append((time.time(), lag))
+
+
+# -- the server and worker processes -----------------------------------------------------------
+
+def worker(db: str) -> None:
+    """A memory worker with the 50 ms model, until SIGTERM; prints `ready` once it runs."""
+    from loop.service import open_services
+    from loop.settings import Settings
+
+    async def run() -> None:
+        model = TimedModel()
+        settings = Settings(db=db, llm="local", energy_capacity=1e12)
+        async with open_services(settings, chat_model=model, memory_model=model) as services:
+            worker = services.worker()
+            async with anyio.create_task_group() as group:
+                group.start_soon(worker.run)
+                group.start_soon(services.listen)
+                print("ready", flush=True)
+                with anyio.open_signal_receiver(signal.SIGTERM) as signals:
+                    async for _ in signals:
+                        break
+                group.cancel_scope.cancel()
+
+    anyio.run(run)
+
+
+class _QuietServer:
+    """uvicorn's server without its own signal handling (it re-raises SIGTERM on the way out,
+    before the process could write what it measured)."""
+
+    def __new__(cls, config: Any) -> Any:
+        import uvicorn
+
+        class Server(uvicorn.Server):
+            @contextlib.contextmanager
+            def capture_signals(self) -> Iterator[None]:
+                yield
+
+        return Server(config)
+
+
+def serve(kind: str, db: str, port: int, token: str, lag_file: str | None = None) -> None:
     import uvicorn
     from litestar import Litestar, get
 
@@ -148,15 +231,31 @@ def serve(kind: str, db: str, port: int, token: str) -> None:
         run(Litestar([floor], logging_config=None))
         return
 
-    async def memories() -> None:
+    async def memories() -> LoopLag:
         model = NoModelLoaded()
-        settings = Settings(db=Path(db), llm="local")
+        settings = Settings(db=db, llm="local")
+        lag = LoopLag()
         async with open_services(settings, chat_model=model, memory_model=model) as services:
             config = uvicorn.Config(create_app(services, token), host="127.0.0.1", port=port,
                                     log_level="warning", access_log=False)
-            await uvicorn.Server(config).serve()
+            server = _QuietServer(config)
 
-    anyio.run(memories)
+            async def stop_on_sigterm() -> None:
+                with anyio.open_signal_receiver(signal.SIGTERM) as signals:
+                    async for _ in signals:
+                        server.should_exit = True
+                        return
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(lag.run)
+                group.start_soon(stop_on_sigterm)
+                await server.serve()
+                group.cancel_scope.cancel()
+        return lag
+
+    lag = anyio.run(memories)
+    if lag_file:
+        Path(lag_file).write_text(json.dumps(lag.samples))
 
 
 # -- the load process --------------------------------------------------------------------------
@@ -220,7 +319,9 @@ async def load_with_asyncio(port: int, template: str, apps: int, seconds: int, t
 
 def main(argv: list[str]) -> None:
     if argv[0] == "serve":
-        serve(argv[1], argv[2], int(argv[3]), argv[4])
+        serve(argv[1], argv[2], int(argv[3]), argv[4], argv[5] if len(argv) > 5 else None)
+    elif argv[0] == "worker":
+        worker(argv[1])
     elif argv[0] == "load":
         port, template, token = int(argv[1]), argv[2], argv[5]
         apps, seconds = int(argv[3]), int(argv[4])

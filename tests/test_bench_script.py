@@ -12,7 +12,9 @@ import pytest
 KEYS = {
     "retrieval_p50_ms", "retrieval_p99_ms", "retrieval_scaling", "jobs_per_s", "overhead_pct",
     "http_rps", "http_p99_ms", "http_vs_floor", "model_memory_s", "model_tokens_per_s",
-    "energy_memory_share", "rss_mb",
+    "energy_memory_share", "rss_mb", "loop_lag_p99_ms", "pg_retrieval_p99_ms", "pg_http_vs_floor",
+    "pg_loop_lag_p99_ms", "pg_jobs_per_s_1_worker", "pg_jobs_per_s_4_workers",
+    "pg_worker_scaling",
 }
 
 
@@ -20,10 +22,10 @@ KEYS = {
 def test_bench_quick_prints_every_key():
     script = Path(__file__).resolve().parent.parent / "scripts" / "bench.py"
     run = subprocess.run([sys.executable, str(script), "--quick", "--json"], capture_output=True,
-                         text=True, timeout=300)
+                         text=True, timeout=600)
     assert run.returncode == 0, run.stderr
     figures = json.loads(run.stdout)
     assert KEYS <= set(figures)
     measured = {key for key in KEYS if figures[key] is not None}
     assert {"retrieval_p99_ms", "jobs_per_s", "overhead_pct", "http_rps", "rss_mb"} <= measured
-    assert figures["http_errors"] == 0
+    assert figures["http_errors"] == 0 and figures["pg_http_errors"] == 0

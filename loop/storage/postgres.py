@@ -66,7 +66,13 @@ def _storage_error(error: BaseException, doing: str) -> StorageError:
 
 # How long a statement may wait for a connection from the pool.
 _ACQUIRE_SECONDS = 10.0
-_DRIVER_ERRORS = (asyncpg.PostgresError, asyncpg.InterfaceError, OSError, TimeoutError)
+_DRIVER_ERRORS = (
+    asyncpg.PostgresError,
+    asyncpg.InterfaceError,
+    asyncpg.InternalClientError,
+    OSError,
+    TimeoutError,
+)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -159,6 +165,14 @@ class PostgresDatabase:
             try:
                 await anyio.lowlevel.checkpoint_if_cancelled()
                 yield connection
+            except _DRIVER_ERRORS as error:
+                # Past a server's answer (a constraint, a deadlock) the connection is sound;
+                # otherwise it may be broken or mid-protocol, and the pool opens a fresh one.
+                if not isinstance(error, asyncpg.PostgresError) or isinstance(
+                    error, asyncpg.PostgresConnectionError | asyncpg.AdminShutdownError
+                ):
+                    connection.terminate()
+                raise
             finally:
                 with anyio.CancelScope(shield=True):
                     await pool.release(connection)
