@@ -3,8 +3,9 @@ and shared by every instance using it.
 
 A charge refills the level for the time gone by and spends from it in one statement, so
 instances charging at once never lose each other's spending. Each instance keeps the last
-state it read or wrote; `refresh` reads the others' spending before a decision that depends
-on it (whether memory work may run).
+state it read or wrote; on a shared database `refresh` reads the others' spending before a
+decision that depends on it (whether memory work may run). The only instance on its
+database knows every charge already and reads nothing.
 """
 
 from __future__ import annotations
@@ -37,8 +38,10 @@ class EnergyBudget:
         capacity: float,
         refill_per_second: float,
         memory_floor: float,
+        shared: bool = True,
     ) -> None:
         self._db = database
+        self._shared = shared
         self._clock = clock
         self.capacity = capacity
         self.refill_per_second = refill_per_second
@@ -54,10 +57,14 @@ class EnergyBudget:
             " ON CONFLICT (id) DO NOTHING",
             (float(self.capacity), now_text(self._clock), self._clock.now().timestamp()),
         )
-        await self.refresh()
+        await self._read()
 
     async def refresh(self) -> None:
-        """Read the shared state (other instances' spending included)."""
+        """Read the shared state (other instances' spending included), on a shared database."""
+        if self._shared:
+            await self._read()
+
+    async def _read(self) -> None:
         row = await self._db.fetch_one(f"SELECT {_STATE} FROM energy_state WHERE id = 1")
         if row is not None:
             self._remember(row)

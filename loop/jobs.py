@@ -102,17 +102,17 @@ class MemoryJobStore:
 
     async def claim_next(self, busy_apps: Collection[str]) -> MemoryJob | None:
         """Take the oldest due job of an app with no job running here: a pending one, or one
-        whose claim ran out; mark it `running` under this instance's lease."""
+        whose claim ran out (unless that happened MAX_INTERRUPTIONS times: `fail_exhausted`
+        ends those); mark it `running` under this instance's lease."""
         now = now_text(self._clock)
-        await self._fail_exhausted(now)
         placeholders = ",".join("?" * len(busy_apps))
         busy = f"AND app_id NOT IN ({placeholders})" if busy_apps else ""
         return await self._claim(
             "SELECT id FROM memory_jobs WHERE ((status = 'pending'"
             " AND (not_before IS NULL OR not_before <= ?))"
-            f" OR (status = 'running' AND lease_until < ?)) {busy}"
-            f" ORDER BY id LIMIT 1{self._db.dialect.skip_locked}",
-            (now, now, *busy_apps),
+            " OR (status = 'running' AND lease_until < ? AND attempts < ?))"
+            f" {busy} ORDER BY id LIMIT 1{self._db.dialect.skip_locked}",
+            (now, now, MAX_INTERRUPTIONS, *busy_apps),
         )
 
     async def claim_for_conversation(self, conversation_id: str) -> MemoryJob | None:
@@ -123,7 +123,7 @@ class MemoryJobStore:
             (conversation_id,),
         )
 
-    async def _claim(self, select_id: str, params: tuple[str, ...]) -> MemoryJob | None:
+    async def _claim(self, select_id: str, params: tuple[object, ...]) -> MemoryJob | None:
         # One statement picks and marks the job, so two claimers can never take the same one.
         rows = await self._db.execute_returning(
             "UPDATE memory_jobs SET status = 'running', attempts = attempts + 1, updated_at = ?,"
@@ -132,9 +132,11 @@ class MemoryJobStore:
         )
         return MemoryJob.from_row(rows[0]) if rows else None
 
-    async def _fail_exhausted(self, now: str) -> None:
+    async def fail_exhausted(self) -> None:
         """A job whose claims ran out MAX_INTERRUPTIONS times (it kills or freezes whoever
-        runs it) is failed rather than tried forever."""
+        runs it) is failed rather than tried forever. `claim_next` never takes one; this
+        records why (once per look for work, not once per claim)."""
+        now = now_text(self._clock)
         await self._db.execute(
             "UPDATE memory_jobs SET status = 'failed', updated_at = ?,"
             f" last_error = 'interrupted ' || attempts || ' times', {_RELEASE}"

@@ -90,6 +90,7 @@ class MemoryWorker:
             resumed = await self._jobs.resume_deferred()
             if resumed:
                 log.info("resumed %d deferred memory jobs", resumed)
+        await self._jobs.fail_exhausted()
         while len(self._running_apps) < self._max_concurrent and not self._stopping:
             job = await self._jobs.claim_next(self._running_apps.keys())
             if job is None:

@@ -98,11 +98,11 @@ async def open_services(
     chat_model: ChatModel | None = None,
     memory_model: ChatModel | None = None,
     clock: Clock | None = None,
-    answers_only_elsewhere: bool = False,
 ) -> AsyncIterator[Services]:
     """Open the database (migrating it) and the models, wire everything, close it all after.
-    `answers_only_elsewhere` (a memory worker given a stand-in chat model): the memory model
-    is opened from the settings even when it is the same backend as the chat model."""
+    A model not given is opened from the settings; the memory work shares the chat model only
+    when both were opened here from the same backend (a given chat model may be a stand-in,
+    such as a memory worker's)."""
     clock = clock or SystemClock()
     database = await database_for(settings.db, pool_size=settings.db_pool_size).open()
     owner = instance_name()
@@ -112,7 +112,7 @@ async def open_services(
             chat_model = await open_chat_model(settings.llm, settings)
             owned.append(chat_model)
         if memory_model is None:
-            if settings.memory_backend == settings.llm and not answers_only_elsewhere:
+            if settings.memory_backend == settings.llm and chat_model in owned:
                 memory_model = chat_model
             else:
                 memory_model = await open_chat_model(settings.memory_backend, settings)
@@ -133,6 +133,7 @@ async def open_services(
             capacity=settings.energy_capacity,
             refill_per_second=settings.energy_refill_per_second,
             memory_floor=settings.energy_memory_floor,
+            shared=database.shared,
         )
         await energy.load()
         lease = settings.lease_seconds

@@ -75,7 +75,7 @@ async def serve(settings: Settings) -> None:
             log_level="warning",
             lifespan="on",
         )
-        server = _Server(config)
+        server = SignalFreeServer(config)
         worker = services.worker()
         server_stopped = anyio.Event()
 
@@ -104,9 +104,9 @@ async def serve(settings: Settings) -> None:
 
 async def run_worker(settings: Settings) -> None:
     """Memory jobs only: no HTTP server, no answers, and no chat model loaded."""
-    async with open_services(
-        settings, chat_model=NoModelLoaded(), answers_only_elsewhere=True
-    ) as services, claimed(services):
+    async with open_services(settings, chat_model=NoModelLoaded()) as services, claimed(
+        services
+    ):
         log.info(
             "mnemoloop worker: %s, memory model %s",
             services.database.describe(),
@@ -129,8 +129,10 @@ async def _until_signalled() -> None:
             return
 
 
-class _Server(uvicorn.Server):
+class SignalFreeServer(uvicorn.Server):
+    """uvicorn's server, leaving SIGINT/SIGTERM to its host: the runner drains the loop and
+    the worker too (uvicorn would also re-raise the signal on its way out)."""
+
     @contextmanager
     def capture_signals(self) -> Iterator[None]:
-        # The runner owns SIGINT/SIGTERM, so that the loop and the worker drain too.
         yield

@@ -8,7 +8,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import math
 import random
@@ -20,7 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from contextlib import closing
 from pathlib import Path
 from typing import Any
@@ -194,21 +193,6 @@ def worker(db: str) -> None:
     anyio.run(run)
 
 
-class _QuietServer:
-    """uvicorn's server without its own signal handling (it re-raises SIGTERM on the way out,
-    before the process could write what it measured)."""
-
-    def __new__(cls, config: Any) -> Any:
-        import uvicorn
-
-        class Server(uvicorn.Server):
-            @contextlib.contextmanager
-            def capture_signals(self) -> Iterator[None]:
-                yield
-
-        return Server(config)
-
-
 def serve(kind: str, db: str, port: int, token: str, lag_file: str | None = None) -> None:
     import uvicorn
     from litestar import Litestar, get
@@ -217,6 +201,7 @@ def serve(kind: str, db: str, port: int, token: str, lag_file: str | None = None
     from loop.llm.choice import NoModelLoaded
     from loop.service import open_services
     from loop.settings import Settings
+    from mnemoloop.runner import SignalFreeServer
 
     def run(app: Any) -> None:
         config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning",
@@ -238,7 +223,7 @@ def serve(kind: str, db: str, port: int, token: str, lag_file: str | None = None
         async with open_services(settings, chat_model=model, memory_model=model) as services:
             config = uvicorn.Config(create_app(services, token), host="127.0.0.1", port=port,
                                     log_level="warning", access_log=False)
-            server = _QuietServer(config)
+            server = SignalFreeServer(config)
 
             async def stop_on_sigterm() -> None:
                 with anyio.open_signal_receiver(signal.SIGTERM) as signals:

@@ -181,15 +181,15 @@ class PostgresDatabase:
 
     async def fetch_all(self, sql: str, params: Params = ()) -> list[Row]:
         async with self._connection("read") as connection:
-            return await _Transaction(connection).fetch_all(sql, params)
+            return await _Session(connection).fetch_all(sql, params)
 
     async def fetch_one(self, sql: str, params: Params = ()) -> Row | None:
         async with self._connection("read") as connection:
-            return await _Transaction(connection).fetch_one(sql, params)
+            return await _Session(connection).fetch_one(sql, params)
 
     async def execute(self, sql: str, params: Params = ()) -> int:
         async with self._connection("write") as connection:
-            return await _Transaction(connection).execute(sql, params)
+            return await _Session(connection).execute(sql, params)
 
     async def execute_returning(self, sql: str, params: Params = ()) -> list[Row]:
         return await self.fetch_all(sql, params)
@@ -198,14 +198,14 @@ class PostgresDatabase:
         await self.execute("SELECT pg_notify(?, '')", (channel,))
 
     @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[_Transaction]:
+    async def transaction(self) -> AsyncIterator[_Session]:
         async with self._connection("write") as connection:
             transaction = connection.transaction()
             with anyio.CancelScope(shield=True):
                 await transaction.start()
             try:
                 await anyio.lowlevel.checkpoint_if_cancelled()
-                yield _Transaction(connection)
+                yield _Session(connection)
                 # The body is done: the commit must finish even if we are cancelled now.
                 with anyio.CancelScope(shield=True):
                     await transaction.commit()
@@ -257,10 +257,11 @@ def _listener(handler: Callable[[], None]) -> Callable[..., None]:
     return on_notification
 
 
-class _Transaction:
-    """Statements inside one transaction. Each runs to its end once sent, even if the caller
-    is cancelled meanwhile (the cancellation takes effect right after): a statement cut off
-    mid-protocol would leave the connection unusable, and the rollback with it."""
+class _Session:
+    """Statements on one connection, inside a transaction or each its own. Each runs to its
+    end once sent, even if the caller is cancelled meanwhile (the cancellation takes effect
+    right after): a statement cut off mid-protocol would leave the connection unusable, and
+    the rollback with it."""
 
     dialect: Dialect = POSTGRESQL
 
