@@ -120,8 +120,9 @@ class MemorySubAgent:
             written = await self._writer.write(request.messages)
             if written is None:
                 result = MemoryCreated(None, [], NOTHING_WORTH_KEEPING)
-                async with self._db.transaction() as tx:
-                    await _check_guard(commit_guard, tx, result)
+                await self._db.run_transaction(
+                    lambda tx: _check_guard(commit_guard, tx, result)
+                )
                 self.stats.nothing_worth_keeping += 1
                 log.info(
                     "📝 Nothing worth keeping in conversation %s of app %s",
@@ -143,20 +144,37 @@ class MemorySubAgent:
         written: WrittenMemory,
         commit_guard: CommitGuard | None,
     ) -> MemoryCreated:
+        # Most writes fit under the cap: one transaction reads the app's memories and writes.
+        # When they do not, the model decides on what that transaction read (no lock held
+        # while it thinks), and the next one applies the decision if nothing changed meanwhile.
         today = now_text(self._clock)[:10]
-        for _ in range(MODEL_DECISIONS):
-            snapshot = await self._store.list_oldest_first(request.app_id)
-            steps = await self._compactor.decide(snapshot, written.content, today)
-            async with self._db.transaction() as tx:
+        decided: tuple[list[Memory], list[DecidedStep]] | None = None
+        for decisions in range(MODEL_DECISIONS + 1):
+
+            async def apply_or_read(
+                tx: SqlTransaction, decided: tuple[list[Memory], list[DecidedStep]] | None = decided
+            ) -> MemoryCreated | list[Memory]:
                 current = await self._current_memories(tx, request.app_id)
-                if _fingerprint(current) != _fingerprint(snapshot):
-                    continue  # changed while the model decided: decide again
+                steps = self._compactor.steps_if_they_fit(current, written.content)
+                if steps is None and decided and _fingerprint(current) == _fingerprint(decided[0]):
+                    steps = decided[1]
+                if steps is None:
+                    return current  # decide (again) on these
                 return await self._apply(tx, request, written, current, steps, commit_guard)
+
+            outcome = await self._db.run_transaction(apply_or_read)
+            if isinstance(outcome, MemoryCreated):
+                return outcome
+            if decisions < MODEL_DECISIONS:
+                decided = (outcome, await self._compactor.decide(outcome, written.content, today))
+
         # Still changing: the policy decides on what is there now, inside the transaction.
-        async with self._db.transaction() as tx:
+        async def apply_policy(tx: SqlTransaction) -> MemoryCreated:
             current = await self._current_memories(tx, request.app_id)
             steps = self._compactor.policy_only(current, written.content)
             return await self._apply(tx, request, written, current, steps, commit_guard)
+
+        return await self._db.run_transaction(apply_policy)
 
     async def _current_memories(self, tx: SqlTransaction, app_id: str) -> list[Memory]:
         """The app's memories as of now, its row held so that no other write (from this

@@ -80,6 +80,14 @@ class Compactor:
         rest = self._policy_steps(_after(candidates, first.step), first.fallback_reason)
         return [*updates, first, *rest]
 
+    def steps_if_they_fit(
+        self, existing: Sequence[Memory], new_content: str
+    ) -> list[DecidedStep] | None:
+        """The steps when `existing` plus the new memory fit the cap after the updates (no
+        model call needed); None when the model must be asked."""
+        updates, candidates = _refreshed(existing, new_content)
+        return updates if len(candidates) <= self._limit else None
+
     def policy_only(self, existing: Sequence[Memory], new_content: str) -> list[DecidedStep]:
         """The policy's steps alone: for a decision that must be made without a model call."""
         updates, candidates = _refreshed(existing, new_content)

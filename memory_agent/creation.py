@@ -17,7 +17,7 @@ conversation, completed from the conversation's own statements where it falls sh
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence, Set
 from dataclasses import dataclass
 from typing import Literal
 
@@ -73,7 +73,7 @@ class MemoryWriter:
         written = self._compose(self._grounded_sentences(reply.text, source), statements)
         return written if written.content else None
 
-    def _grounded_sentences(self, answer: str, source: set[str]) -> list[str]:
+    def _grounded_sentences(self, answer: str, source: Set[str]) -> list[str]:
         kept: list[str] = []
         for sentence in split_sentences(clean_model_text(answer)):
             if _rejection(sentence, source, follows_the_user=bool(kept)) is None:
@@ -106,7 +106,7 @@ class MemoryWriter:
         return WrittenMemory(content, source)
 
 
-def _rejection(sentence: str, source: set[str], *, follows_the_user: bool) -> str | None:
+def _rejection(sentence: str, source: Set[str], *, follows_the_user: bool) -> str | None:
     if len(sentence) < _MIN_SENTENCE_CHARS:
         return "too short"
     if _TRANSCRIPT_LABEL.search(sentence):

@@ -17,8 +17,9 @@ one sentence that mattered. These checks keep memory grounded whatever the model
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Sequence, Set
 from dataclasses import dataclass
+from functools import lru_cache
 
 from memory_agent.text import (
     FREQUENCY,
@@ -237,7 +238,7 @@ _REPORTING = frozenset(
 )
 
 
-def is_grounded(sentence: str, source_vocabulary: set[str], *, share: float = 0.7) -> bool:
+def is_grounded(sentence: str, source_vocabulary: Set[str], *, share: float = 0.7) -> bool:
     """The sentence's numbers and names appear in the source, and `share` of its other words
     (words that report what was said, such as "prefers", aside)."""
     text = normalise_text(sentence)
@@ -262,6 +263,7 @@ def covers(memory: str, statement: str) -> bool:
     return not words or len(words & memory_vocabulary) >= 0.5 * len(words)
 
 
+@lru_cache(maxsize=8192)
 def fact_value(text: str) -> int:
     """How many facts a memory holds, by the statement markers in it (0: no fact): values,
     names, words of a lasting kind, and numbers that count something ("plot 14")."""
@@ -283,9 +285,10 @@ _SUBJECTS = frozenset(
 )
 
 
-def subjects(text: str) -> set[str]:
+@lru_cache(maxsize=8192)
+def subjects(text: str) -> frozenset[str]:
     """The people and animals other than the user that a text speaks of."""
-    return {stem(word.lower()) for word in WORD.findall(normalise_text(text))} & {
+    return frozenset(stem(word.lower()) for word in WORD.findall(normalise_text(text))) & {
         stem(word) for word in _SUBJECTS
     }
 
@@ -295,16 +298,19 @@ def subjects(text: str) -> set[str]:
 _MANY_VALUED = frozenset({"pet", "doctor"})
 
 
-def single_valued_topics(text: str) -> set[str]:
+def single_valued_topics(text: str) -> frozenset[str]:
     """The text's topics of which a person has one at a time (a home, an employer, a
     babysitter, a calorie target): a new value on one replaces the old."""
     return topics(text) - _MANY_VALUED
 
 
-def topics(text: str) -> set[str]:
+@lru_cache(maxsize=8192)
+def topics(text: str) -> frozenset[str]:
     words = {word.lower() for word in WORD.findall(normalise_text(text))}
     stems = {stem(word) for word in words}
-    return {name for name, members in _TOPICS.items() if words & members or stems & members}
+    return frozenset(
+        name for name, members in _TOPICS.items() if words & members or stems & members
+    )
 
 
 def same_topic(older: str, newer: str) -> bool:

@@ -7,12 +7,13 @@ session's `Dialect`. Every failure of the database surfaces as `errors.StorageEr
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
+T = TypeVar("T")
 Params = Sequence[Any]
 # A driver's row (sqlite3.Row, asyncpg.Record): read by position or by column name.
 Row = Any
@@ -72,9 +73,19 @@ class SqlSession(Protocol):
 SqlTransaction = SqlSession
 
 
+TransactionBody = Callable[[SqlSession], Coroutine[Any, Any, T]]
+
+
 class Database(SqlSession, Protocol):
     def transaction(self) -> AbstractAsyncContextManager[SqlSession]:
         """A write transaction; commits on exit, rolls back on error."""
+        ...
+
+    async def run_transaction(self, body: TransactionBody[T]) -> T:
+        """`await body(tx)` in one write transaction, committed when it returns and rolled
+        back when it raises; returns what it returns. `body` may await only statements on
+        `tx`: the embedded engine runs the whole of it on the database's own thread, in one
+        step, which keeps the write lock for the shortest time."""
         ...
 
 

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Mapping
 from functools import lru_cache
+from types import MappingProxyType
 
 # A word may hold digits (B12, 6b, Alice2): only a token of digits alone is a number.
 WORD = re.compile(r"[A-Za-z0-9]*[A-Za-z][A-Za-z0-9'’\-]*|\d[\d,.:]*\d|\d")
@@ -66,18 +68,28 @@ TIME_WORDS = frozenset(
 FREQUENCY = frozenset("always never usually every weekly daily".split())
 
 
+# The checks read the same few texts again and again (each memory against each other one):
+# they are pure functions of the text, so they are computed once and shared, as immutable
+# values.
+_cached = lru_cache(maxsize=8192)
+
+
+@_cached
 def normalise_text(text: str) -> str:
     """NFKC, invisible format characters removed: what every check here reads."""
+    if text.isascii():
+        return text  # NFKC leaves ASCII alone, and every format character lies beyond it
     text = unicodedata.normalize("NFKC", text)
     return "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
 
 
-def sentences(text: str) -> list[str]:
+@_cached
+def sentences(text: str) -> tuple[str, ...]:
     parts = _SENTENCE_END.split(normalise_text(text))
     # split() interleaves each sentence with the closers it captured (None after a newline).
     joined = [parts[i] + (parts[i + 1] or "") for i in range(0, len(parts) - 1, 2)]
     joined.append(parts[-1])
-    return [part.strip() for part in joined if part.strip()]
+    return tuple(part.strip() for part in joined if part.strip())
 
 
 @lru_cache(maxsize=4096)
@@ -100,12 +112,14 @@ NUMBER_WORDS = {
 }
 
 
-def numbers(text: str) -> set[str]:
+@_cached
+def numbers(text: str) -> frozenset[str]:
     found = re.findall(r"\d[\d,.:]*", text)
-    return {re.sub(r"[,.:](?=\d{3}\b)", "", n).rstrip(".,:") for n in found}
+    return frozenset({re.sub(r"[,.:](?=\d{3}\b)", "", n).rstrip(".,:") for n in found})
 
 
-def names(text: str) -> set[str]:
+@_cached
+def names(text: str) -> frozenset[str]:
     """Capitalised words that do not start a sentence (and are not "I"): names and places;
     and, whatever their case, a word after a title (Mrs, Dr), days and months."""
     found = {match.lower() for match in _TITLED_NAME.findall(text)}
@@ -116,21 +130,23 @@ def names(text: str) -> set[str]:
         for word in words[1:]:
             if word[0].isupper() and word.lower() not in STOPWORDS and word not in ("I", "I'm"):
                 found.add(word.lower().rstrip("'’s"))
-    return found
+    return frozenset(found)
 
 
-def content_words(text: str) -> set[str]:
-    return {
+@_cached
+def content_words(text: str) -> frozenset[str]:
+    return frozenset(
         stem(word)
         for word in WORD.findall(normalise_text(text))
         if not word[0].isdigit() and word.lower() not in STOPWORDS and len(word) > 2
-    }
+    )
 
 
-def vocabulary(text: str) -> set[str]:
+@_cached
+def vocabulary(text: str) -> frozenset[str]:
     """Every stemmed word and number of a text: what a grounded sentence may use."""
     text = normalise_text(text)
-    return {stem(word) for word in WORD.findall(text)} | numbers(text)
+    return frozenset(stem(word) for word in WORD.findall(text)) | numbers(text)
 
 
 TIME_UNITS = frozenset(
@@ -142,7 +158,8 @@ TIME_UNITS = frozenset(
 PERIOD_SLOT = "per "
 
 
-def number_slots(text: str) -> dict[str, set[str]]:
+@_cached
+def number_slots(text: str) -> Mapping[str, frozenset[str]]:
     """Each number with the nouns it belongs to: the word before it ("plot 14" -> plot), and
     the first word after it that is neither common nor a unit of the clock ("25% of every
     invoice" -> invoice); a word of time only when nothing else follows ("$200 a day" ->
@@ -178,9 +195,9 @@ def number_slots(text: str) -> dict[str, set[str]]:
             # "$200 a day": an amount of money per period; "7 years old" is no such slot.
             if period and re.search(r"[$€£]\s?" + re.escape(word) + r"\b", text):
                 slots.setdefault(PERIOD_SLOT + period, set()).add(number)
-    return slots
+    return MappingProxyType({slot: frozenset(found) for slot, found in slots.items()})
 
 
-def values(text: str) -> set[str]:
+def values(text: str) -> frozenset[str]:
     """The specific values a text gives: its numbers and names."""
     return numbers(text) | names(text)

@@ -31,7 +31,7 @@ from loop.storage.migrations import (
     pending,
 )
 from memory_agent.errors import StorageError
-from memory_agent.ports import POSTGRESQL, Dialect, Params, Row
+from memory_agent.ports import POSTGRESQL, Dialect, Params, Row, T, TransactionBody
 
 log = logging.getLogger("mnemoloop.storage")
 
@@ -216,6 +216,10 @@ class PostgresDatabase:
                     except _DRIVER_ERRORS:
                         pass  # the connection is gone, and the transaction with it
                 raise
+
+    async def run_transaction(self, body: TransactionBody[T]) -> T:
+        async with self.transaction() as tx:
+            return await body(tx)
 
     async def checkpoint(self) -> None:
         """Nothing to do: PostgreSQL has no log file of our own to truncate."""

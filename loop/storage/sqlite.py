@@ -16,11 +16,11 @@ import fcntl
 import itertools
 import os
 import sqlite3
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import aiosqlite
 import anyio
@@ -34,7 +34,7 @@ from loop.storage.migrations import (
     pending,
 )
 from memory_agent.errors import StorageError
-from memory_agent.ports import SQLITE, Dialect, Params, Row
+from memory_agent.ports import SQLITE, Dialect, Params, Row, T, TransactionBody
 
 _PRAGMAS = (
     "PRAGMA foreign_keys=ON",
@@ -197,6 +197,19 @@ class SqliteDatabase:
                     raise _storage_error(error, "write") from None
                 raise
 
+    async def run_transaction(self, body: TransactionBody[T]) -> T:
+        """The whole transaction in one call on the writer's thread: BEGIN, the body, COMMIT.
+        A statement at a time costs a trip between threads each, all of it under the write
+        lock; in one call the lock is held for the statements alone."""
+        writer = self._writer_connection()
+        async with self._write_lock:
+            # Once on the thread the transaction runs to its end, committed or rolled back;
+            # a cancellation meanwhile takes effect right after.
+            with anyio.CancelScope(shield=True), _translated("write"):
+                result: T = await _on_thread(writer, _run_whole, writer, body)
+            await anyio.lowlevel.checkpoint_if_cancelled()
+            return result
+
     async def checkpoint(self) -> None:
         """Copy the write-ahead log into the database file and truncate the log, so that
         deleted text is gone from both files (after a purge). A reader still using the log
@@ -225,6 +238,64 @@ async def _rollback(writer: aiosqlite.Connection) -> None:
     except sqlite3.OperationalError as error:
         if "no transaction is active" not in str(error):
             raise
+
+
+async def _on_thread(connection: aiosqlite.Connection, function: Callable[..., T], *args: Any
+                     ) -> T:
+    """Call `function` on the connection's own thread, after what is queued there. aiosqlite
+    offers this only as `_execute`; its version is pinned in pyproject for that reason, and
+    the tests of both paths would fail on a change."""
+    result: T = await connection._execute(function, *args)  # type: ignore[no-untyped-call]
+    return result
+
+
+def _run_whole(connection: aiosqlite.Connection, body: TransactionBody[T]) -> T:
+    """On the connection's thread: BEGIN IMMEDIATE, run `body` to its end, COMMIT (ROLLBACK
+    if it raised)."""
+    raw = connection._conn
+    raw.execute("BEGIN IMMEDIATE")
+    try:
+        result = _run_to_end(body(_DirectSession(raw)))
+        raw.execute("COMMIT")
+        return result
+    except BaseException:
+        if raw.in_transaction:
+            raw.execute("ROLLBACK")
+        raise
+
+
+def _run_to_end(coroutine: Coroutine[Any, Any, T]) -> T:
+    """Run a coroutine that never suspends (it awaits only `_DirectSession` statements)."""
+    try:
+        coroutine.send(None)
+    except StopIteration as finished:
+        return finished.value  # type: ignore[no-any-return]
+    coroutine.close()
+    raise RuntimeError("a transaction body awaited something other than its statements")
+
+
+class _DirectSession:
+    """Statements on a connection, called on its own thread: the awaits never suspend."""
+
+    dialect: Dialect = SQLITE
+
+    def __init__(self, connection: sqlite3.Connection) -> None:
+        self._connection = connection
+
+    async def execute(self, sql: str, params: Params = ()) -> int:
+        return self._connection.execute(sql, params).rowcount
+
+    async def execute_returning(self, sql: str, params: Params = ()) -> list[Row]:
+        return await self.fetch_all(sql, params)
+
+    async def fetch_all(self, sql: str, params: Params = ()) -> list[Row]:
+        return self._connection.execute(sql, params).fetchall()
+
+    async def fetch_one(self, sql: str, params: Params = ()) -> Row | None:
+        return self._connection.execute(sql, params).fetchone()
+
+    async def notify(self, channel: str) -> None:
+        pass
 
 
 class _Transaction:
