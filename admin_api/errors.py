@@ -18,13 +18,19 @@ from loop.errors import (
     InvalidInput,
     NoChatModel,
 )
-from memory_agent.errors import MemoryNotFound, MnemoloopError, StorageError
+from memory_agent.errors import (
+    InvalidSearchQuery,
+    MemoryNotFound,
+    MnemoloopError,
+    StorageError,
+)
 
 log = logging.getLogger("mnemoloop.http")
 PROBLEM_JSON = "application/problem+json"
 
 DOMAIN_STATUS: dict[type[MnemoloopError], int] = {
     InvalidInput: 400,
+    InvalidSearchQuery: 400,
     AppNotFound: 404,
     ConversationNotFound: 404,
     MemoryNotFound: 404,

@@ -7,8 +7,9 @@ from typing import Annotated, Any
 import msgspec
 from litestar.params import PathParameter
 
+from loop.jobs import MemoryJob
 from loop.registry import APP_ID_PATTERN, MAX_NAME, NAME_PATTERN
-from memory_agent.models import MAX_MEMORY_ID
+from memory_agent.models import MAX_MEMORY_ID, Memory, MemoryEvent
 
 AppId = Annotated[
     str,
@@ -179,6 +180,33 @@ class HealthOut(Reply):
     status: str
 
 
+def memory_out(m: Memory) -> MemoryOut:
+    return MemoryOut(
+        m.id, m.content, m.created_at, m.updated_at, m.source_conversation_id, m.metadata
+    )
+
+
+def memory_event_out(e: MemoryEvent) -> MemoryEventOut:
+    return MemoryEventOut(
+        e.id, e.memory_id, e.event, e.actor, e.reason, e.content_before, e.content_after,
+        e.conversation_id, e.job_id, e.model, e.erased, e.created_at,
+    )
+
+
+def job_out(j: MemoryJob) -> JobOut:
+    return JobOut(
+        j.id, j.app_id, j.conversation_id, j.status, j.attempts, j.last_error, j.created_at,
+        j.updated_at, j.memory_id, j.note,
+        [
+            CompactionStepOut(
+                s["action"], s["targetMemoryId"], s.get("foldedMemoryId"), s["decidedBy"],
+                s.get("reason"), s.get("fallbackReason"), bool(s.get("update")),
+            )
+            for s in j.steps
+        ],
+    )
+
+
 class Problem(Reply):
     """RFC 9457 problem details."""
 
@@ -189,7 +217,8 @@ class Problem(Reply):
 
 
 _PROBLEM_DESCRIPTIONS = {
-    400: "The body or a parameter does not validate; `detail` names the field.",
+    400: "The body or a parameter does not validate (`detail` names the field), or a search"
+    " query holds no words or is too long.",
     401: "No bearer token, or not a valid one.",
     403: "The token does not open this route (an app key used outside its own app).",
     404: "No such app, conversation or memory (or not this key's).",

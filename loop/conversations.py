@@ -9,10 +9,12 @@ instance that dies leaves the question to the others when its lease runs out.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 
 from loop.errors import AppNotFound, AppNotInstalled, ConversationEnded, ConversationNotFound
+from loop.jobs import MemoryJob
 from loop.wakeups import JOBS_CHANNEL, MESSAGES_CHANNEL, Wakeup
 from memory_agent import ChatMessage
 from memory_agent.chat_model import Role
@@ -78,17 +80,41 @@ class ConversationStore:
         conversation_id = uuid.uuid4().hex
         now = now_text(self._clock)
         async with self._db.transaction() as tx:
-            app = await tx.fetch_one("SELECT installed FROM apps WHERE app_id = ?", (app_id,))
-            if app is None:
-                raise AppNotFound(app_id)
-            if not app["installed"]:
-                raise AppNotInstalled(app_id)
+            await self._require_installed(tx, app_id)
             await tx.execute(
                 "INSERT INTO conversations (conversation_id, app_id, status, created_at,"
                 " last_activity_at) VALUES (?, ?, 'open', ?, ?)",
                 (conversation_id, app_id, now, now),
             )
         return conversation_id
+
+    async def record_finished(
+        self, app_id: str, turns: Sequence[tuple[Role, str]], *, reason: str
+    ) -> MemoryJob:
+        """A conversation held elsewhere (an agent's, through MCP), stored as ended with its
+        memory job queued, in one transaction: nothing answers it, and the job runs as any
+        other. Returns the job."""
+        conversation_id = uuid.uuid4().hex
+        now = now_text(self._clock)
+        async with self._db.transaction() as tx:
+            await self._require_installed(tx, app_id)
+            await tx.execute(
+                "INSERT INTO conversations (conversation_id, app_id, status, created_at,"
+                " last_activity_at) VALUES (?, ?, 'open', ?, ?)",
+                (conversation_id, app_id, now, now),
+            )
+            for role, content in turns:
+                await tx.execute(
+                    "INSERT INTO messages (conversation_id, role, content, created_at)"
+                    " VALUES (?, ?, ?, ?)",
+                    (conversation_id, role, content, now),
+                )
+            await self._end(tx, conversation_id, reason)
+            row = await tx.fetch_one(
+                "SELECT * FROM memory_jobs WHERE conversation_id = ?", (conversation_id,)
+            )
+        self.job_queued.set()
+        return MemoryJob.from_row(row)
 
     async def add_message(self, conversation_id: str, role: Role, content: str) -> None:
         now = now_text(self._clock)
@@ -288,6 +314,13 @@ class ConversationStore:
             )
             await tx.notify(MESSAGES_CHANNEL)
         self.message_posted.set()
+
+    async def _require_installed(self, tx: SqlTransaction, app_id: str) -> None:
+        app = await tx.fetch_one("SELECT installed FROM apps WHERE app_id = ?", (app_id,))
+        if app is None:
+            raise AppNotFound(app_id)
+        if not app["installed"]:
+            raise AppNotInstalled(app_id)
 
     async def _require_open(self, tx: SqlTransaction, conversation_id: str) -> None:
         row = await tx.fetch_one(

@@ -1,12 +1,13 @@
 """The memory sub-agent: writes a memory when a conversation ends and keeps each app at its cap.
 
-Creating a memory is one transaction, whatever the model takes: the memory text and the
-compaction decision are had first (model calls, no lock, no transaction), on a snapshot of
-the app's memories; then one transaction re-reads the app's memories, and only if they are
-as the decision saw them inserts the new memory, applies the compaction, records the history
-and lets the caller mark its job done (`commit_guard`). So the cap holds in every committed
-state, a crash leaves either nothing or everything, and a job cancelled meanwhile (purge)
-cannot write.
+Creating a memory is one transaction, whatever the model takes. The memory text is had first
+(a model call, no lock, no transaction). Then one transaction reads the app's memories: when
+the new one fits under the cap it is written there and then. When it does not, the model
+decides the compaction on what that transaction read (no lock held while it thinks), and the
+next transaction applies the decision only if the memories are still as the decision saw
+them. Either way the new memory, the compaction, the history and the caller's own mark of its
+job (`commit_guard`) commit together. So the cap holds in every committed state, a crash
+leaves either nothing or everything, and a job cancelled meanwhile (purge) cannot write.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from memory_agent.errors import ChatModelTimeout, MemoryWriteRefused, MnemoloopE
 from memory_agent.models import CompactionOutcome, Memory, MemoryEvent
 from memory_agent.ports import Clock, Database, SqlTransaction, SystemClock, now_text
 from memory_agent.retention import NEW_MEMORY_ID
+from memory_agent.search import search_terms
 from memory_agent.store import EventSource, MemoryStore
 
 log = logging.getLogger("mnemoloop.memory")
@@ -249,6 +251,11 @@ class MemorySubAgent:
         """Every memory of the app, newest first (for operators)."""
         return await self._store.list_newest(app_id, max(self._limit * 10, 1000))
 
+    async def search_memories(self, app_id: str, query: str, limit: int = 20) -> list[Memory]:
+        """The app's memories matching `query` (its words), most relevant first. Raises
+        `InvalidSearchQuery` for an empty or overlong query."""
+        return await self._store.search(app_id, search_terms(query), limit)
+
     async def has_memory(self, app_id: str, memory_id: int) -> bool:
         return await self._store.get(app_id, memory_id) is not None
 
@@ -296,6 +303,7 @@ class MemorySubAgent:
         for memory_id in deleted:
             await store.record_event(app_id, memory_id, "deleted", "purge", source)
         await store.erase_history_text(app_id)
+        await store.compact_search_index()
         return len(deleted)
 
     # -- energy -----------------------------------------------------------------------------

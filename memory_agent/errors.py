@@ -9,6 +9,7 @@
     ├── InvalidCompactionDecision    a compaction decision that cannot be applied
     ├── MemoryNotFound               no such memory in this app
     ├── MemoryWriteRefused           a memory job was cancelled (purge) before it could write
+    ├── InvalidSearchQuery           a search query with no words, or too long
     └── StorageError                 the database failed (locked, I/O, constraint)
 
 Third-party errors are translated into these at exactly one place per adapter; retry
@@ -70,6 +71,14 @@ class MemoryNotFound(MnemoloopError):
 class MemoryWriteRefused(MnemoloopError):
     """The job's commit guard refused the write: the job was cancelled, or taken over by
     another instance, meanwhile."""
+
+
+class InvalidSearchQuery(MnemoloopError):
+    """A query that cannot be searched for; `reason` says why."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
 
 
 class StorageError(MnemoloopError):

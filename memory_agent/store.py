@@ -7,6 +7,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from memory_agent import search
 from memory_agent.models import Memory, MemoryActor, MemoryEvent, MemoryEventKind
 from memory_agent.ports import SqlSession
 
@@ -100,6 +101,27 @@ class MemoryStore:
         )
         return [Memory.from_row(row) for row in rows]
 
+    async def search(self, app_id: str, terms: list[str], limit: int) -> list[Memory]:
+        """The app's memories holding any of `terms`, most relevant first."""
+        if self._db.dialect.name == "postgresql":
+            rows = await self._db.fetch_all(
+                f"SELECT {_COLUMNS} FROM app_memories,"
+                " websearch_to_tsquery('english', ?) AS query"
+                " WHERE app_id = ? AND search @@ query"
+                " ORDER BY ts_rank(search, query) DESC, id DESC LIMIT ?",
+                (search.postgres_websearch(terms), app_id, limit),
+            )
+        else:
+            columns = ", ".join(f"m.{c.strip()}" for c in _COLUMNS.split(","))
+            rows = await self._db.fetch_all(
+                f"SELECT {columns} FROM memory_search JOIN app_memories AS m"
+                " ON m.id = memory_search.rowid"
+                " WHERE memory_search MATCH ? AND m.app_id = ?"
+                " ORDER BY bm25(memory_search), m.id DESC LIMIT ?",
+                (search.sqlite_match(terms), app_id, limit),
+            )
+        return [Memory.from_row(row) for row in rows]
+
     async def count(self, app_id: str) -> int:
         row = await self._db.fetch_one(
             "SELECT COUNT(*) FROM app_memories WHERE app_id = ?", (app_id,)
@@ -157,6 +179,13 @@ class MemoryStore:
             (app_id, memory_id, event, actor, reason, before, after, source.conversation_id,
              source.job_id, source.model, source.at),
         )
+
+    async def compact_search_index(self) -> None:
+        """Purge: deleted memories' terms can linger in the SQLite search index's older
+        segments until they are merged; merge them now (PostgreSQL keeps the terms in the
+        memory's own row, gone with it)."""
+        if self._db.dialect.name == "sqlite":
+            await self._db.execute("INSERT INTO memory_search (memory_search) VALUES ('optimize')")
 
     async def erase_history_text(self, app_id: str) -> None:
         """Purge: every text of the app's history goes; the events stay, marked erased."""

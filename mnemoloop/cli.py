@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
@@ -37,6 +38,15 @@ def build_parser() -> argparse.ArgumentParser:
     chat.add_argument("app_id")
     commands.add_parser("migrate", help="bring the database schema up to date")
     commands.add_parser("demo", help="a scripted run over two apps with the configured model")
+    mcp = commands.add_parser(
+        "mcp", help="serve the MCP tools over stdio, for an MCP client (an agent, an IDE)"
+    )
+    mcp.add_argument(
+        "--token",
+        default=os.environ.get("MNEMOLOOP_MCP_TOKEN", ""),
+        help="an app's key (its own memories only) or the admin token; default: "
+        "$MNEMOLOOP_MCP_TOKEN",
+    )
 
     apps = commands.add_parser("apps", help="install, uninstall and list apps").add_subparsers(
         dest="action", required=True, metavar="ACTION"
@@ -55,6 +65,10 @@ def build_parser() -> argparse.ArgumentParser:
     memories.add_parser("list", help="an app's memories, newest first").add_argument("app_id")
     export = memories.add_parser("export", help="memories as JSON (one app, or all)")
     export.add_argument("app_id", nargs="?")
+    search = memories.add_parser("search", help="an app's memories matching a query, best first")
+    search.add_argument("app_id")
+    search.add_argument("query")
+    search.add_argument("--limit", type=int, default=20, help="at most this many (default 20)")
     memories.add_parser("purge", help="delete all of an app's memories").add_argument("app_id")
     delete = memories.add_parser("delete", help="delete one memory")
     delete.add_argument("app_id")
@@ -147,6 +161,15 @@ async def _memories(settings: Settings, args: argparse.Namespace) -> int:
                     asdict(m) for m in reversed(await services.agent.list_memories(app_id))
                 ]
             print(json.dumps(exported, indent=2, ensure_ascii=False))
+        elif args.action == "search":
+            await services.registry.require(args.app_id)
+            found = await services.agent.search_memories(
+                args.app_id, args.query, limit=max(args.limit, 1)
+            )
+            for memory in found:
+                print(f"[{memory.id}] {memory.created_at[:10]} {memory.content}")
+            if not found:
+                print(f"no memory of {args.app_id} matches {args.query!r}", file=sys.stderr)
         elif args.action == "history":
             await services.registry.require(args.app_id)
             events = await services.agent.history(
@@ -200,12 +223,37 @@ async def _demo(settings: Settings, args: argparse.Namespace) -> int:
         return await run_demo(services)
 
 
+async def _mcp(settings: Settings, args: argparse.Namespace) -> int:
+    from admin_api.mcp_server import Caller, build_mcp_server, caller_for_token
+
+    admin_token = settings.admin_token.get_secret_value() if settings.admin_token else ""
+    async with _admin_services(settings) as services:
+        caller = await caller_for_token(services, admin_token, args.token.strip())
+        if caller is None:
+            print(
+                "mnemoloop mcp: give an app's key or the admin token (--token or "
+                "MNEMOLOOP_MCP_TOKEN); the one given is not valid" if args.token else
+                "mnemoloop mcp: give an app's key or the admin token (--token or "
+                "MNEMOLOOP_MCP_TOKEN)",
+                file=sys.stderr,
+            )
+            return 2
+
+        async def fixed_caller(_: object) -> Caller:
+            return caller
+
+        # Memory jobs that `remember` queues run in `serve` or `worker` on this database.
+        await build_mcp_server(services, fixed_caller).run_stdio_async()
+    return 0
+
+
 _COMMANDS: dict[str, Command] = {
     "migrate": _migrate,
     "apps": _apps,
     "memories": _memories,
     "chat": _chat,
     "demo": _demo,
+    "mcp": _mcp,
 }
 
 

@@ -156,7 +156,8 @@ async def test_purged_text_leaves_no_byte_in_the_database_files(db_path):
     assert files
     for path in files:
         data = path.read_bytes()
-        for word in (b"Zanzibar", b"Quokka", b"7781"):
+        # The search index keeps terms lowercased.
+        for word in (b"Zanzibar", b"Quokka", b"zanzibar", b"quokka", b"7781"):
             assert word not in data, f"{word!r} found in {path.name}"
 
 

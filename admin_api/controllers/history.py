@@ -9,7 +9,7 @@ from litestar.di import NamedDependency
 from litestar.params import FromPath, QueryParameter
 
 from admin_api.auth import admin_only
-from admin_api.schemas import MAX_ID, HistoryOut, MemoryEventOut, MemoryId, problems
+from admin_api.schemas import MAX_ID, HistoryOut, MemoryId, memory_event_out, problems
 from loop.service import Services
 from memory_agent.errors import MemoryNotFound
 from memory_agent.models import MemoryEvent
@@ -66,22 +66,6 @@ class HistoryController(Controller):
 
 def page(events: list[MemoryEvent], limit: int) -> HistoryOut:
     return HistoryOut(
-        [
-            MemoryEventOut(
-                e.id,
-                e.memory_id,
-                e.event,
-                e.actor,
-                e.reason,
-                e.content_before,
-                e.content_after,
-                e.conversation_id,
-                e.job_id,
-                e.model,
-                e.erased,
-                e.created_at,
-            )
-            for e in events
-        ],
+        [memory_event_out(e) for e in events],
         events[-1].id if len(events) == limit else None,
     )

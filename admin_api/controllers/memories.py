@@ -1,11 +1,20 @@
 from __future__ import annotations
 
+from typing import Annotated
+
 from litestar import Controller, delete, get
 from litestar.di import NamedDependency
-from litestar.params import FromPath
+from litestar.params import FromPath, QueryParameter
 
 from admin_api.auth import admin_only
-from admin_api.schemas import MemoriesOut, MemoryId, MemoryOut, PurgedOut, SuccessOut, problems
+from admin_api.schemas import (
+    MemoriesOut,
+    MemoryId,
+    PurgedOut,
+    SuccessOut,
+    memory_out,
+    problems,
+)
 from loop.service import Services
 from memory_agent.errors import MemoryNotFound
 
@@ -15,26 +24,32 @@ class MemoriesController(Controller):
     tags = ["memories"]
     guards = [admin_only]
 
-    @get("/", summary="An app's memories, newest first", responses=problems(401, 403, 404))
+    @get(
+        "/",
+        summary="An app's memories, newest first; with `q`, those matching it, best first",
+        responses=problems(400, 401, 403, 404),
+    )
     async def list_memories(
-        self, app_id: FromPath[str], services: NamedDependency[Services]
+        self,
+        app_id: FromPath[str],
+        services: NamedDependency[Services],
+        q: Annotated[
+            str | None,
+            QueryParameter(
+                description="words to search for (any of them; the best matches first). At "
+                "most 500 characters; quotes and operators are read as plain punctuation."
+            ),
+        ] = None,
+        limit: Annotated[int, QueryParameter(ge=1, le=1000, description="with `q`")] = 20,
     ) -> MemoriesOut:
-        memories = await services.agent.list_memories(app_id)
-        if not memories:
-            await services.registry.require(app_id)  # no memories: is there such an app?
-        return MemoriesOut(
-            [
-                MemoryOut(
-                    m.id,
-                    m.content,
-                    m.created_at,
-                    m.updated_at,
-                    m.source_conversation_id,
-                    m.metadata,
-                )
-                for m in memories
-            ]
-        )
+        if q is not None:
+            await services.registry.require(app_id)
+            memories = await services.agent.search_memories(app_id, q, limit=limit)
+        else:
+            memories = await services.agent.list_memories(app_id)
+            if not memories:
+                await services.registry.require(app_id)  # no memories: is there such an app?
+        return MemoriesOut([memory_out(m) for m in memories])
 
     @delete(
         "/",

@@ -9,7 +9,7 @@ from litestar.di import NamedDependency
 from litestar.params import FromQuery, QueryParameter
 
 from admin_api.auth import admin_only
-from admin_api.schemas import CompactionStepOut, EnergyOut, HealthOut, JobOut, JobsOut, problems
+from admin_api.schemas import EnergyOut, HealthOut, JobsOut, job_out, problems
 from loop.metrics import CONTENT_TYPE
 from loop.service import Services
 
@@ -41,35 +41,7 @@ class OperationsController(Controller):
         limit: Annotated[int, QueryParameter(ge=1, le=10_000)] = 1000,
     ) -> JobsOut:
         jobs = await services.jobs.list(app_id=app_id, status=status, limit=limit)
-        return JobsOut(
-            [
-                JobOut(
-                    j.id,
-                    j.app_id,
-                    j.conversation_id,
-                    j.status,
-                    j.attempts,
-                    j.last_error,
-                    j.created_at,
-                    j.updated_at,
-                    j.memory_id,
-                    j.note,
-                    [
-                        CompactionStepOut(
-                            s["action"],
-                            s["targetMemoryId"],
-                            s.get("foldedMemoryId"),
-                            s["decidedBy"],
-                            s.get("reason"),
-                            s.get("fallbackReason"),
-                            bool(s.get("update")),
-                        )
-                        for s in j.steps
-                    ],
-                )
-                for j in jobs
-            ]
-        )
+        return JobsOut([job_out(j) for j in jobs])
 
     @get(
         "/energy",

@@ -1,0 +1,209 @@
+"""mnemoloop for agents in MCP clients: an app's memories as tools and as a resource.
+
+The same server runs over stdio (`mnemoloop mcp`, its caller fixed by the token it was started
+with) and over streamable HTTP at /mcp in the service (each request's bearer token says who
+calls). An app key scopes every tool to its own app; the admin token sees every app and also
+gets `list_apps`. Errors a caller can fix (an unknown memory, another app, bad arguments)
+come back as tool errors, never as a broken session.
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
+
+import msgspec
+from mcp.server.fastmcp import Context, FastMCP
+from mcp.server.fastmcp.exceptions import ToolError
+from mcp.server.transport_security import TransportSecuritySettings
+from mcp.types import Tool as McpTool
+from pydantic import BaseModel, Field
+
+from admin_api.schemas import job_out, memory_event_out, memory_out
+from loop.service import Services
+from memory_agent.errors import MnemoloopError
+
+ADMIN_TOOLS = frozenset({"list_apps"})
+MAX_TURNS = 200
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who calls: an app (by its key) or the admin (`app_id` None)."""
+
+    app_id: str | None
+
+    @property
+    def is_admin(self) -> bool:
+        return self.app_id is None
+
+    def app(self, app_id: str | None) -> str:
+        """The app a tool works on: the key's own, or the one an admin names."""
+        if self.app_id is None:
+            if not app_id:
+                raise ToolError("app_id is required with the admin token")
+            return app_id
+        if app_id and app_id != self.app_id:
+            raise ToolError(f"this key belongs to app {self.app_id!r}, not {app_id!r}")
+        return self.app_id
+
+
+async def caller_for_token(services: Services, admin_token: str, token: str) -> Caller | None:
+    """The caller a bearer token stands for; None when it is neither the admin token nor an
+    installed app's key."""
+    if token and hmac.compare_digest(token.encode(), admin_token.encode()):
+        return Caller(None)
+    app_id = await services.registry.app_for_key(token) if token else None
+    return Caller(app_id) if app_id else None
+
+
+def bearer_token(authorization: str) -> str:
+    scheme, _, token = authorization.partition(" ")
+    return token.strip() if scheme.lower() == "bearer" else ""
+
+
+class Turn(BaseModel):
+    role: Literal["user", "assistant"]
+    content: Annotated[str, Field(min_length=1, max_length=32_000)]
+
+
+FindCaller = Callable[[Context[Any, Any, Any]], Awaitable[Caller]]
+
+
+class _ScopedServer(FastMCP[Any]):
+    """FastMCP listing the admin's tools to the admin only."""
+
+    def __init__(self, find_caller: FindCaller, **settings: Any) -> None:
+        super().__init__(**settings)
+        self.find_caller = find_caller
+
+    async def list_tools(self) -> list[McpTool]:
+        tools = await super().list_tools()
+        if (await self.find_caller(self.get_context())).is_admin:
+            return tools
+        return [tool for tool in tools if tool.name not in ADMIN_TOOLS]
+
+
+def build_mcp_server(services: Services, find_caller: FindCaller) -> FastMCP[Any]:
+    server = _ScopedServer(
+        find_caller,
+        name="mnemoloop",
+        instructions=(
+            "Long-term memory per app. `recall` an app's memories (optionally those matching a "
+            "query) before answering; `remember` a finished conversation so that its memory "
+            "is written; `forget` a memory that is wrong."
+        ),
+        # Every request needs a bearer token; the token, not the Host header, is the defence.
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+        stateless_http=True,
+        json_response=True,
+        log_level="WARNING",
+    )
+    agent, registry = services.agent, services.registry
+
+    @server.tool()
+    async def recall(
+        ctx: Context[Any, Any, Any],
+        app_id: str | None = None,
+        query: str | None = None,
+        limit: Annotated[int, Field(ge=1, le=100)] = 10,
+    ) -> list[dict[str, Any]]:
+        """An app's memories, newest first; with `query`, those matching it, best first."""
+        app = (await find_caller(ctx)).app(app_id)
+        async with _tool_errors():
+            await registry.require(app)
+            if query is not None:
+                memories = await agent.search_memories(app, query, limit=limit)
+            else:
+                memories = (await agent.list_memories(app))[:limit]
+        return [_builtins(memory_out(m)) for m in memories]
+
+    @server.tool()
+    async def remember(
+        ctx: Context[Any, Any, Any],
+        transcript: Annotated[list[Turn], Field(min_length=1, max_length=MAX_TURNS)],
+        app_id: str | None = None,
+    ) -> dict[str, Any]:
+        """Hand a finished conversation (its turns, oldest first) to the memory sub-agent,
+        which writes the app's memory of it in the background; answers with the job."""
+        app = (await find_caller(ctx)).app(app_id)
+        async with _tool_errors():
+            job = await services.conversations.record_finished(
+                app, [(turn.role, turn.content) for turn in transcript], reason="mcp"
+            )
+        return _builtins(job_out(job))
+
+    @server.tool()
+    async def forget(
+        ctx: Context[Any, Any, Any], memory_id: int, app_id: str | None = None
+    ) -> dict[str, Any]:
+        """Delete one of the app's memories (the history keeps that it was deleted)."""
+        app = (await find_caller(ctx)).app(app_id)
+        async with _tool_errors():
+            await registry.require(app)
+            if not await agent.delete_memory(app, memory_id):
+                raise ToolError(f"memory {memory_id} not found in app {app!r}")
+        return {"deleted": memory_id}
+
+    @server.tool()
+    async def memory_history(
+        ctx: Context[Any, Any, Any],
+        app_id: str | None = None,
+        memory_id: int | None = None,
+        since: Annotated[int, Field(ge=0)] = 0,
+        limit: Annotated[int, Field(ge=1, le=1000)] = 100,
+    ) -> list[dict[str, Any]]:
+        """Every change to the app's memories (or to one), oldest first, after event `since`."""
+        app = (await find_caller(ctx)).app(app_id)
+        async with _tool_errors():
+            await registry.require(app)
+            events = await agent.history(app, memory_id=memory_id, after_id=since, limit=limit)
+        return [_builtins(memory_event_out(event)) for event in events]
+
+    @server.tool()
+    async def list_apps(ctx: Context[Any, Any, Any]) -> list[dict[str, Any]]:
+        """Every app, installed or not, with its memory count (admin token only)."""
+        if not (await find_caller(ctx)).is_admin:
+            raise ToolError("list_apps needs the admin token")
+        async with _tool_errors():
+            apps = await registry.list()
+        return [
+            {"appId": a.app_id, "name": a.name, "installed": a.installed,
+             "memoryCount": a.memory_count}
+            for a in apps
+        ]
+
+    @server.resource(
+        "mnemoloop://apps/{app_id}/memories",
+        name="memory block",
+        description="The app's memories as they are given to its conversations",
+        mime_type="text/plain",
+    )
+    async def memory_block(app_id: str, ctx: Context[Any, Any, Any]) -> str:
+        app = (await find_caller(ctx)).app(app_id)
+        async with _tool_errors():
+            app_record = await registry.require(app)
+            memories = await agent.get_memories(app)
+        return agent.format_memories_for_context(app_record.name, memories)
+
+    return server
+
+
+class _tool_errors:
+    """Our errors become tool errors with their message (an unknown app, a bad query, a
+    database out of reach); anything else is the SDK's to report."""
+
+    async def __aenter__(self) -> None:
+        return None
+
+    async def __aexit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                        _: object) -> None:
+        if isinstance(error, MnemoloopError):
+            raise ToolError(str(error)) from error
+
+
+def _builtins(struct: msgspec.Struct) -> dict[str, Any]:
+    built: dict[str, Any] = msgspec.to_builtins(struct)
+    return built

@@ -1,0 +1,189 @@
+"""The MCP server through the official `mcp` client: over stdio (`mnemoloop mcp`) and over
+streamable HTTP at /mcp of a live `serve`. Tools listed and called, every tool scoped to the
+key's app, bad arguments answered as tool errors, no token no tools."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.types import CallToolResult
+
+from tests.db_query import query
+from tests.fake_ollama import fake_ollama
+from tests.live_service import free_port, start_serve, wait_healthy
+from tests.test_cli import mnemoloop
+
+pytestmark = pytest.mark.anyio
+STAMP = "2025-10-10T10:00:00.000000Z"
+APP_TOOLS = {"recall", "remember", "forget", "memory_history"}
+
+
+def install(db: Path | str, app_id: str) -> str:
+    installed = mnemoloop(db, "apps", "install", app_id)
+    assert installed.returncode == 0, installed.stderr
+    return installed.stdout.rsplit(" ", 1)[-1].strip()
+
+
+def add_memory(db: Path | str, app_id: str, text: str) -> int:
+    query(db, "INSERT INTO app_memories (app_id, content, created_at, updated_at, metadata)"
+              " VALUES (?, ?, ?, ?, '{}')", (app_id, text, STAMP, STAMP))
+    return int(query(db, "SELECT MAX(id) FROM app_memories")[0][0])
+
+
+def payload(result: CallToolResult) -> Any:
+    assert not result.isError, result.content
+    structured = result.structuredContent or {}
+    return structured.get("result", structured)
+
+
+def error_text(result: CallToolResult) -> str:
+    assert result.isError, result
+    return " ".join(getattr(block, "text", "") for block in result.content)
+
+
+@asynccontextmanager
+async def stdio_session(db: Path | str, token: str) -> AsyncIterator[ClientSession]:
+    server = StdioServerParameters(
+        command=sys.executable, args=["-m", "mnemoloop", "mcp"],
+        env={**os.environ, "MNEMOLOOP_DB": str(db), "MNEMOLOOP_MCP_TOKEN": token},
+    )
+    async with stdio_client(server) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        yield session
+
+
+@asynccontextmanager
+async def http_session(url: str, token: str) -> AsyncIterator[ClientSession]:
+    headers = {"Authorization": f"Bearer {token}"}
+    async with httpx.AsyncClient(headers=headers, timeout=30) as client, \
+            streamable_http_client(url, http_client=client) as (read, write, _), \
+            ClientSession(read, write) as session:
+        await session.initialize()
+        yield session
+
+
+async def test_stdio_tools_are_scoped_to_the_keys_app(db_path):
+    key = install(db_path, "cal")
+    install(db_path, "notes")
+    peanut = add_memory(db_path, "cal", "The user's daughter Mia has a peanut allergy.")
+    add_memory(db_path, "cal", "The user plays tennis on Saturdays.")
+    add_memory(db_path, "notes", "The user's daughter Zoe plays the violin.")
+
+    with anyio.fail_after(60):
+        async with stdio_session(db_path, key) as session:
+            assert {t.name for t in (await session.list_tools()).tools} == APP_TOOLS
+
+            everything = payload(await session.call_tool("recall", {}))
+            assert len(everything) == 2 and "Zoe" not in json.dumps(everything)
+            found = payload(await session.call_tool("recall", {"query": "peanut allergies"}))
+            assert [m["id"] for m in found] == [peanut]
+
+            other = await session.call_tool("recall", {"app_id": "notes"})
+            assert "belongs to app 'cal'" in error_text(other)
+            assert "list_apps needs the admin token" in error_text(
+                await session.call_tool("list_apps", {}))
+
+            block = await session.read_resource("mnemoloop://apps/cal/memories")
+            assert "peanut allergy" in block.contents[0].text  # type: ignore[union-attr]
+            with pytest.raises(Exception, match="belongs to app"):
+                await session.read_resource("mnemoloop://apps/notes/memories")
+
+            assert payload(await session.call_tool("forget", {"memory_id": peanut})) == {
+                "deleted": peanut}
+            assert "not found" in error_text(
+                await session.call_tool("forget", {"memory_id": peanut}))
+            history = payload(await session.call_tool("memory_history", {"memory_id": peanut}))
+            assert [e["event"] for e in history] == ["deleted"]
+
+            job = payload(await session.call_tool("remember", {"transcript": [
+                {"role": "user", "content": "My friend Ana lives in Porto."},
+                {"role": "assistant", "content": "Noted: Ana lives in Porto."},
+            ]}))
+            assert job["status"] == "pending" and job["appId"] == "cal"
+
+            for bad in ({"limit": "lots"}, {"limit": 0}, {"query": "***"}):
+                assert error_text(await session.call_tool("recall", bad))
+            for bad_transcript in ([], [{"role": "system", "content": "x"}],
+                                   [{"role": "user", "content": ""}], "text"):
+                assert error_text(
+                    await session.call_tool("remember", {"transcript": bad_transcript}))
+            assert error_text(await session.call_tool("forget", {"memory_id": "x"}))
+
+    # The transcript is an ended conversation with its job queued: `serve` will write it.
+    rows = query(db_path, "SELECT c.status, c.end_reason, j.status, COUNT(m.id)"
+                          " FROM conversations c JOIN memory_jobs j USING (conversation_id)"
+                          " JOIN messages m USING (conversation_id)"
+                          " GROUP BY c.status, c.end_reason, j.status")
+    assert rows == [("ended", "mcp", "pending", 2)]
+    assert [r[0] for r in query(db_path, "SELECT app_id FROM app_memories ORDER BY id")] == [
+        "cal", "notes"]
+
+
+def test_stdio_without_a_valid_token_serves_nothing(db_path):
+    for env in ({"MNEMOLOOP_MCP_TOKEN": ""}, {"MNEMOLOOP_MCP_TOKEN": "mlk_wrong"}):
+        started = subprocess.run(
+            [sys.executable, "-m", "mnemoloop", "mcp"], input="", capture_output=True,
+            text=True, timeout=60, env={**os.environ, "MNEMOLOOP_DB": str(db_path), **env})
+        assert started.returncode == 2
+        assert "give an app's key or the admin token" in started.stderr
+        assert started.stdout == ""
+
+
+async def test_http_mcp_on_a_live_server(db_path, tmp_path):
+    key = install(db_path, "cal")
+    install(db_path, "notes")
+    add_memory(db_path, "notes", "The user's daughter Zoe plays the violin.")
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    with fake_ollama() as ollama:
+        process = start_serve(db_path, port, ollama, tmp_path / "serve.log", "admin-token")
+        try:
+            await wait_healthy(base)
+            async with httpx.AsyncClient() as client:
+                for headers in ({}, {"Authorization": "Bearer wrong"}):
+                    refused = await client.post(f"{base}/mcp", json={}, headers=headers)
+                    assert refused.status_code == 401
+                    assert refused.headers["content-type"] == "application/problem+json"
+
+            with anyio.fail_after(60):
+                async with http_session(f"{base}/mcp", "admin-token") as admin:
+                    tools = {t.name for t in (await admin.list_tools()).tools}
+                    assert tools == APP_TOOLS | {"list_apps"}
+                    apps = payload(await admin.call_tool("list_apps", {}))
+                    assert {a["appId"]: a["memoryCount"] for a in apps} == {"cal": 0, "notes": 1}
+                    assert "app_id is required" in error_text(
+                        await admin.call_tool("recall", {}))
+                    violin = payload(await admin.call_tool(
+                        "recall", {"app_id": "notes", "query": "violin"}))
+                    assert len(violin) == 1
+
+                async with http_session(f"{base}/mcp", key) as app:
+                    assert {t.name for t in (await app.list_tools()).tools} == APP_TOOLS
+                    job = payload(await app.call_tool("remember", {"transcript": [
+                        {"role": "user", "content": "My friend Ana lives in Porto."},
+                        {"role": "assistant", "content": "Noted."},
+                    ]}))
+                    assert job["status"] == "pending"
+                    # serve's memory worker writes it, through the stand-in model.
+                    while not (recalled := payload(await app.call_tool(
+                            "recall", {"query": "Ana Porto"}))):
+                        await anyio.sleep(0.2)
+                    assert "Ana lives in Porto" in recalled[0]["content"]
+                    assert "belongs to app 'cal'" in error_text(
+                        await app.call_tool("recall", {"app_id": "notes"}))
+        finally:
+            process.terminate()
+            process.wait(timeout=30)
