@@ -17,8 +17,14 @@ from admin_api.controllers.conversations import ConversationsController
 from admin_api.controllers.history import HistoryController
 from admin_api.controllers.memories import MemoriesController
 from admin_api.controllers.operations import OperationsController, health
-from admin_api.errors import EXCEPTION_HANDLERS, PROBLEM_JSON
-from admin_api.mcp_server import Caller, bearer_token, build_mcp_server, caller_for_token
+from admin_api.errors import EXCEPTION_HANDLERS, PROBLEM_JSON, TITLES
+from admin_api.mcp_server import (
+    MAX_REQUEST_BYTES,
+    Caller,
+    bearer_token,
+    build_mcp_server,
+    caller_for_token,
+)
 from loop.service import Services
 
 MAX_BODY_BYTES = 64 * 1024
@@ -88,29 +94,59 @@ def _mcp_mount(services: Services, admin_token: str) -> tuple[Any, Any]:
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
         token = bearer_token(headers.get("authorization", ""))
         if await caller_for_token(services, admin_token, token) is None:
-            await _unauthorized(send)
+            await _problem(
+                send, 401, "send Authorization: Bearer <token> (an app key or the admin token)",
+                [(b"www-authenticate", b'Bearer realm="mnemoloop"')],
+            )
             return
+        if scope.get("method") == "POST":
+            body = await _body_within(receive, MAX_REQUEST_BYTES)
+            if body is None:
+                await _problem(send, 413, f"the body is larger than {MAX_REQUEST_BYTES} bytes")
+                return
+            receive = _replaying(body, receive)
         await sessions.handle_request(scope, receive, send)  # type: ignore[arg-type]
 
     return mcp_endpoint, sessions
 
 
-async def _unauthorized(send: Send) -> None:
+async def _body_within(receive: Receive, limit: int) -> bytes | None:
+    """The request's whole body, or None once it passes `limit` bytes (the SDK itself reads
+    a body of any size)."""
+    body = b""
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return body  # the client left; the handler will see that too
+        body += message.get("body", b"")
+        if len(body) > limit:
+            return None
+        if not message.get("more_body", False):
+            return body
+
+
+def _replaying(body: bytes, receive: Receive) -> Receive:
+    pending = [{"type": "http.request", "body": body, "more_body": False}]
+
+    async def replay() -> Any:
+        return pending.pop() if pending else await receive()
+
+    return replay
+
+
+async def _problem(
+    send: Send, status: int, detail: str, headers: list[tuple[bytes, bytes]] | None = None
+) -> None:
     body = json.dumps(
-        {
-            "type": "about:blank",
-            "title": "Unauthorized",
-            "status": 401,
-            "detail": "send Authorization: Bearer <token> (an app key or the admin token)",
-        }
+        {"type": "about:blank", "title": TITLES[status], "status": status, "detail": detail}
     ).encode()
     start: HTTPResponseStartEvent = {
         "type": "http.response.start",
-        "status": 401,
+        "status": status,
         "headers": [
             (b"content-type", PROBLEM_JSON.encode()),
-            (b"www-authenticate", b'Bearer realm="mnemoloop"'),
             (b"content-length", str(len(body)).encode()),
+            *(headers or []),
         ],
     }
     await send(start)

@@ -24,9 +24,13 @@ from pydantic import BaseModel, Field
 from admin_api.schemas import job_out, memory_event_out, memory_out
 from loop.service import Services
 from memory_agent.errors import MnemoloopError
+from memory_agent.models import MAX_MEMORY_ID
 
 ADMIN_TOOLS = frozenset({"list_apps"})
 MAX_TURNS = 200
+MAX_TURN_CHARS = 32_000
+# A request to /mcp may carry a whole transcript; nothing larger is read.
+MAX_REQUEST_BYTES = 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -66,7 +70,7 @@ def bearer_token(authorization: str) -> str:
 
 class Turn(BaseModel):
     role: Literal["user", "assistant"]
-    content: Annotated[str, Field(min_length=1, max_length=32_000)]
+    content: Annotated[str, Field(min_length=1, max_length=MAX_TURN_CHARS)]
 
 
 FindCaller = Callable[[Context[Any, Any, Any]], Awaitable[Caller]]
@@ -137,7 +141,9 @@ def build_mcp_server(services: Services, find_caller: FindCaller) -> FastMCP[Any
 
     @server.tool()
     async def forget(
-        ctx: Context[Any, Any, Any], memory_id: int, app_id: str | None = None
+        ctx: Context[Any, Any, Any],
+        memory_id: Annotated[int, Field(ge=1, le=MAX_MEMORY_ID)],
+        app_id: str | None = None,
     ) -> dict[str, Any]:
         """Delete one of the app's memories (the history keeps that it was deleted)."""
         app = (await find_caller(ctx)).app(app_id)
@@ -151,8 +157,8 @@ def build_mcp_server(services: Services, find_caller: FindCaller) -> FastMCP[Any
     async def memory_history(
         ctx: Context[Any, Any, Any],
         app_id: str | None = None,
-        memory_id: int | None = None,
-        since: Annotated[int, Field(ge=0)] = 0,
+        memory_id: Annotated[int | None, Field(ge=1, le=MAX_MEMORY_ID)] = None,
+        since: Annotated[int, Field(ge=0, le=MAX_MEMORY_ID)] = 0,
         limit: Annotated[int, Field(ge=1, le=1000)] = 100,
     ) -> list[dict[str, Any]]:
         """Every change to the app's memories (or to one), oldest first, after event `since`."""
@@ -181,8 +187,10 @@ def build_mcp_server(services: Services, find_caller: FindCaller) -> FastMCP[Any
         description="The app's memories as they are given to its conversations",
         mime_type="text/plain",
     )
-    async def memory_block(app_id: str, ctx: Context[Any, Any, Any]) -> str:
-        app = (await find_caller(ctx)).app(app_id)
+    async def memory_block(app_id: str) -> str:
+        # The request's context, as the server holds it (a `ctx` argument to a resource is
+        # a copy without the request).
+        app = (await find_caller(server.get_context())).app(app_id)
         async with _tool_errors():
             app_record = await registry.require(app)
             memories = await agent.get_memories(app)

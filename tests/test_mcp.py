@@ -157,6 +157,9 @@ async def test_http_mcp_on_a_live_server(db_path, tmp_path):
                     refused = await client.post(f"{base}/mcp", json={}, headers=headers)
                     assert refused.status_code == 401
                     assert refused.headers["content-type"] == "application/problem+json"
+                huge = await client.post(f"{base}/mcp", content=b"x" * (2 * 1024 * 1024),
+                                         headers={"Authorization": f"Bearer {key}"})
+                assert huge.status_code == 413
 
             with anyio.fail_after(60):
                 async with http_session(f"{base}/mcp", "admin-token") as admin:
@@ -169,6 +172,8 @@ async def test_http_mcp_on_a_live_server(db_path, tmp_path):
                     violin = payload(await admin.call_tool(
                         "recall", {"app_id": "notes", "query": "violin"}))
                     assert len(violin) == 1
+                    block = await admin.read_resource("mnemoloop://apps/notes/memories")
+                    assert "violin" in block.contents[0].text  # type: ignore[union-attr]
 
                 async with http_session(f"{base}/mcp", key) as app:
                     assert {t.name for t in (await app.list_tools()).tools} == APP_TOOLS
@@ -184,6 +189,11 @@ async def test_http_mcp_on_a_live_server(db_path, tmp_path):
                     assert "Ana lives in Porto" in recalled[0]["content"]
                     assert "belongs to app 'cal'" in error_text(
                         await app.call_tool("recall", {"app_id": "notes"}))
+                    block = await app.read_resource("mnemoloop://apps/cal/memories")
+                    assert "Ana lives in Porto" in block.contents[0].text  # type: ignore[union-attr]
+                    with pytest.raises(Exception, match="belongs to app"):
+                        await app.read_resource("mnemoloop://apps/notes/memories")
+                    assert error_text(await app.call_tool("forget", {"memory_id": 2**70}))
         finally:
             process.terminate()
             process.wait(timeout=30)

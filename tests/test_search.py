@@ -74,10 +74,10 @@ async def test_query_syntax_is_plain_words_never_an_error(db_path, query):
 
 
 @pytest.mark.parametrize(("query", "says"), [
-    ("", "the query is empty"),
-    ("   ", "the query is empty"),
-    ('"*()-:^', "holds no words"),
-    ("word " * 101, "at most 500"),
+    ("", "q: Expected `str` of length >= 1"),
+    ("   ", "q: Expected `str` matching regex"),
+    ('"*()-:^', "q: Expected `str` matching regex"),
+    ("word " * 101, "q: Expected `str` of length <= 500"),
 ])
 async def test_empty_wordless_and_long_queries_are_400_saying_why(db_path, query, says):
     async with service(db_path, assistant_model()) as services, \
@@ -116,6 +116,21 @@ async def test_the_index_follows_edits_deletes_and_purges_in_their_transactions(
         assert await services.registry.purge_memories("cal") == 3
         assert await agent.search_memories("cal", "daughter peanut rent") == []
         assert len(await agent.search_memories("notes", "daughter")) == 1
+
+
+@pytest.mark.parametrize(("query", "says"), [
+    ("", "the query is empty"),
+    ("   ", "the query is empty"),
+    ('"*()-:^_', "holds no words"),
+    ("word " * 101, "at most 500"),
+])
+async def test_the_agent_refuses_queries_it_cannot_search_saying_why(db_path, query, says):
+    from memory_agent.errors import InvalidSearchQuery
+
+    async with service(db_path, assistant_model()) as services:
+        await seeded(services)
+        with pytest.raises(InvalidSearchQuery, match=says):
+            await services.agent.search_memories("cal", query)
 
 
 def test_the_cli_searches_an_apps_memories(db_path):

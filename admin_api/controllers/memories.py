@@ -17,6 +17,7 @@ from admin_api.schemas import (
 )
 from loop.service import Services
 from memory_agent.errors import MemoryNotFound
+from memory_agent.search import MAX_QUERY_CHARS
 
 
 class MemoriesController(Controller):
@@ -36,8 +37,12 @@ class MemoriesController(Controller):
         q: Annotated[
             str | None,
             QueryParameter(
-                description="words to search for (any of them; the best matches first). At "
-                "most 500 characters; quotes and operators are read as plain punctuation."
+                description="words to search for (any of them; the best matches first); "
+                "quotes and operators are read as plain punctuation",
+                min_length=1,
+                max_length=MAX_QUERY_CHARS,
+                # At least one letter or digit: a query of punctuation alone has no words.
+                pattern=r"[^\W_]",
             ),
         ] = None,
         limit: Annotated[int, QueryParameter(ge=1, le=1000, description="with `q`")] = 20,
