@@ -77,16 +77,8 @@ class ConversationStore:
         self.job_queued = Wakeup()
 
     async def open(self, app_id: str) -> str:
-        conversation_id = uuid.uuid4().hex
-        now = now_text(self._clock)
         async with self._db.transaction() as tx:
-            await self._require_installed(tx, app_id)
-            await tx.execute(
-                "INSERT INTO conversations (conversation_id, app_id, status, created_at,"
-                " last_activity_at) VALUES (?, ?, 'open', ?, ?)",
-                (conversation_id, app_id, now, now),
-            )
-        return conversation_id
+            return await self._open(tx, app_id)
 
     async def record_finished(
         self, app_id: str, turns: Sequence[tuple[Role, str]], *, reason: str
@@ -94,21 +86,10 @@ class ConversationStore:
         """A conversation held elsewhere (an agent's, through MCP), stored as ended with its
         memory job queued, in one transaction: nothing answers it, and the job runs as any
         other. Returns the job."""
-        conversation_id = uuid.uuid4().hex
-        now = now_text(self._clock)
         async with self._db.transaction() as tx:
-            await self._require_installed(tx, app_id)
-            await tx.execute(
-                "INSERT INTO conversations (conversation_id, app_id, status, created_at,"
-                " last_activity_at) VALUES (?, ?, 'open', ?, ?)",
-                (conversation_id, app_id, now, now),
-            )
+            conversation_id = await self._open(tx, app_id)
             for role, content in turns:
-                await tx.execute(
-                    "INSERT INTO messages (conversation_id, role, content, created_at)"
-                    " VALUES (?, ?, ?, ?)",
-                    (conversation_id, role, content, now),
-                )
+                await self._insert_message(tx, conversation_id, role, content)
             await self._end(tx, conversation_id, reason)
             row = await tx.fetch_one(
                 "SELECT * FROM memory_jobs WHERE conversation_id = ?", (conversation_id,)
@@ -116,15 +97,32 @@ class ConversationStore:
         self.job_queued.set()
         return MemoryJob.from_row(row)
 
-    async def add_message(self, conversation_id: str, role: Role, content: str) -> None:
+    async def _open(self, tx: SqlTransaction, app_id: str) -> str:
+        await self._require_installed(tx, app_id)
+        conversation_id = uuid.uuid4().hex
         now = now_text(self._clock)
+        await tx.execute(
+            "INSERT INTO conversations (conversation_id, app_id, status, created_at,"
+            " last_activity_at) VALUES (?, ?, 'open', ?, ?)",
+            (conversation_id, app_id, now, now),
+        )
+        return conversation_id
+
+    async def _insert_message(
+        self, tx: SqlTransaction, conversation_id: str, role: Role, content: str
+    ) -> str:
+        now = now_text(self._clock)
+        await tx.execute(
+            "INSERT INTO messages (conversation_id, role, content, created_at)"
+            " VALUES (?, ?, ?, ?)",
+            (conversation_id, role, content, now),
+        )
+        return now
+
+    async def add_message(self, conversation_id: str, role: Role, content: str) -> None:
         async with self._db.transaction() as tx:
             await self._require_open(tx, conversation_id)
-            await tx.execute(
-                "INSERT INTO messages (conversation_id, role, content, created_at)"
-                " VALUES (?, ?, ?, ?)",
-                (conversation_id, role, content, now),
-            )
+            now = await self._insert_message(tx, conversation_id, role, content)
             # A new user message is a new question: a failed answer is tried afresh.
             # (An answer being written stays claimed; it will see this message next time.)
             reset = (
