@@ -12,22 +12,24 @@ from litestar.openapi.spec import Components, SecurityScheme
 from litestar.types import HTTPResponseStartEvent, Receive, Scope, Send
 from mcp.server.fastmcp.exceptions import ToolError
 
+from admin_api.auth import bearer_token
 from admin_api.controllers.apps import AppsController
 from admin_api.controllers.conversations import ConversationsController
 from admin_api.controllers.history import HistoryController
 from admin_api.controllers.memories import MemoriesController
 from admin_api.controllers.operations import OperationsController, health
-from admin_api.errors import EXCEPTION_HANDLERS, PROBLEM_JSON, TITLES
+from admin_api.errors import EXCEPTION_HANDLERS, PROBLEM_JSON, problem_body
 from admin_api.mcp_server import (
     MAX_REQUEST_BYTES,
     Caller,
-    bearer_token,
     build_mcp_server,
     caller_for_token,
 )
 from loop.service import Services
 
 MAX_BODY_BYTES = 64 * 1024
+# Where the /mcp door leaves the caller it found, in the request's scope (a copy of its own).
+_CALLER = "mnemoloop.caller"
 
 
 def create_app(services: Services, admin_token: str) -> Litestar:
@@ -78,11 +80,11 @@ def _mcp_mount(services: Services, admin_token: str) -> tuple[Any, Any]:
     session manager (to run for the app's lifetime)."""
 
     async def caller_of_request(ctx: Any) -> Caller:
+        # The door below found the request's caller; the SDK hands tools the same scope.
         request = ctx.request_context.request
-        token = bearer_token(request.headers.get("authorization", "")) if request else ""
-        caller = await caller_for_token(services, admin_token, token)
-        if caller is None:  # checked at the door already; the key may be gone since
-            raise ToolError("the token is not valid")
+        caller: Caller | None = request.scope.get(_CALLER) if request else None
+        if caller is None:
+            raise ToolError("no caller for this request")
         return caller
 
     server = build_mcp_server(services, caller_of_request)
@@ -93,7 +95,8 @@ def _mcp_mount(services: Services, admin_token: str) -> tuple[Any, Any]:
     async def mcp_endpoint(scope: Scope, receive: Receive, send: Send) -> None:
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
         token = bearer_token(headers.get("authorization", ""))
-        if await caller_for_token(services, admin_token, token) is None:
+        caller = await caller_for_token(services, admin_token, token)
+        if caller is None:
             await _problem(
                 send, 401, "send Authorization: Bearer <token> (an app key or the admin token)",
                 [(b"www-authenticate", b'Bearer realm="mnemoloop"')],
@@ -105,6 +108,7 @@ def _mcp_mount(services: Services, admin_token: str) -> tuple[Any, Any]:
                 await _problem(send, 413, f"the body is larger than {MAX_REQUEST_BYTES} bytes")
                 return
             receive = _replaying(body, receive)
+        scope[_CALLER] = caller  # type: ignore[literal-required]
         await sessions.handle_request(scope, receive, send)  # type: ignore[arg-type]
 
     return mcp_endpoint, sessions
@@ -137,9 +141,7 @@ def _replaying(body: bytes, receive: Receive) -> Receive:
 async def _problem(
     send: Send, status: int, detail: str, headers: list[tuple[bytes, bytes]] | None = None
 ) -> None:
-    body = json.dumps(
-        {"type": "about:blank", "title": TITLES[status], "status": status, "detail": detail}
-    ).encode()
+    body = json.dumps(problem_body(status, detail)).encode()
     start: HTTPResponseStartEvent = {
         "type": "http.response.start",
         "status": status,

@@ -20,16 +20,26 @@ def _services(connection: ASGIConnection[Any, Any, Any, Any]) -> Services:
     return services
 
 
+def bearer_token(authorization: str) -> str:
+    """The token of an `Authorization: Bearer <token>` header; "" when there is none."""
+    scheme, _, token = authorization.partition(" ")
+    return token.strip() if scheme.lower() == "bearer" else ""
+
+
+def is_admin_token(token: str, admin_token: str) -> bool:
+    return bool(token) and hmac.compare_digest(token.encode(), admin_token.encode())
+
+
 def _bearer(connection: ASGIConnection[Any, Any, Any, Any]) -> str:
-    scheme, _, token = connection.headers.get("authorization", "").partition(" ")
-    if scheme.lower() != "bearer" or not token.strip():
+    token = bearer_token(connection.headers.get("authorization", ""))
+    if not token:
         raise NotAuthorizedException("send Authorization: Bearer <token>", headers=CHALLENGE)
-    return token.strip()
+    return token
 
 
 def _is_admin(connection: ASGIConnection[Any, Any, Any, Any], token: str) -> bool:
     admin_token: str = connection.app.state.admin_token
-    return hmac.compare_digest(token.encode(), admin_token.encode())
+    return is_admin_token(token, admin_token)
 
 
 async def admin_only(connection: ASGIConnection[Any, Any, Any, Any], _: BaseRouteHandler) -> None:

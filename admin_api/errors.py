@@ -52,14 +52,19 @@ TITLES = {
 }
 
 
-def problem(status: int, detail: str, headers: dict[str, str] | None = None) -> Response[Any]:
-    body = {
+def problem_body(status: int, detail: str) -> dict[str, Any]:
+    return {
         "type": "about:blank",
         "title": TITLES.get(status, "Error"),
         "status": status,
         "detail": detail,
     }
-    return Response(body, status_code=status, media_type=PROBLEM_JSON, headers=headers)
+
+
+def problem(status: int, detail: str, headers: dict[str, str] | None = None) -> Response[Any]:
+    return Response(
+        problem_body(status, detail), status_code=status, media_type=PROBLEM_JSON, headers=headers
+    )
 
 
 def domain_error(_: Request[Any, Any, Any], error: MnemoloopError) -> Response[Any]:

@@ -9,8 +9,8 @@ come back as tool errors, never as a broken session.
 
 from __future__ import annotations
 
-import hmac
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
@@ -21,6 +21,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import Tool as McpTool
 from pydantic import BaseModel, Field
 
+from admin_api.auth import is_admin_token
 from admin_api.schemas import job_out, memory_event_out, memory_out
 from loop.service import Services
 from memory_agent.errors import MnemoloopError
@@ -57,15 +58,10 @@ class Caller:
 async def caller_for_token(services: Services, admin_token: str, token: str) -> Caller | None:
     """The caller a bearer token stands for; None when it is neither the admin token nor an
     installed app's key."""
-    if token and hmac.compare_digest(token.encode(), admin_token.encode()):
+    if is_admin_token(token, admin_token):
         return Caller(None)
     app_id = await services.registry.app_for_key(token) if token else None
     return Caller(app_id) if app_id else None
-
-
-def bearer_token(authorization: str) -> str:
-    scheme, _, token = authorization.partition(" ")
-    return token.strip() if scheme.lower() == "bearer" else ""
 
 
 class Turn(BaseModel):
@@ -199,17 +195,14 @@ def build_mcp_server(services: Services, find_caller: FindCaller) -> FastMCP[Any
     return server
 
 
-class _tool_errors:
+@asynccontextmanager
+async def _tool_errors() -> AsyncIterator[None]:
     """Our errors become tool errors with their message (an unknown app, a bad query, a
     database out of reach); anything else is the SDK's to report."""
-
-    async def __aenter__(self) -> None:
-        return None
-
-    async def __aexit__(self, kind: type[BaseException] | None, error: BaseException | None,
-                        _: object) -> None:
-        if isinstance(error, MnemoloopError):
-            raise ToolError(str(error)) from error
+    try:
+        yield
+    except MnemoloopError as error:
+        raise ToolError(str(error)) from error
 
 
 def _builtins(struct: msgspec.Struct) -> dict[str, Any]:

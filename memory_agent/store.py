@@ -13,6 +13,8 @@ from memory_agent.ports import SqlSession
 
 # The order Memory.from_row reads them in.
 _COLUMNS = "id, app_id, content, created_at, updated_at, source_conversation_id, metadata"
+# The same, of `app_memories AS m` in a join.
+_MEMORY_COLUMNS = ", ".join(f"m.{column.strip()}" for column in _COLUMNS.split(","))
 _EVENT_COLUMNS = (
     "id, app_id, memory_id, event, actor, created_at, reason, content_before, content_after,"
     " conversation_id, job_id, model, erased"
@@ -112,9 +114,8 @@ class MemoryStore:
                 (search.postgres_websearch(terms), app_id, limit),
             )
         else:
-            columns = ", ".join(f"m.{c.strip()}" for c in _COLUMNS.split(","))
             rows = await self._db.fetch_all(
-                f"SELECT {columns} FROM memory_search JOIN app_memories AS m"
+                f"SELECT {_MEMORY_COLUMNS} FROM memory_search JOIN app_memories AS m"
                 " ON m.id = memory_search.rowid"
                 " WHERE memory_search MATCH ? AND m.app_id = ?"
                 " ORDER BY bm25(memory_search), m.id DESC LIMIT ?",

@@ -27,13 +27,18 @@ async def settled(services, conversation_id: str) -> str | None:
     return job.status if job and job.status not in ("pending", "running") else None
 
 
+async def three_memories(services) -> None:
+    """Install cal and write three memories of it, each job settled."""
+    await services.registry.install("cal", "Calendar")
+    for n in range(3):
+        done = await talk_and_end(services, "cal", friend_fact(n))
+        await eventually(lambda c=done: settled(services, c))
+
+
 async def test_history_routes_page_through_every_change(db_path):
     async with service(db_path, assistant_model()) as services, running(services), \
             http_client(services, "admin") as client:
-        await services.registry.install("cal", "Calendar")
-        for n in range(3):
-            done = await talk_and_end(services, "cal", friend_fact(n))
-            await eventually(lambda c=done: settled(services, c))
+        await three_memories(services)
         memories = (await client.get("/apps/cal/memories", headers=ADMIN)).json()["memories"]
         doomed = memories[0]["id"]
         gone = await client.delete(f"/apps/cal/memories/{doomed}", headers=ADMIN)
@@ -129,10 +134,7 @@ async def test_purge_cancels_jobs_and_a_job_talking_to_the_model_writes_nothing(
 async def test_purge_answers_the_true_count(db_path):
     async with service(db_path, assistant_model()) as services, running(services), \
             http_client(services, "admin") as client:
-        await services.registry.install("cal", "Calendar")
-        for n in range(3):
-            done = await talk_and_end(services, "cal", friend_fact(n))
-            await eventually(lambda c=done: settled(services, c))
+        await three_memories(services)
         purged = await client.delete("/apps/cal/memories", headers=ADMIN)
         assert purged.json() == {"success": True, "deletedCount": 3}
         assert (await client.get("/apps/cal/memories", headers=ADMIN)).json() == {"memories": []}
