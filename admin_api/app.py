@@ -8,6 +8,7 @@ from typing import Any
 from litestar import Litestar, Router, asgi
 from litestar.di import Provide
 from litestar.openapi import OpenAPIConfig
+from litestar.openapi.plugins import JsonRenderPlugin
 from litestar.openapi.spec import Components, SecurityScheme
 from litestar.types import HTTPResponseStartEvent, Receive, Scope, Send
 from mcp.server.fastmcp.exceptions import ToolError
@@ -17,7 +18,7 @@ from admin_api.controllers.apps import AppsController
 from admin_api.controllers.conversations import ConversationsController
 from admin_api.controllers.history import HistoryController
 from admin_api.controllers.memories import MemoriesController
-from admin_api.controllers.operations import OperationsController, health
+from admin_api.controllers.operations import OperationsController, health, home
 from admin_api.errors import EXCEPTION_HANDLERS, PROBLEM_JSON, problem_body
 from admin_api.mcp_server import (
     MAX_REQUEST_BYTES,
@@ -25,6 +26,7 @@ from admin_api.mcp_server import (
     build_mcp_server,
     caller_for_token,
 )
+from admin_api.reference_page import ReferencePagePlugin
 from loop.service import Services
 
 MAX_BODY_BYTES = 64 * 1024
@@ -49,7 +51,7 @@ def create_app(services: Services, admin_token: str) -> Litestar:
     )
     mcp_endpoint, mcp_sessions = _mcp_mount(services, admin_token)
     app = Litestar(
-        route_handlers=[health, guarded, mcp_endpoint],
+        route_handlers=[home, health, guarded, mcp_endpoint],
         # The MCP sessions' task group lives as long as the app.
         lifespan=[lambda _: mcp_sessions.run()],
         dependencies={"services": Provide(provide_services, use_cache=True, sync_to_thread=False)},
@@ -60,6 +62,8 @@ def create_app(services: Services, admin_token: str) -> Litestar:
             version="0.1.0",
             description="Per-app memories that maintain themselves; admin and conversation API.",
             path="/schema",
+            # The page at /schema works offline; the JSON document stays at /schema/openapi.json.
+            render_plugins=[ReferencePagePlugin(), JsonRenderPlugin()],
             components=Components(
                 security_schemes={
                     "bearer": SecurityScheme(type="http", scheme="bearer"),

@@ -48,6 +48,7 @@ TITLES = {
     409: "Conflict",
     413: "Content Too Large",
     500: "Internal Server Error",
+    502: "Bad Gateway",
     503: "Service Unavailable",
 }
 

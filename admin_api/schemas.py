@@ -82,9 +82,22 @@ class AcceptedOut(Reply):
 
 
 class MessageOut(Reply):
+    id: int
     role: str
     content: str
     created_at: str
+
+
+class PostedOut(Reply):
+    """A posted user message, and where its reply stands."""
+
+    message_id: int
+    # open, answering, failed (see `error`) or ended.
+    state: str
+    error: str | None
+    # The assistant's reply, once it is stored (`?wait=` returns it when it comes in time).
+    reply: MessageOut | None
+    conversation_ended: bool
 
 
 class ConversationOut(Reply):

@@ -19,6 +19,7 @@ from loop.leases import while_renewing
 from loop.metrics import Metrics
 from loop.prompt_budget import PromptBudget
 from loop.registry import App, AppRegistry
+from loop.reply_feed import AnswerSettled, AnswerText
 from loop.wakeups import InFlight
 from memory_agent import ChatMessage, ChatModel, MemorySubAgent, ToolSpec
 from memory_agent.context import neutralise
@@ -45,6 +46,14 @@ END_REASON_IDLE = "idle"
 class Answer:
     text: str
     ended: bool
+
+
+@dataclass
+class _Answering:
+    """An answer under way: the newest message it answers, once the conversation is read."""
+
+    conversation_id: str
+    answers_up_to: int = 0
 
 
 @dataclass(frozen=True)
@@ -160,22 +169,24 @@ class CentralLoop:
             group.start_soon(self._answer_in_background, waiting)
 
     async def _answer_in_background(self, waiting: Unanswered) -> None:
-        conversation_id = waiting.conversation_id
+        answering = _Answering(waiting.conversation_id)
         try:
             with anyio.fail_after(self._answer_timeout):
-                await self._claim_and_answer(conversation_id)
+                await self._claim_and_answer(answering)
         except (ConversationEnded, ConversationNotFound, AnswerTaken):
             pass
         except Exception as error:
-            await self._answer_failed(waiting, _describe(error, self._answer_timeout))
+            await self._answer_failed(waiting, answering, _describe(error, self._answer_timeout))
         finally:
-            self._in_flight.discard(conversation_id)
+            self._in_flight.discard(waiting.conversation_id)
             self._per_app[waiting.app_id] -= 1
             if self._per_app[waiting.app_id] <= 0:
                 del self._per_app[waiting.app_id]
             self._conversations.message_posted.set()  # a slot is free
 
-    async def _answer_failed(self, waiting: Unanswered, failure: _Failure) -> None:
+    async def _answer_failed(
+        self, waiting: Unanswered, answering: _Answering, failure: _Failure
+    ) -> None:
         attempts = waiting.answer_attempts + 1
         self._metrics.answer_failures.inc()
         final = not failure.transient or attempts >= self._answer_attempts
@@ -183,48 +194,56 @@ class CentralLoop:
             if final:
                 log.error(
                     "answering conversation %s failed for good after %d tries: %s",
-                    waiting.conversation_id, attempts, failure.message,
-                )
-                await self._conversations.release_answer(
-                    waiting.conversation_id, failed=True, error=failure.message
+                    waiting.conversation_id,
+                    attempts,
+                    failure.message,
                 )
             else:
                 delay = backoff_seconds(attempts, self._retry_base)
                 log.warning(
                     "answering conversation %s failed (try %d), again in %.0f s: %s",
-                    waiting.conversation_id, attempts, delay, failure.message,
+                    waiting.conversation_id,
+                    attempts,
+                    delay,
+                    failure.message,
                 )
                 self._retry_after[waiting.conversation_id] = time.monotonic() + delay
-                await self._conversations.release_answer(
-                    waiting.conversation_id, failed=False, error=failure.message
-                )
+            await self._conversations.release_answer(
+                waiting.conversation_id, failed=final, error=failure.message
+            )
         except MnemoloopError as error:
-            log.error("could not record the failed answer of %s: %s", waiting.conversation_id,
-                      error)
+            log.error(
+                "could not record the failed answer of %s: %s", waiting.conversation_id, error
+            )
+        self._settled(answering, failure.message, final=final)
 
     async def answer(self, conversation_id: str) -> Answer:
         """Answer the conversation now (the terminal chat, the demo). Raises `AnswerTaken`
         when another instance is answering it; after any other failure the question is
         left waiting again, and the error raised."""
+        answering = _Answering(conversation_id)
         try:
-            return await self._claim_and_answer(conversation_id)
+            return await self._claim_and_answer(answering)
         except AnswerTaken:
             raise
         except BaseException as error:
+            message = f"{type(error).__name__}: {error}"
             with anyio.CancelScope(shield=True):
                 await self._conversations.release_answer(
-                    conversation_id, failed=False, error=f"{type(error).__name__}: {error}"
+                    conversation_id, failed=False, error=message
                 )
+            self._settled(answering, message, final=False)
             raise
 
-    async def _claim_and_answer(self, conversation_id: str) -> Answer:
+    async def _claim_and_answer(self, answering: _Answering) -> Answer:
         """Claim the question, build the context, call the model once, and store the reply
         if the claim still holds: `AnswerTaken` when another instance is answering it (or
         took it over meanwhile)."""
+        conversation_id = answering.conversation_id
         if not await self._conversations.claim_answer(conversation_id):
             raise AnswerTaken(conversation_id)
         answer = await while_renewing(
-            lambda: self._compose(conversation_id),
+            lambda: self._compose(answering),
             lambda: self._conversations.renew_answer(conversation_id),
             every=self._conversations.lease_seconds / 3,
             what=f"the answer to conversation {conversation_id}",
@@ -234,16 +253,35 @@ class CentralLoop:
         if not await self._conversations.store_answer(conversation_id, reply, end_reason):
             log.warning("the answer to %s was not stored: its claim ran out", conversation_id)
             raise AnswerTaken(conversation_id)
+        self._settled(answering)
         return answer
 
-    async def _compose(self, conversation_id: str) -> Answer:
-        conversation = await self._conversations.get(conversation_id)
+    async def _compose(self, answering: _Answering) -> Answer:
+        conversation = await self._conversations.get(answering.conversation_id)
+        if conversation.messages:
+            answering.answers_up_to = conversation.messages[-1].id
         app = await self._registry.require(conversation.app_id)
         context = await self.build_context(app, conversation.chat_messages())
-        reply = await self._model.chat(context, tools=[END_CONVERSATION_TOOL])
+        feed = self._conversations.replies
+        reply = await self._model.chat_streaming(
+            context,
+            tools=[END_CONVERSATION_TOOL],
+            on_text=lambda text: feed.publish(
+                answering.conversation_id, AnswerText(text, answering.answers_up_to)
+            ),
+        )
         await self._energy.charge("conversation", energy_cost(reply.usage, self._tokens_per_unit))
         ends = any(call.name == END_CONVERSATION_TOOL.name for call in reply.tool_calls)
         return Answer(reply.text.strip(), ends)
+
+    def _settled(
+        self, answering: _Answering, error: str | None = None, *, final: bool = True
+    ) -> None:
+        """Tell this instance's waiters the answer was stored, or failed."""
+        self._conversations.replies.publish(
+            answering.conversation_id,
+            AnswerSettled(answering.answers_up_to, error, final),
+        )
 
     async def build_context(self, app: App, conversation: list[ChatMessage]) -> list[ChatMessage]:
         """Base system prompt, then the app's memory block (if any), then the newest turns of

@@ -15,6 +15,7 @@ from datetime import timedelta
 
 from loop.errors import AppNotFound, AppNotInstalled, ConversationEnded, ConversationNotFound
 from loop.jobs import MemoryJob
+from loop.reply_feed import ReplyFeed
 from loop.wakeups import JOBS_CHANNEL, MESSAGES_CHANNEL, Wakeup
 from memory_agent import ChatMessage
 from memory_agent.chat_model import Role
@@ -23,6 +24,7 @@ from memory_agent.ports import Clock, Database, SqlTransaction, format_timestamp
 
 @dataclass(frozen=True)
 class Message:
+    id: int
     role: Role
     content: str
     created_at: str
@@ -53,6 +55,31 @@ class Conversation:
 
 
 @dataclass(frozen=True)
+class StoredAnswer:
+    message_id: int | None  # None when the model only ended the conversation
+    ended: bool
+
+
+@dataclass(frozen=True)
+class ReplyStatus:
+    """Where the answer to a user message stands: its reply once stored, else the
+    conversation's state (open, answering, failed with `error`, or ended without one)."""
+
+    state: str
+    error: str | None
+    reply: Message | None
+
+    @property
+    def settled(self) -> bool:
+        """Nothing more will happen without the app: replied, failed for good, or ended."""
+        return self.reply is not None or self.state in ("failed", "ended")
+
+    @property
+    def ended(self) -> bool:
+        return self.state == "ended"
+
+
+@dataclass(frozen=True)
 class Unanswered:
     conversation_id: str
     app_id: str
@@ -75,6 +102,8 @@ class ConversationStore:
         # Set here for this instance's own waiters, and by notifications from the others.
         self.message_posted = Wakeup()
         self.job_queued = Wakeup()
+        # This instance's answers as they are written, for callers waiting for a reply.
+        self.replies = ReplyFeed()
 
     async def open(self, app_id: str) -> str:
         async with self._db.transaction() as tx:
@@ -88,8 +117,9 @@ class ConversationStore:
         other. Returns the job."""
         async with self._db.transaction() as tx:
             conversation_id = await self._open(tx, app_id)
+            now = now_text(self._clock)
             for role, content in turns:
-                await self._insert_message(tx, conversation_id, role, content)
+                await self._insert_message(tx, conversation_id, role, content, now)
             await self._end(tx, conversation_id, reason)
             row = await tx.fetch_one(
                 "SELECT * FROM memory_jobs WHERE conversation_id = ?", (conversation_id,)
@@ -109,20 +139,22 @@ class ConversationStore:
         return conversation_id
 
     async def _insert_message(
-        self, tx: SqlTransaction, conversation_id: str, role: Role, content: str
-    ) -> str:
-        now = now_text(self._clock)
-        await tx.execute(
+        self, tx: SqlTransaction, conversation_id: str, role: Role, content: str, now: str
+    ) -> int:
+        row = await tx.fetch_one(
             "INSERT INTO messages (conversation_id, role, content, created_at)"
-            " VALUES (?, ?, ?, ?)",
+            " VALUES (?, ?, ?, ?) RETURNING id",
             (conversation_id, role, content, now),
         )
-        return now
+        assert row is not None
+        return int(row[0])
 
-    async def add_message(self, conversation_id: str, role: Role, content: str) -> None:
+    async def add_message(self, conversation_id: str, role: Role, content: str) -> int:
+        """Add a message to an open conversation; returns its id."""
+        now = now_text(self._clock)
         async with self._db.transaction() as tx:
             await self._require_open(tx, conversation_id)
-            now = await self._insert_message(tx, conversation_id, role, content)
+            message_id = await self._insert_message(tx, conversation_id, role, content, now)
             # A new user message is a new question: a failed answer is tried afresh.
             # (An answer being written stays claimed; it will see this message next time.)
             reset = (
@@ -138,6 +170,7 @@ class ConversationStore:
                 await tx.notify(MESSAGES_CHANNEL)
         if role == "user":
             self.message_posted.set()
+        return message_id
 
     async def end(self, conversation_id: str, reason: str) -> bool:
         """End the conversation and queue its memory job, atomically.
@@ -182,7 +215,8 @@ class ConversationStore:
         if row is None:
             raise ConversationNotFound(conversation_id)
         messages = await self._db.fetch_all(
-            "SELECT role, content, created_at FROM messages WHERE conversation_id = ? ORDER BY id",
+            "SELECT id, role, content, created_at FROM messages WHERE conversation_id = ?"
+            " ORDER BY id",
             (conversation_id,),
         )
         return Conversation(
@@ -192,7 +226,7 @@ class ConversationStore:
             row["end_reason"],
             row["created_at"],
             row["ended_at"],
-            [Message(m["role"], m["content"], m["created_at"]) for m in messages],
+            [Message(m["id"], m["role"], m["content"], m["created_at"]) for m in messages],
             row["answer_state"],
             row["answer_error"],
         )
@@ -257,11 +291,12 @@ class ConversationStore:
 
     async def store_answer(
         self, conversation_id: str, text: str | None, end_reason: str | None
-    ) -> bool:
+    ) -> StoredAnswer | None:
         """Store the reply (if any) and end the conversation (if `end_reason`), in one
-        transaction, if this instance still holds the claim. False: it does not (the lease
+        transaction, if this instance still holds the claim. None: it does not (the lease
         ran out and another instance took the question over), and nothing was stored."""
         now = now_text(self._clock)
+        message_id = None
         async with self._db.transaction() as tx:
             released = await tx.execute(
                 f"UPDATE conversations SET answer_state = NULL, answer_error = NULL, {_RELEASE},"
@@ -270,17 +305,39 @@ class ConversationStore:
                 (now, conversation_id, self.owner),
             )
             if released != 1:
-                return False
+                return None
             if text is not None:
-                await tx.execute(
-                    "INSERT INTO messages (conversation_id, role, content, created_at)"
-                    " VALUES (?, 'assistant', ?, ?)",
-                    (conversation_id, text, now),
+                message_id = await self._insert_message(
+                    tx, conversation_id, "assistant", text, now
                 )
             ended = end_reason is not None and await self._end(tx, conversation_id, end_reason)
         if ended:
             self.job_queued.set()
-        return True
+        return StoredAnswer(message_id, ended)
+
+    async def reply_status(self, conversation_id: str, message_id: int) -> ReplyStatus:
+        """Where the answer to message `message_id` stands: the first assistant message
+        after it, or the conversation's state."""
+        row = await self._db.fetch_one(
+            "SELECT status, answer_state, answer_error FROM conversations"
+            " WHERE conversation_id = ?",
+            (conversation_id,),
+        )
+        if row is None:
+            raise ConversationNotFound(conversation_id)
+        reply = await self._db.fetch_one(
+            "SELECT id, role, content, created_at FROM messages WHERE conversation_id = ?"
+            " AND id > ? AND role = 'assistant' ORDER BY id LIMIT 1",
+            (conversation_id, message_id),
+        )
+        state = "ended" if row["status"] == "ended" else row["answer_state"] or "open"
+        return ReplyStatus(
+            state,
+            row["answer_error"],
+            Message(reply["id"], reply["role"], reply["content"], reply["created_at"])
+            if reply
+            else None,
+        )
 
     async def release_answer(
         self, conversation_id: str, *, failed: bool, error: str | None

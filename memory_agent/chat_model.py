@@ -6,12 +6,14 @@ Each backend (Ollama, embedded llama.cpp) is a small module in `loop/llm/` behin
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 Role = Literal["system", "user", "assistant", "tool"]
 JsonSchema = dict[str, Any]
+# Takes the text of an answer piece by piece, as the model writes it.
+TextSink = Callable[[str], None]
 
 
 @dataclass(frozen=True)
@@ -73,6 +75,23 @@ class ChatModel(ABC):
 
         Raises `errors.ChatModelError` (or a subclass) when no answer can be had.
         """
+
+    async def chat_streaming(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        on_text: TextSink,
+        tools: Sequence[ToolSpec] = (),
+    ) -> ChatReply:
+        """Answer as `chat` does, handing the answer's text to `on_text` as it is written.
+
+        The pieces joined are the reply's text. A backend that cannot stream hands the
+        whole text over at once, which is this default.
+        """
+        reply = await self.chat(messages, tools=tools)
+        if reply.text:
+            on_text(reply.text)
+        return reply
 
     async def aclose(self) -> None:
         """Release what the backend holds (connections, model weights)."""

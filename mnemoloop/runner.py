@@ -12,8 +12,10 @@ from __future__ import annotations
 import logging
 import secrets
 import signal
+import socket
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
+from typing import Any
 
 import anyio
 import uvicorn
@@ -127,6 +129,25 @@ async def _until_signalled() -> None:
         async for received in signals:
             log.info("mnemoloop: %s received, draining", signal.Signals(received).name)
             return
+
+
+def listening_socket(host: str, port: int) -> socket.socket:
+    """A socket bound and listening now, so a port in use is known before anything is said
+    (and port 0 has its real number): `ServeRefused` in one line when it cannot be had."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+        family = infos[0][0]
+        return socket.create_server((host, port), family=family, backlog=2048)
+    except OSError as error:
+        reason = error.strerror or str(error)
+        raise ServeRefused(f"cannot listen on {host}:{port}: {reason}") from None
+
+
+def http_server(app: Any, sock: socket.socket) -> SignalFreeServer:
+    """uvicorn for `app` on `sock`, quiet but for warnings, with the app's lifespan."""
+    host, port = sock.getsockname()[:2]
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
+    return SignalFreeServer(config)
 
 
 class SignalFreeServer(uvicorn.Server):

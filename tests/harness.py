@@ -15,6 +15,7 @@ from admin_api import create_app
 from loop.service import Services, open_services
 from loop.settings import Settings
 from memory_agent import ChatModel, ChatReply, ToolCall
+from mnemoloop.runner import http_server, listening_socket
 from tests.fakes import COMPACTION_PREFIX, CREATION_PREFIX, FunctionModel, ModelCall
 
 
@@ -87,3 +88,18 @@ def assistant_model(
 
 def conversation_calls(model: FunctionModel) -> list[ModelCall]:
     return [c for c in model.calls if c.tools]
+
+
+@asynccontextmanager
+async def live_http(services: Services, admin_token: str) -> AsyncIterator[str]:
+    """The service's HTTP app on a real uvicorn server on a free loopback port; yields its
+    base URL."""
+    sock = listening_socket("127.0.0.1", 0)
+    server = http_server(create_app(services, admin_token), sock)
+    async with anyio.create_task_group() as group:
+        group.start_soon(lambda: server.serve(sockets=[sock]))
+        while not server.started:
+            await anyio.sleep(0.01)
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+        server.should_exit = True
+    sock.close()

@@ -37,7 +37,7 @@ async def converse(client, app_id: str, text: str, headers=ADMIN) -> str:
     conversation_id = opened.json()["conversationId"]
     posted = await client.post(f"/conversations/{conversation_id}/messages",
                                json={"content": text}, headers=headers)
-    assert posted.status_code == 202 and posted.json() == {"accepted": True}
+    assert posted.status_code == 202 and isinstance(posted.json()["messageId"], int)
     return conversation_id
 
 

@@ -177,3 +177,57 @@ async def test_sub_agent_compacts_through_ollama(model, database):
     assert agent.stats.compactions["edit"] == 1
     # 11 creations at ceil(200/100)=2 units, one decision at ceil((150+50)/100)=2 units
     assert agent.get_energy_consumed_since_last_poll() == 24
+
+
+def ndjson(*chunks: dict) -> bytes:
+    return b"".join(json.dumps(chunk).encode() + b"\n" for chunk in chunks)
+
+
+def stream_chunk(content: str) -> dict:
+    return {"model": "llama3.2:1b", "created_at": "2025-10-11T14:13:43.4Z",
+            "message": {"role": "assistant", "content": content}, "done": False}
+
+
+@respx.mock
+async def test_streaming_hands_on_each_piece_and_reads_the_last_chunks_usage(model):
+    end_call = [{"function": {"name": "end_conversation", "arguments": {}}}]
+    route = respx.post(f"{HOST}/api/chat").respond(
+        content=ndjson(
+            stream_chunk("Booked "), stream_chunk("after "), stream_chunk("2pm."),
+            {**chat_body("", tool_calls=end_call, prompt=30, completion=3)},
+        ),
+        headers={"content-type": "application/x-ndjson"},
+    )
+    pieces: list[str] = []
+    reply = await model.chat_streaming(
+        [ChatMessage("user", "book")], on_text=pieces.append,
+        tools=[ToolSpec("end_conversation", "end")],
+    )
+    assert json.loads(route.calls.last.request.content)["stream"] is True
+    assert pieces == ["Booked ", "after ", "2pm."]
+    assert reply.text == "Booked after 2pm."
+    assert [call.name for call in reply.tool_calls] == ["end_conversation"]
+    assert (reply.usage.prompt_tokens, reply.usage.completion_tokens) == (30, 3)
+
+
+@respx.mock
+async def test_streaming_is_tried_again_only_before_the_first_piece(model):
+    route = respx.post(f"{HOST}/api/chat")
+    route.side_effect = [
+        httpx.Response(503, json={"error": "loading"}),
+        httpx.Response(200, content=ndjson(stream_chunk("Hi"), chat_body("")),
+                       headers={"content-type": "application/x-ndjson"}),
+    ]
+    pieces: list[str] = []
+    reply = await model.chat_streaming([ChatMessage("user", "hello")], on_text=pieces.append)
+    assert pieces == ["Hi"] and reply.text == "Hi" and route.call_count == 2
+
+    # Cut off after a piece was handed on: not tried again, which would repeat the piece.
+    route.side_effect = [
+        httpx.Response(200, content=ndjson(stream_chunk("Hel")),
+                       headers={"content-type": "application/x-ndjson"}),
+    ]
+    pieces.clear()
+    with pytest.raises(Exception, match="stopped before it was done"):
+        await model.chat_streaming([ChatMessage("user", "hello")], on_text=pieces.append)
+    assert pieces == ["Hel"] and route.call_count == 3

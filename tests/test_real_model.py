@@ -13,7 +13,7 @@ import pytest
 
 from loop.llm.local import LocalChatModel
 from memory_agent import ChatMessage, ChatModel, ChatReply, ToolSpec
-from memory_agent.chat_model import JsonSchema
+from memory_agent.chat_model import JsonSchema, TextSink
 from memory_agent.context import neutralise
 from memory_agent.store import MemoryStore
 from memory_agent.validation import split_sentences
@@ -37,6 +37,11 @@ class Recording(ChatModel):
                    json_schema: JsonSchema | None = None) -> ChatReply:
         self.sent.append(list(messages))
         return await self._inner.chat(messages, tools=tools, json_schema=json_schema)
+
+    async def chat_streaming(self, messages: Sequence[ChatMessage], *, on_text: TextSink,
+                             tools: Sequence[ToolSpec] = ()) -> ChatReply:
+        self.sent.append(list(messages))
+        return await self._inner.chat_streaming(messages, on_text=on_text, tools=tools)
 
 
 @pytest.fixture(scope="module")
@@ -159,3 +164,13 @@ async def test_retains_memories_after_uninstall_and_purges_on_request(client, se
     purged = await client.delete("/apps/cal/memories", headers=ADMIN)
     assert purged.json() == {"success": True, "deletedCount": 1}
     assert await memories(client, "cal") == []
+
+
+async def test_the_embedded_model_streams_its_answer_in_pieces(smollm2):
+    pieces: list[str] = []
+    reply = await smollm2.chat_streaming(
+        [ChatMessage("user", "Name three colours of the rainbow.")], on_text=pieces.append,
+    )
+    assert len(pieces) > 3, pieces
+    assert "".join(pieces).strip() == reply.text.strip() != ""
+    assert reply.usage.completion_tokens > 0 and reply.usage.prompt_tokens > 0

@@ -1,20 +1,33 @@
 from __future__ import annotations
 
-from litestar import Controller, get, post
+import json
+from collections.abc import AsyncIterator
+from typing import Annotated, Any
+
+from litestar import Controller, Request, Response, get, post
 from litestar.di import NamedDependency
-from litestar.params import FromPath, JSONBody
+from litestar.openapi.datastructures import ResponseSpec
+from litestar.params import FromPath, JSONBody, Parameter
+from litestar.response import ServerSentEvent, ServerSentEventMessage
 
 from admin_api.auth import admin_or_own_app
+from admin_api.errors import problem_body
 from admin_api.schemas import (
     AcceptedOut,
     ConversationCreatedOut,
     ConversationOut,
     EndConversation,
     MessageOut,
+    PostedOut,
     PostMessage,
     problems,
 )
+from loop.conversations import Message, ReplyStatus
+from loop.replies import Question, Retrying, ask
 from loop.service import Services
+
+MAX_WAIT_SECONDS = 300
+EVENT_STREAM = "text/event-stream"
 
 
 class ConversationsController(Controller):
@@ -35,17 +48,45 @@ class ConversationsController(Controller):
     @post(
         "/conversations/{conversation_id:str}/messages",
         status_code=202,
-        summary="Post a user message; the loop answers it in the background",
-        responses=problems(400, 401, 403, 404, 409, 413),
+        summary="Post a user message; the reply is written in the background",
+        description=(
+            "Answers 202 with the message's id. With `?wait=<seconds>`, answers 200 with the"
+            " reply if it is written in time (else 202, with the state: `failed` and the"
+            " `error` when the answer failed for good). With `Accept: text/event-stream`, the"
+            " reply is streamed as Server-Sent Events: `delta` events (`{\"text\"}`) as it"
+            " is written, then `done` (`{\"messageId\", \"conversationEnded\"}`), or"
+            " `error` (a problem object: 502 when the answer failed for good, 503 when it"
+            " will be tried again)."
+        ),
+        responses={
+            200: ResponseSpec(PostedOut, description="The reply came within `wait`."),
+            **problems(400, 401, 403, 404, 409, 413),
+        },
     )
     async def post_message(
         self,
+        request: Request[Any, Any, Any],
         conversation_id: FromPath[str],
         data: JSONBody[PostMessage],
         services: NamedDependency[Services],
-    ) -> AcceptedOut:
-        await services.conversations.add_message(conversation_id, "user", data.content)
-        return AcceptedOut(True)
+        wait: Annotated[
+            float | None,
+            Parameter(
+                ge=0,
+                le=MAX_WAIT_SECONDS,
+                description="seconds to wait for the reply before answering 202",
+            ),
+        ] = None,
+    ) -> Response[PostedOut] | ServerSentEvent:
+        question = await ask(services.conversations, conversation_id, data.content)
+        if EVENT_STREAM in request.headers.get("accept", ""):
+            return ServerSentEvent(_reply_events(question), status_code=200)
+        async with question:
+            status = await (question.wait(wait) if wait else question.status())
+        return Response(
+            _posted(question.message_id, status),
+            status_code=200 if wait and (status.reply is not None or status.ended) else 202,
+        )
 
     @get(
         "/conversations/{conversation_id:str}",
@@ -61,7 +102,7 @@ class ConversationsController(Controller):
             conversation.app_id,
             conversation.status,
             conversation.end_reason,
-            [MessageOut(m.role, m.content, m.created_at) for m in conversation.messages],
+            [_message_out(m) for m in conversation.messages],
             conversation.state,
             conversation.answer_error,
         )
@@ -92,3 +133,37 @@ class ConversationsController(Controller):
     ) -> AcceptedOut:
         await services.conversations.end(conversation_id, (data or EndConversation()).reason)
         return AcceptedOut(True)
+
+
+def _message_out(message: Message) -> MessageOut:
+    return MessageOut(message.id, message.role, message.content, message.created_at)
+
+
+def _posted(message_id: int, status: ReplyStatus) -> PostedOut:
+    return PostedOut(
+        message_id,
+        status.state,
+        status.error,
+        _message_out(status.reply) if status.reply else None,
+        status.ended,
+    )
+
+
+async def _reply_events(question: Question) -> AsyncIterator[ServerSentEventMessage]:
+    """The reply as Server-Sent Events: `delta`s, then `done` or `error`."""
+    async for event in question.events():
+        if isinstance(event, str):
+            yield _event("delta", {"text": event})
+        elif isinstance(event, Retrying):
+            detail = f"the answer failed and will be tried again: {event.error}"
+            yield _event("error", problem_body(503, detail))
+        elif event.state == "failed":
+            detail = f"the model could not answer: {event.error}"
+            yield _event("error", problem_body(502, detail))
+        else:
+            reply_id = event.reply.id if event.reply else None
+            yield _event("done", {"messageId": reply_id, "conversationEnded": event.ended})
+
+
+def _event(name: str, data: object) -> ServerSentEventMessage:
+    return ServerSentEventMessage(event=name, data=json.dumps(data))

@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 from litestar import Controller, MediaType, Response, get
 from litestar.di import NamedDependency
 from litestar.params import FromQuery, QueryParameter
+from litestar.response import Redirect
 
 from admin_api.auth import admin_only
 from admin_api.schemas import EnergyOut, HealthOut, JobsOut, job_out, problems
@@ -16,6 +17,12 @@ from loop.service import Services
 JobStatusFilter = Literal[
     "pending", "running", "deferred", "done", "skipped", "failed", "cancelled"
 ]
+
+
+@get("/", include_in_schema=False)
+async def home() -> Redirect:
+    """The root leads to the API reference."""
+    return Redirect("/schema")
 
 
 @get("/health", tags=["operations"], summary="Liveness; needs no token")

@@ -11,7 +11,8 @@ import importlib.util
 import os
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from memory_agent.chat_model import (
     ChatModel,
     ChatReply,
     JsonSchema,
+    TextSink,
     TokenUsage,
     ToolCall,
     ToolSpec,
@@ -32,6 +34,8 @@ from memory_agent.errors import ChatModelError
 
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 _TOOL_CALL = re.compile(r"^\s*CALL\s+([A-Za-z_][A-Za-z0-9_]*)\s*$", re.MULTILINE)
+# What the start of a `CALL <tool>` line may look like while it is being written.
+_TOOL_CALL_START = re.compile(r"[ \t]*(C(A(L(L([ \t]+([A-Za-z_][A-Za-z0-9_]*[ \t]*)?)?)?)?)?)?")
 
 
 def bundled_model_path() -> Path | None:
@@ -97,43 +101,90 @@ class LocalChatModel(ChatModel):
         json_schema: JsonSchema | None = None,
     ) -> ChatReply:
         guard.check_model_requests_allowed(self.name)
+        options = self._options(messages, tools)
+        if json_schema is not None:
+            options["response_format"] = {"type": "json_object", "schema": json_schema}
+        result = await anyio.to_thread.run_sync(self._complete, options, abandon_on_cancel=True)
+        choice = result["choices"][0]
+        usage = result.get("usage") or {}
+        return _reply(
+            choice["message"].get("content") or "",
+            tools,
+            TokenUsage(usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0)),
+            truncated=choice.get("finish_reason") == "length",
+        )
+
+    async def chat_streaming(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        on_text: TextSink,
+        tools: Sequence[ToolSpec] = (),
+    ) -> ChatReply:
+        guard.check_model_requests_allowed(self.name)
+        options = self._options(messages, tools)
+        visible = _WithoutToolCalls(on_text) if tools else None
+        stop = threading.Event()
+
+        def hand_on(piece: str) -> None:
+            # From llama.cpp's thread to the event loop, where `on_text` lives.
+            anyio.from_thread.run_sync(visible or on_text, piece)
+
+        try:
+            text, finish_reason = await anyio.to_thread.run_sync(
+                self._stream, options, hand_on, stop, abandon_on_cancel=True
+            )
+        finally:
+            stop.set()  # a caller that gave up stops the model at its next token
+        if visible is not None:
+            visible.finish()
+        usage = TokenUsage(self._prompt_tokens(options["messages"]), self._tokens(text))
+        return _reply(text, tools, usage, truncated=finish_reason == "length")
+
+    def _options(
+        self, messages: Sequence[ChatMessage], tools: Sequence[ToolSpec]
+    ) -> dict[str, Any]:
         payload = [{"role": m.role, "content": m.content} for m in messages]
         if tools:
             payload = _with_tool_instructions(payload, tools)
-        options: dict[str, Any] = {
+        return {
             "messages": payload,
             "max_tokens": self._max_answer_tokens,
             "temperature": self._temperature,
             # Small models fall into loops of one repeated sentence without it.
             "repeat_penalty": 1.3,
         }
-        if json_schema is not None:
-            options["response_format"] = {"type": "json_object", "schema": json_schema}
-        result = await anyio.to_thread.run_sync(self._complete, options, abandon_on_cancel=True)
-        choice = result["choices"][0]
-        text = choice["message"].get("content") or ""
-        calls: tuple[ToolCall, ...] = ()
-        if tools:
-            names = {tool.name for tool in tools}
-            calls = tuple(ToolCall(n) for n in _TOOL_CALL.findall(text) if n in names)
-            text = _TOOL_CALL.sub("", text).strip()
-        usage = result.get("usage") or {}
-        return ChatReply(
-            text=text,
-            tool_calls=calls,
-            usage=TokenUsage(usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0)),
-            truncated=choice.get("finish_reason") == "length",
-        )
 
     def _complete(self, options: dict[str, Any]) -> dict[str, Any]:
-        with self._serial:
-            try:
-                result = self._llama.create_chat_completion(**options)
-            except (ValueError, RuntimeError) as error:
-                # llama.cpp raises ValueError when the prompt exceeds the context window.
-                raise ChatModelError(f"embedded model failed: {error}", model=self.name) from None
+        with self._serial, _translated_errors(self.name):
+            result = self._llama.create_chat_completion(**options)
             assert isinstance(result, dict)  # not streaming
             return dict(result)
+
+    def _stream(
+        self, options: dict[str, Any], hand_on: TextSink, stop: threading.Event
+    ) -> tuple[str, str | None]:
+        """Runs in a worker thread: the answer's text and why it stopped."""
+        pieces: list[str] = []
+        finish_reason = None
+        with self._serial, _translated_errors(self.name):
+            for chunk in self._llama.create_chat_completion(**options, stream=True):
+                if stop.is_set():
+                    break
+                assert isinstance(chunk, dict)
+                choice = chunk["choices"][0]
+                piece = choice["delta"].get("content") or ""
+                if isinstance(piece, str) and piece:
+                    pieces.append(piece)
+                    hand_on(piece)
+                finish_reason = choice.get("finish_reason") or finish_reason
+        return "".join(pieces), finish_reason
+
+    def _prompt_tokens(self, payload: list[dict[str, str]]) -> int:
+        return sum(self._tokens(message["content"]) for message in payload)
+
+    def _tokens(self, text: str) -> int:
+        return len(self._llama.tokenize(text.encode(), add_bos=False))
 
     async def aclose(self) -> None:
         self.close()
@@ -154,3 +205,59 @@ def _with_tool_instructions(
         + "\nTo call one, write CALL <tool name> on a line of its own."
     )
     return [{"role": "system", "content": note}, *payload]
+
+
+@contextmanager
+def _translated_errors(model: str) -> Iterator[None]:
+    try:
+        yield
+    except (ValueError, RuntimeError) as error:
+        # llama.cpp raises ValueError when the prompt exceeds the context window.
+        raise ChatModelError(f"embedded model failed: {error}", model=model) from None
+
+
+def _reply(
+    text: str, tools: Sequence[ToolSpec], usage: TokenUsage, *, truncated: bool
+) -> ChatReply:
+    """The reply, with its `CALL <tool>` lines read as tool calls (and taken out of the text)."""
+    calls: tuple[ToolCall, ...] = ()
+    if tools:
+        names = {tool.name for tool in tools}
+        calls = tuple(ToolCall(n) for n in _TOOL_CALL.findall(text) if n in names)
+        text = _TOOL_CALL.sub("", text).strip()
+    return ChatReply(text=text, tool_calls=calls, usage=usage, truncated=truncated)
+
+
+class _WithoutToolCalls:
+    """Hands streamed text on but for `CALL <tool>` lines: a line is held back while it may
+    still become one."""
+
+    def __init__(self, sink: TextSink) -> None:
+        self._sink = sink
+        self._held = ""  # the start of a line that may be a tool call
+        self._passing = False  # the current line is known not to be one
+
+    def __call__(self, piece: str) -> None:
+        out: list[str] = []
+        for char in piece:
+            if self._passing:
+                out.append(char)
+                self._passing = char != "\n"
+                continue
+            self._held += char
+            if char == "\n":
+                if not _TOOL_CALL.fullmatch(self._held.rstrip("\n")):
+                    out.append(self._held)
+                self._held = ""
+            elif not _TOOL_CALL_START.fullmatch(self._held):
+                out.append(self._held)
+                self._held = ""
+                self._passing = True
+        if out:
+            self._sink("".join(out))
+
+    def finish(self) -> None:
+        """The answer is complete: hand on a last held line that is not a tool call."""
+        if self._held and not _TOOL_CALL.fullmatch(self._held):
+            self._sink(self._held)
+        self._held = ""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -17,6 +17,7 @@ from memory_agent.chat_model import (
     ChatModel,
     ChatReply,
     JsonSchema,
+    TextSink,
     TokenUsage,
     ToolCall,
     ToolSpec,
@@ -68,15 +69,38 @@ class OllamaChatModel(ChatModel):
         tools: Sequence[ToolSpec] = (),
         json_schema: JsonSchema | None = None,
     ) -> ChatReply:
-        async for attempt in AsyncRetrying(
-            stop=stop_after_attempt(self._attempts),
-            wait=wait_exponential(multiplier=0.2, max=2),
-            retry=retry_if_exception(_is_transient),
-            reraise=True,
-        ):
+        async for attempt in self._retrying():
             with attempt:
                 return await self._chat_once(messages, tools, json_schema)
         raise AssertionError("unreachable")
+
+    async def chat_streaming(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        on_text: TextSink,
+        tools: Sequence[ToolSpec] = (),
+    ) -> ChatReply:
+        handed_on = False
+
+        def forward(piece: str) -> None:
+            nonlocal handed_on
+            handed_on = True
+            on_text(piece)
+
+        # Tried again only while nothing has been handed on: a new try would repeat it.
+        async for attempt in self._retrying(lambda: not handed_on):
+            with attempt:
+                return await self._stream_once(messages, tools, forward)
+        raise AssertionError("unreachable")
+
+    def _retrying(self, may_retry: Callable[[], bool] = lambda: True) -> AsyncRetrying:
+        return AsyncRetrying(
+            stop=stop_after_attempt(self._attempts),
+            wait=wait_exponential(multiplier=0.2, max=2),
+            retry=retry_if_exception(lambda error: _is_transient(error) and may_retry()),
+            reraise=True,
+        )
 
     async def _chat_once(
         self,
@@ -88,21 +112,46 @@ class OllamaChatModel(ChatModel):
         with translated_ollama_errors(self.name):
             response = await self._client.chat(
                 model=self.model,
-                messages=[{"role": m.role, "content": m.content} for m in messages],
+                messages=_messages_payload(messages),
                 tools=[_tool_payload(tool) for tool in tools] or None,
                 format=json_schema,
                 # Structured answers are decisions: make them repeatable.
                 options={"temperature": 0} if json_schema else None,
             )
-        calls = tuple(
-            ToolCall(call.function.name, dict(call.function.arguments or {}))
-            for call in response.message.tool_calls or ()
-        )
         return ChatReply(
             text=response.message.content or "",
-            tool_calls=calls,
+            tool_calls=_tool_calls(response.message),
             usage=TokenUsage(response.prompt_eval_count or 0, response.eval_count or 0),
             truncated=response.done_reason == "length",
+        )
+
+    async def _stream_once(
+        self, messages: Sequence[ChatMessage], tools: Sequence[ToolSpec], on_text: TextSink
+    ) -> ChatReply:
+        guard.check_model_requests_allowed(self.name)
+        pieces: list[str] = []
+        calls: list[ToolCall] = []
+        last: ollama.ChatResponse | None = None
+        with translated_ollama_errors(self.name):
+            chunks = await self._client.chat(
+                model=self.model,
+                messages=_messages_payload(messages),
+                tools=[_tool_payload(tool) for tool in tools] or None,
+                stream=True,
+            )
+            async for chunk in chunks:
+                if chunk.message.content:
+                    pieces.append(chunk.message.content)
+                    on_text(chunk.message.content)
+                calls.extend(_tool_calls(chunk.message))
+                last = chunk
+        if last is None or not last.done:
+            raise ChatModelError("Ollama's answer stopped before it was done", model=self.name)
+        return ChatReply(
+            text="".join(pieces),
+            tool_calls=tuple(calls),
+            usage=TokenUsage(last.prompt_eval_count or 0, last.eval_count or 0),
+            truncated=last.done_reason == "length",
         )
 
     async def has_model(self) -> bool:
@@ -125,3 +174,14 @@ def _tool_payload(tool: ToolSpec) -> dict[str, Any]:
             "parameters": tool.parameters,
         },
     }
+
+
+def _messages_payload(messages: Sequence[ChatMessage]) -> list[dict[str, str]]:
+    return [{"role": m.role, "content": m.content} for m in messages]
+
+
+def _tool_calls(message: ollama.Message) -> tuple[ToolCall, ...]:
+    return tuple(
+        ToolCall(call.function.name, dict(call.function.arguments or {}))
+        for call in message.tool_calls or ()
+    )
