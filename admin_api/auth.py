@@ -1,5 +1,5 @@
 """Bearer-token guards: the admin token opens everything; an app's key opens only its own
-conversation routes."""
+app's conversation routes and the reading of its memories and their history."""
 
 from __future__ import annotations
 
@@ -47,7 +47,10 @@ async def admin_only(connection: ASGIConnection[Any, Any, Any, Any], _: BaseRout
     if _is_admin(connection, token):
         return
     if await _services(connection).registry.app_for_key(token):
-        raise PermissionDeniedException("an app key opens only its own app's conversation routes")
+        raise PermissionDeniedException(
+            "this route needs the admin token: an app key opens only its own app's"
+            " conversations and the reading of its memories"
+        )
     raise NotAuthorizedException("the token is not valid", headers=CHALLENGE)
 
 

@@ -174,8 +174,27 @@ async def test_an_app_key_opens_only_its_own_conversations(client):
     other = await converse(client, "b", "hello b")
     assert_problem(await client.get(f"/conversations/{other}", headers=own), 404)
     assert_problem(await client.post(f"/conversations/{other}/end", headers=own), 404)
-    for path in ("/apps", "/apps/a/memories", "/energy", "/memory-jobs"):
+    for path in ("/apps", "/apps/b/memories", "/apps/b/history", "/energy", "/memory-jobs"):
         assert_problem(await client.get(path, headers=own), 403)
+
+
+async def test_an_app_key_reads_its_own_memories_and_history_but_cannot_delete(client, services):
+    key = await install(client, "a", "A")
+    own = {"Authorization": f"Bearer {key}"}
+    await remember(client, services, "a", "My locker code is 4411.")
+    listed = await client.get("/apps/a/memories", headers=own)
+    assert listed.status_code == 200
+    [memory] = listed.json()["memories"]
+    found = await client.get("/apps/a/memories", params={"q": "locker"}, headers=own)
+    assert [m["id"] for m in found.json()["memories"]] == [memory["id"]]
+    history = await client.get("/apps/a/history", headers=own)
+    assert [e["event"] for e in history.json()["events"]] == ["created"]
+    one = await client.get(f"/apps/a/memories/{memory['id']}/history", headers=own)
+    assert one.status_code == 200
+
+    assert_problem(await client.delete(f"/apps/a/memories/{memory['id']}", headers=own), 403)
+    assert_problem(await client.delete("/apps/a/memories", headers=own), 403)
+    assert len((await client.get("/apps/a/memories", headers=own)).json()["memories"]) == 1
 
 
 async def test_bad_bodies_are_400_naming_the_field(client):

@@ -8,7 +8,7 @@ from litestar import Controller, get
 from litestar.di import NamedDependency
 from litestar.params import FromPath, QueryParameter
 
-from admin_api.auth import admin_only
+from admin_api.auth import admin_or_own_app
 from admin_api.schemas import MAX_ID, HistoryOut, MemoryId, memory_event_out, problems
 from loop.service import Services
 from memory_agent.errors import MemoryNotFound
@@ -24,7 +24,8 @@ Limit = Annotated[int, QueryParameter(ge=1, le=1000)]
 class HistoryController(Controller):
     path = "/apps/{app_id:str}"
     tags = ["memories"]
-    guards = [admin_only]
+    # An app's key reads its own app's history too.
+    guards = [admin_or_own_app]
 
     @get(
         "/history",

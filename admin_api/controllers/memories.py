@@ -6,7 +6,7 @@ from litestar import Controller, delete, get
 from litestar.di import NamedDependency
 from litestar.params import FromPath, QueryParameter
 
-from admin_api.auth import admin_only
+from admin_api.auth import admin_only, admin_or_own_app
 from admin_api.schemas import (
     MemoriesOut,
     MemoryId,
@@ -23,10 +23,10 @@ from memory_agent.search import MAX_QUERY_CHARS
 class MemoriesController(Controller):
     path = "/apps/{app_id:str}/memories"
     tags = ["memories"]
-    guards = [admin_only]
 
     @get(
         "/",
+        guards=[admin_or_own_app],
         summary="An app's memories, newest first; with `q`, those matching it, best first",
         responses=problems(400, 401, 403, 404),
     )
@@ -59,6 +59,7 @@ class MemoriesController(Controller):
     @delete(
         "/",
         status_code=200,
+        guards=[admin_only],
         summary="Purge all of an app's memories",
         responses=problems(401, 403, 404),
     )
@@ -68,6 +69,7 @@ class MemoriesController(Controller):
     @delete(
         "/{memory_id:int}",
         status_code=200,
+        guards=[admin_only],
         summary="Delete one memory of this app",
         responses=problems(400, 401, 403, 404),
     )
