@@ -19,7 +19,9 @@ from loop.errors import (
     NoChatModel,
 )
 from memory_agent.errors import (
+    InvalidImport,
     InvalidSearchQuery,
+    MemoryImportRefused,
     MemoryNotFound,
     MnemoloopError,
     StorageError,
@@ -31,11 +33,13 @@ PROBLEM_JSON = "application/problem+json"
 DOMAIN_STATUS: dict[type[MnemoloopError], int] = {
     InvalidInput: 400,
     InvalidSearchQuery: 400,
+    InvalidImport: 400,
     AppNotFound: 404,
     ConversationNotFound: 404,
     MemoryNotFound: 404,
     AppNotInstalled: 409,
     ConversationEnded: 409,
+    MemoryImportRefused: 409,
     StorageError: 503,
     NoChatModel: 503,
 }

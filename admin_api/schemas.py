@@ -9,7 +9,7 @@ from litestar.params import PathParameter
 
 from loop.jobs import MemoryJob
 from loop.registry import APP_ID_PATTERN, MAX_NAME, NAME_PATTERN
-from memory_agent.models import MAX_MEMORY_ID, Memory, MemoryEvent
+from memory_agent.models import MAX_MEMORY_ID, ImportedMemory, Memory, MemoryEvent
 
 AppId = Annotated[
     str,
@@ -44,6 +44,22 @@ class PostMessage(Body):
 
 class EndConversation(Body):
     reason: Annotated[str, msgspec.Meta(min_length=1, max_length=200)] = "app"
+
+
+class ImportedMemoryIn(Body):
+    """A memory as the export gives it (its `id` is ignored: the import gives new ones)."""
+
+    content: Annotated[str, msgspec.Meta(min_length=1, max_length=32_000)]
+    created_at: Annotated[str, msgspec.Meta(description="ISO 8601; UTC when no zone is given")]
+    updated_at: str | None = None
+    source_conversation_id: Annotated[str, msgspec.Meta(max_length=200)] | None = None
+    metadata: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+class ImportMemories(Body):
+    """The export's document (`appId` and `exportedAt` are ignored)."""
+
+    memories: Annotated[list[ImportedMemoryIn], msgspec.Meta(max_length=1000)]
 
 
 class Reply(msgspec.Struct, rename="camel"):
@@ -124,6 +140,19 @@ class MemoriesOut(Reply):
     memories: list[MemoryOut]
 
 
+class ExportOut(Reply):
+    """An app's memories, newest first, in the form `POST .../memories/import` takes back."""
+
+    app_id: str
+    exported_at: str
+    memories: list[MemoryOut]
+
+
+class ImportedOut(Reply):
+    imported: int
+    memory_count: int
+
+
 class PurgedOut(Reply):
     success: bool
     deleted_count: int
@@ -199,6 +228,17 @@ def memory_out(m: Memory) -> MemoryOut:
     )
 
 
+def export_out(app_id: str, exported_at: str, memories: list[Memory]) -> ExportOut:
+    return ExportOut(app_id, exported_at, [memory_out(m) for m in memories])
+
+
+def imported_memories(document: ImportMemories) -> list[ImportedMemory]:
+    return [
+        ImportedMemory(m.content, m.created_at, m.updated_at, m.source_conversation_id, m.metadata)
+        for m in document.memories
+    ]
+
+
 def memory_event_out(e: MemoryEvent) -> MemoryEventOut:
     return MemoryEventOut(
         e.id, e.memory_id, e.event, e.actor, e.reason, e.content_before, e.content_after,
@@ -235,7 +275,8 @@ _PROBLEM_DESCRIPTIONS = {
     401: "No bearer token, or not a valid one.",
     403: "The token does not open this route (an app key used outside its own app).",
     404: "No such app, conversation or memory (or not this key's).",
-    409: "The app is uninstalled, or the conversation has ended.",
+    409: "The app is uninstalled, the conversation has ended, or an import would leave the app"
+    " above its memory limit.",
     413: "The body is larger than 64 KiB.",
 }
 

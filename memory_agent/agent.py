@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 import anyio
 
+from memory_agent import transfer
 from memory_agent.chat_model import ChatMessage, ChatModel, ChatReply, JsonSchema
 from memory_agent.commit import apply_write
 from memory_agent.compaction import Compactor, DecidedStep
@@ -26,7 +27,7 @@ from memory_agent.context import format_memories_for_context
 from memory_agent.creation import MemoryWriter, WrittenMemory
 from memory_agent.energy import EnergyMeter
 from memory_agent.errors import ChatModelTimeout, MemoryWriteRefused, MnemoloopError
-from memory_agent.models import CompactionOutcome, Memory, MemoryEvent
+from memory_agent.models import CompactionOutcome, ImportedMemory, Memory, MemoryEvent
 from memory_agent.ports import Clock, Database, SqlTransaction, SystemClock, now_text
 from memory_agent.retention import NEW_MEMORY_ID
 from memory_agent.search import search_terms
@@ -305,6 +306,24 @@ class MemorySubAgent:
         await store.erase_history_text(app_id)
         await store.compact_search_index()
         return len(deleted)
+
+    async def import_memories(
+        self, app_id: str, memories: Sequence[ImportedMemory], *, replace: bool = False
+    ) -> int:
+        """Store memories from an export, all or none: refused (`MemoryImportRefused`) when
+        one cannot be stored or the app would hold more than its limit. With `replace`, the
+        app's memories are deleted first. Returns how many memories the app holds after."""
+        prepared = transfer.checked(memories, max_chars=self._max_chars)
+        async with self._db.transaction() as tx:
+            store = self._store.within(tx)
+            await store.lock_app(app_id)
+            kept = 0 if replace else await store.count(app_id)
+            transfer.check_room(app_id, len(prepared), kept, self._limit)
+            await transfer.write_imported(
+                store, app_id, prepared, replacing=replace,
+                source=EventSource(now_text(self._clock)),
+            )
+            return await store.count(app_id)
 
     # -- energy -----------------------------------------------------------------------------
 

@@ -73,6 +73,15 @@ class MemoryWriteRefused(MnemoloopError):
     another instance, meanwhile."""
 
 
+class MemoryImportRefused(MnemoloopError):
+    """An import that would leave the app above its memory limit; nothing was imported."""
+
+
+class InvalidImport(MnemoloopError):
+    """An import holding a memory that cannot be stored (the message names it); nothing was
+    imported."""
+
+
 class InvalidSearchQuery(MnemoloopError):
     """A query that cannot be searched for; `reason` says why."""
 

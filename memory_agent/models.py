@@ -53,6 +53,17 @@ class Memory:
 
 
 @dataclass(frozen=True)
+class ImportedMemory:
+    """A memory brought in from an export: its text, times and origin as they were."""
+
+    content: str
+    created_at: str
+    updated_at: str | None = None
+    source_conversation_id: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class CompactionOutcome:
     """One compaction step as applied.
 

@@ -53,10 +53,12 @@ class MemoryStore:
         content: str,
         *,
         created_at: str,
+        updated_at: str | None = None,
         source_conversation_id: str | None = None,
         metadata: dict[str, Any] | None = None,
     ) -> Memory:
         metadata = metadata or {}
+        updated_at = updated_at or created_at
         sql = (
             "INSERT INTO app_memories (app_id, content, created_at, updated_at,"
             " source_conversation_id, metadata) VALUES (?, ?, ?, ?, ?, ?) RETURNING id"
@@ -65,7 +67,7 @@ class MemoryStore:
             app_id,
             content,
             created_at,
-            created_at,
+            updated_at,
             source_conversation_id,
             json.dumps(metadata),
         )
@@ -75,7 +77,7 @@ class MemoryStore:
             app_id,
             content,
             created_at,
-            created_at,
+            updated_at,
             source_conversation_id,
             metadata,
         )

@@ -3,43 +3,65 @@
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
-from dataclasses import asdict
+from pathlib import Path
+from typing import Any
 
 import anyio
+import msgspec
 
+from admin_api.schemas import ExportOut, ImportMemories, export_out, imported_memories
 from loop.llm.choice import NoModelLoaded
 from loop.service import Services, open_services
 from loop.settings import Settings, SettingsError, load_settings
-from loop.storage import InstanceRefused, MigrationError, describe_url, migrate
+from loop.storage import (
+    InstanceRefused,
+    MigrationError,
+    database_exists,
+    describe_url,
+    migrate,
+)
 from memory_agent.errors import MnemoloopError
 from memory_agent.models import MAX_MEMORY_ID, MemoryEvent
+from memory_agent.ports import now_text
 from mnemoloop.runner import ServeRefused, claimed, run_worker, serve
 
 Command = Callable[[Settings, argparse.Namespace], Awaitable[int]]
 
 
 def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--db",
+        default=argparse.SUPPRESS,
+        help="the database: a SQLite file path or a postgresql:// URL (default: $MNEMOLOOP_DB,"
+        " else ./mnemoloop.db)",
+    )
     parser = argparse.ArgumentParser(
-        prog="mnemoloop", description="A self-maintaining per-app memory for LLM-driven apps."
+        prog="mnemoloop",
+        description="A self-maintaining per-app memory for LLM-driven apps.",
+        parents=[common],
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="log every memory event")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    commands.add_parser("serve", help="run the loop, the memory worker and the HTTP API")
-    commands.add_parser(
-        "worker", help="run memory work only (no HTTP, no answers), beside serve on PostgreSQL"
+
+    def command(group: Any, name: str, help: str) -> argparse.ArgumentParser:
+        made: argparse.ArgumentParser = group.add_parser(name, help=help, parents=[common])
+        return made
+
+    command(commands, "serve", "run the loop, the memory worker and the HTTP API")
+    command(
+        commands, "worker", "run memory work only (no HTTP, no answers), beside serve on PostgreSQL"
     )
-    chat = commands.add_parser("chat", help="talk to an app's assistant in this terminal")
-    chat.add_argument("app_id")
-    commands.add_parser("migrate", help="bring the database schema up to date")
-    commands.add_parser("demo", help="a scripted run over two apps with the configured model")
-    mcp = commands.add_parser(
-        "mcp", help="serve the MCP tools over stdio, for an MCP client (an agent, an IDE)"
+    command(commands, "chat", "talk to an app's assistant in this terminal").add_argument("app_id")
+    command(commands, "migrate", "create the database, or bring its schema up to date")
+    command(commands, "demo", "a scripted run over two apps with the configured model")
+    mcp = command(
+        commands, "mcp", "serve the MCP tools over stdio, for an MCP client (an agent, an IDE)"
     )
     mcp.add_argument(
         "--token",
@@ -47,33 +69,47 @@ def build_parser() -> argparse.ArgumentParser:
         help="an app's key (its own memories only) or the admin token; default: "
         "$MNEMOLOOP_MCP_TOKEN",
     )
-
-    apps = commands.add_parser("apps", help="install, uninstall and list apps").add_subparsers(
+    token = command(commands, "token", "the admin token").add_subparsers(
         dest="action", required=True, metavar="ACTION"
     )
-    install = apps.add_parser("install", help="install (or re-install) an app")
+    command(token, "rotate", "make a new admin token (the old one stops working)")
+
+    apps = command(commands, "apps", "install, uninstall and list apps").add_subparsers(
+        dest="action", required=True, metavar="ACTION"
+    )
+    install = command(apps, "install", "install (or re-install) an app")
     install.add_argument("app_id")
     install.add_argument("--name", help="display name (default: the app id)")
-    uninstall = apps.add_parser("uninstall", help="uninstall an app (memories are kept)")
+    uninstall = command(apps, "uninstall", "uninstall an app (memories are kept)")
     uninstall.add_argument("app_id")
     uninstall.add_argument("--purge-memories", action="store_true", help="delete its memories")
-    apps.add_parser("list", help="list apps with their memory counts")
+    command(apps, "list", "list apps with their state and memory counts")
 
-    memories = commands.add_parser(
-        "memories", help="list, export, purge and delete memories"
+    memories = command(
+        commands, "memories", "list, search, export, import, purge and delete memories"
     ).add_subparsers(dest="action", required=True, metavar="ACTION")
-    memories.add_parser("list", help="an app's memories, newest first").add_argument("app_id")
-    export = memories.add_parser("export", help="memories as JSON (one app, or all)")
+    command(memories, "list", "an app's memories, newest first").add_argument("app_id")
+    export = command(
+        memories, "export", "an app's memories as the API's JSON (all apps: a list of those)"
+    )
     export.add_argument("app_id", nargs="?")
-    search = memories.add_parser("search", help="an app's memories matching a query, best first")
+    imported = command(
+        memories, "import", "store memories from an export (all or none; refused past the cap)"
+    )
+    imported.add_argument("app_id")
+    imported.add_argument("file", help="the export's JSON file, or - for standard input")
+    imported.add_argument(
+        "--replace", action="store_true", help="delete the app's memories first"
+    )
+    search = command(memories, "search", "an app's memories matching a query, best first")
     search.add_argument("app_id")
     search.add_argument("query")
     search.add_argument("--limit", type=int, default=20, help="at most this many (default 20)")
-    memories.add_parser("purge", help="delete all of an app's memories").add_argument("app_id")
-    delete = memories.add_parser("delete", help="delete one memory")
+    command(memories, "purge", "delete all of an app's memories").add_argument("app_id")
+    delete = command(memories, "delete", "delete one memory")
     delete.add_argument("app_id")
     delete.add_argument("memory_id", type=memory_id)
-    history = memories.add_parser("history", help="every change to an app's memories (or one)")
+    history = command(memories, "history", "every change to an app's memories (or one)")
     history.add_argument("app_id")
     history.add_argument("memory_id", type=memory_id, nargs="?")
     return parser
@@ -90,6 +126,14 @@ def memory_id(text: str) -> int:
     return value
 
 
+# Commands that read or change what a database holds: they never create one.
+_NEEDS_A_DATABASE = ("apps", "memories", "mcp", "token")
+
+
+class CommandRefused(Exception):
+    pass
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     long_running = args.command in ("serve", "worker")
@@ -100,7 +144,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     # One line per model request is noise; the service logs what it does with the answers.
     logging.getLogger("httpx").setLevel(logging.WARNING)
     try:
-        settings = load_settings()
+        settings = load_settings(**({"db": args.db} if "db" in args else {}))
+        # On standard error: standard output stays the command's own (JSON, MCP).
+        print(f"mnemoloop: database {describe_url(settings.db)}", file=sys.stderr, flush=True)
+        if args.command in _NEEDS_A_DATABASE and not database_exists(settings.db):
+            raise CommandRefused(
+                f"no database at {describe_url(settings.db)}: give --db (or MNEMOLOOP_DB),"
+                " or create one with `mnemoloop migrate`"
+            )
         if args.command == "serve":
             anyio.run(serve, settings)
             return 0
@@ -109,7 +160,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         return anyio.run(_COMMANDS[args.command], settings, args)
     except (
-        SettingsError, ServeRefused, InstanceRefused, MigrationError, MnemoloopError
+        SettingsError,
+        ServeRefused,
+        InstanceRefused,
+        MigrationError,
+        MnemoloopError,
+        CommandRefused,
     ) as error:
         print(f"mnemoloop: {error}", file=sys.stderr)
         return 2
@@ -138,9 +194,14 @@ async def _apps(settings: Settings, args: argparse.Namespace) -> int:
             )
             print(f"uninstalled {args.app_id}; purged {purged} memories")
         else:
-            for app in await services.registry.list():
+            apps = await services.registry.list()
+            if not apps:
+                print("no apps installed yet: `mnemoloop apps install APP_ID`", file=sys.stderr)
+                return 0
+            print("APP\tNAME\tSTATE\tMEMORIES")
+            for app in apps:
                 state = "installed" if app.installed else "uninstalled"
-                print(f"{app.app_id}\t{app.name}\t{state}\t{app.memory_count} memories")
+                print(f"{app.app_id}\t{app.name}\t{state}\t{app.memory_count}")
     return 0
 
 
@@ -154,13 +215,19 @@ async def _memories(settings: Settings, args: argparse.Namespace) -> int:
             app_ids = (
                 [args.app_id] if args.app_id else [a.app_id for a in await services.registry.list()]
             )
-            exported = {}
-            for app_id in app_ids:
-                await services.registry.require(app_id)
-                exported[app_id] = [
-                    asdict(m) for m in reversed(await services.agent.list_memories(app_id))
-                ]
-            print(json.dumps(exported, indent=2, ensure_ascii=False))
+            documents = [await _export(services, app_id) for app_id in app_ids]
+            exported = documents[0] if args.app_id else documents
+            print(msgspec.json.format(msgspec.json.encode(exported)).decode())
+        elif args.action == "import":
+            await services.registry.require(args.app_id)
+            document = _read_export(args.file)
+            count = await services.agent.import_memories(
+                args.app_id, imported_memories(document), replace=args.replace
+            )
+            print(
+                f"imported {len(document.memories)} memories into {args.app_id};"
+                f" it holds {count}"
+            )
         elif args.action == "search":
             await services.registry.require(args.app_id)
             found = await services.agent.search_memories(
@@ -188,6 +255,26 @@ async def _memories(settings: Settings, args: argparse.Namespace) -> int:
                 return 1
             print(f"deleted memory {args.memory_id}")
     return 0
+
+
+async def _export(services: Services, app_id: str) -> ExportOut:
+    await services.registry.require(app_id)
+    memories = await services.agent.list_memories(app_id)
+    return export_out(app_id, now_text(services.clock), memories)
+
+
+def _read_export(file: str) -> ImportMemories:
+    """The export document in `file` (- for standard input), checked as the API checks it."""
+    try:
+        data = sys.stdin.buffer.read() if file == "-" else Path(file).read_bytes()
+    except OSError as error:
+        raise CommandRefused(f"cannot read {file}: {error.strerror}") from None
+    try:
+        return msgspec.json.decode(data, type=ImportMemories)
+    except msgspec.ValidationError as error:
+        raise CommandRefused(f"{file} is not an export: {error}") from None
+    except msgspec.DecodeError as error:
+        raise CommandRefused(f"{file} is not JSON: {error}") from None
 
 
 def describe_event(event: MemoryEvent) -> str:

@@ -21,21 +21,25 @@ def mnemoloop(db: Path, *args: str, env: dict[str, str] | None = None
 
 
 def test_install_list_export_purge_and_uninstall(db_path):
+    mnemoloop(db_path, "migrate")
     installed = mnemoloop(db_path, "apps", "install", "cal", "--name", "Calendar")
     assert installed.returncode == 0, installed.stderr
     assert "its API key (shown once): mlk_" in installed.stdout
     listed = mnemoloop(db_path, "apps", "list")
-    assert listed.stdout.split("\t")[:3] == ["cal", "Calendar", "installed"]
+    assert listed.stdout.splitlines() == [
+        "APP\tNAME\tSTATE\tMEMORIES", "cal\tCalendar\tinstalled\t0"
+    ]
 
     query(db_path, "INSERT INTO app_memories (app_id, content, created_at, updated_at, metadata)"
                    " VALUES ('cal', 'Likes tea. Drinks it hot.', "
                    "'2025-10-10T10:00:00.000000Z', '2025-10-10T10:00:00.000000Z', '{}')")
 
     exported = json.loads(mnemoloop(db_path, "memories", "export", "cal").stdout)
-    assert [m["content"] for m in exported["cal"]] == ["Likes tea. Drinks it hot."]
+    assert exported["appId"] == "cal"
+    assert [m["content"] for m in exported["memories"]] == ["Likes tea. Drinks it hot."]
     assert "Likes tea" in mnemoloop(db_path, "memories", "list", "cal").stdout
 
-    memory_id = exported["cal"][0]["id"]
+    memory_id = exported["memories"][0]["id"]
     assert mnemoloop(db_path, "memories", "delete", "cal", str(memory_id)).returncode == 0
     history = mnemoloop(db_path, "memories", "history", "cal", str(memory_id)).stdout
     assert f"memory {memory_id} deleted by admin: deleted by an admin" in history
@@ -52,9 +56,10 @@ def test_install_list_export_purge_and_uninstall(db_path):
 
 
 def test_errors_are_one_clear_line_and_a_nonzero_exit(db_path):
+    mnemoloop(db_path, "migrate")
     missing = mnemoloop(db_path, "memories", "list", "nobody")
     assert missing.returncode == 2
-    assert missing.stderr.strip() == "mnemoloop: app 'nobody' not found"
+    assert missing.stderr.splitlines()[-1] == "mnemoloop: app 'nobody' not found"
 
     bad = mnemoloop(db_path, "apps", "list", env={"MNEMOLOOP_MEMORY_LIMIT": "-1"})
     assert bad.returncode == 2
@@ -101,3 +106,56 @@ def test_chat_in_the_terminal_writes_the_memory_on_end(db_path):
     assert chat.returncode == 0, chat.stderr
     assert "assistant> " in chat.stdout
     assert "memory: " in chat.stdout
+
+
+@pytest.mark.sqlite_only
+def test_every_command_names_its_database_and_admin_commands_create_none(tmp_path, engine):
+    elsewhere = tmp_path / "elsewhere.db"
+    wanted = tmp_path / "new" / "folder" / "mnemoloop.db"
+    for args in (("apps", "list", "--db", str(wanted)), ("--db", str(wanted), "memories",
+                                                         "list", "cal")):
+        refused = mnemoloop(elsewhere, *args)
+        assert refused.returncode == 2
+        assert refused.stderr.splitlines() == [
+            f"mnemoloop: database {wanted}",
+            f"mnemoloop: no database at {wanted}: give --db (or MNEMOLOOP_DB), or create one"
+            " with `mnemoloop migrate`",
+        ]
+    assert not (tmp_path / "new").exists() and not elsewhere.exists()
+
+    assert mnemoloop(elsewhere, "migrate", "--db", str(wanted)).returncode == 0
+    listed = mnemoloop(elsewhere, "apps", "list", "--db", str(wanted))
+    assert listed.returncode == 0 and listed.stdout == ""
+    assert listed.stderr.splitlines() == [
+        f"mnemoloop: database {wanted}",
+        "no apps installed yet: `mnemoloop apps install APP_ID`",
+    ]
+    assert not elsewhere.exists()  # --db wins over MNEMOLOOP_DB
+
+
+def test_export_and_import_round_trip_through_files(db_path, tmp_path):
+    mnemoloop(db_path, "migrate")
+    mnemoloop(db_path, "apps", "install", "cal")
+    mnemoloop(db_path, "apps", "install", "copy")
+    for day, text in ((10, "Likes tea. Drinks it hot."), (11, "Owns a cat. Named Tom.")):
+        query(db_path, "INSERT INTO app_memories (app_id, content, created_at, updated_at,"
+                       f" metadata) VALUES ('cal', '{text}', '2025-10-{day}T10:00:00.000000Z',"
+                       f" '2025-10-{day}T10:00:00.000000Z', '{{\"tags\": [\"x\"]}}')")
+    export = tmp_path / "cal.json"
+    export.write_text(mnemoloop(db_path, "memories", "export", "cal").stdout)
+
+    imported = mnemoloop(db_path, "memories", "import", "copy", str(export))
+    assert imported.returncode == 0, imported.stderr
+    assert imported.stdout.strip() == "imported 2 memories into copy; it holds 2"
+    original = json.loads(export.read_text())["memories"]
+    copied = json.loads(mnemoloop(db_path, "memories", "export", "copy").stdout)["memories"]
+    fields = ("content", "createdAt", "updatedAt", "metadata")
+    assert [[m[f] for f in fields] for m in copied] == [[m[f] for f in fields] for m in original]
+
+    again = mnemoloop(db_path, "memories", "import", "copy", str(export), "--replace")
+    assert again.stdout.strip() == "imported 2 memories into copy; it holds 2"
+
+    export.write_text('{"memories": [{"content": "no time"}]}')
+    bad = mnemoloop(db_path, "memories", "import", "copy", str(export))
+    assert bad.returncode == 2 and "is not an export" in bad.stderr.splitlines()[-1]
+    assert "Traceback" not in bad.stderr

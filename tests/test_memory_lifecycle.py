@@ -190,3 +190,93 @@ async def test_a_stale_claim_cannot_commit_after_the_job_was_claimed_again(db_pa
         assert await services.agent.get_memory_count("cal") == 1
         job = await services.jobs.for_conversation(conversation_id)
         assert job is not None and (job.status, job.attempts) == ("done", 2)
+
+
+MEMORY_FIELDS = ("content", "createdAt", "updatedAt", "sourceConversationId", "metadata")
+
+
+def without_ids(memories: list[dict]) -> list[dict]:
+    return [{field: m[field] for field in MEMORY_FIELDS} for m in memories]
+
+
+async def test_export_and_import_round_trip_in_the_apis_json(db_path):
+    async with service(db_path, assistant_model()) as services, running(services), \
+            http_client(services, "admin") as client:
+        await three_memories(services)
+        exported = await client.get("/apps/cal/memories/export", headers=ADMIN)
+        assert exported.status_code == 200
+        document = exported.json()
+        assert document["appId"] == "cal" and len(document["memories"]) == 3
+        assert set(document["memories"][0]) >= {"id", *MEMORY_FIELDS}
+
+        await client.post("/apps", json={"appId": "copy", "name": "Copy"}, headers=ADMIN)
+        imported = await client.post("/apps/copy/memories/import", json=document, headers=ADMIN)
+        assert imported.status_code == 201, imported.text
+        assert imported.json() == {"imported": 3, "memoryCount": 3}
+
+        copied = (await client.get("/apps/copy/memories/export", headers=ADMIN)).json()
+        assert without_ids(copied["memories"]) == without_ids(document["memories"])
+        assert {m["id"] for m in copied["memories"]}.isdisjoint(
+            m["id"] for m in document["memories"])
+        history = (await client.get("/apps/copy/history", headers=ADMIN)).json()["events"]
+        assert [(e["event"], e["actor"]) for e in history] == [("created", "import")] * 3
+        # Imported memories are the app's own: found by search, in the model's context.
+        assert await services.agent.search_memories("copy", document["memories"][0]["content"])
+
+
+async def test_an_import_past_the_cap_is_refused_whole_or_replaces_when_asked(db_path):
+    async with service(db_path, assistant_model()) as services, running(services), \
+            http_client(services, "admin") as client:
+        await three_memories(services)
+        document = {"memories": [
+            {"content": f"The user's friend number {n} lives in Paris.",
+             "createdAt": f"2025-01-{n + 1:02d}T09:00:00Z"}
+            for n in range(8)
+        ]}
+        refused = await client.post("/apps/cal/memories/import", json=document, headers=ADMIN)
+        assert refused.status_code == 409
+        assert "above its limit of 10: import at most 7" in refused.json()["detail"]
+        assert await services.agent.get_memory_count("cal") == 3
+
+        replaced = await client.post("/apps/cal/memories/import?replace=true", json=document,
+                                     headers=ADMIN)
+        assert replaced.json() == {"imported": 8, "memoryCount": 8}
+        listed = (await client.get("/apps/cal/memories", headers=ADMIN)).json()["memories"]
+        # Newest first, with the times they were given.
+        assert listed[0]["createdAt"] == "2025-01-08T09:00:00.000000Z"
+        events = (await client.get("/apps/cal/history", headers=ADMIN)).json()["events"]
+        replaced_events = [e for e in events if e["actor"] == "import" and e["event"] == "deleted"]
+        assert len(replaced_events) == 3 and all(e["contentBefore"] for e in replaced_events)
+
+        too_many = {"memories": document["memories"] * 2}
+        refused = await client.post("/apps/cal/memories/import?replace=true", json=too_many,
+                                    headers=ADMIN)
+        assert refused.status_code == 409 and "more than app 'cal' may hold" in refused.text
+
+
+async def test_a_bad_import_names_the_memory_and_stores_nothing(db_path):
+    async with service(db_path, assistant_model()) as services, \
+            http_client(services, "admin") as client:
+        installed = await client.post("/apps", json={"appId": "cal", "name": "C"}, headers=ADMIN)
+        key = {"Authorization": f"Bearer {installed.json()['apiKey']}"}
+        good = {"content": "Likes tea.", "createdAt": "2025-01-01T09:00:00Z"}
+        for memory, named in [
+            ({**good, "createdAt": "yesterday"}, "memories[1].createdAt"),
+            ({**good, "content": "   "}, "memories[1]: the content is empty"),
+            ({**good, "content": "x" * 401}, "above the limit of 400"),
+            ({"content": "no time"}, "createdAt"),
+        ]:
+            response = await client.post("/apps/cal/memories/import",
+                                         json={"memories": [good, memory]}, headers=ADMIN)
+            assert response.status_code == 400, response.text
+            assert named in response.json()["detail"]
+        assert await services.agent.get_memory_count("cal") == 0
+
+        # The app's own key exports its memories, but only the admin imports.
+        assert (await client.get("/apps/cal/memories/export", headers=key)).status_code == 200
+        forbidden = await client.post("/apps/cal/memories/import",
+                                      json={"memories": [good]}, headers=key)
+        assert forbidden.status_code == 403
+        missing = await client.post("/apps/nobody/memories/import",
+                                    json={"memories": [good]}, headers=ADMIN)
+        assert missing.status_code == 404

@@ -2,21 +2,27 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from litestar import Controller, delete, get
+from litestar import Controller, delete, get, post
 from litestar.di import NamedDependency
-from litestar.params import FromPath, QueryParameter
+from litestar.params import FromPath, JSONBody, QueryParameter
 
 from admin_api.auth import admin_only, admin_or_own_app
 from admin_api.schemas import (
+    ExportOut,
+    ImportedOut,
+    ImportMemories,
     MemoriesOut,
     MemoryId,
     PurgedOut,
     SuccessOut,
+    export_out,
+    imported_memories,
     memory_out,
     problems,
 )
 from loop.service import Services
 from memory_agent.errors import MemoryNotFound
+from memory_agent.ports import now_text
 from memory_agent.search import MAX_QUERY_CHARS
 
 
@@ -55,6 +61,46 @@ class MemoriesController(Controller):
             if not memories:
                 await services.registry.require(app_id)  # no memories: is there such an app?
         return MemoriesOut([memory_out(m) for m in memories])
+
+    @get(
+        "/export",
+        guards=[admin_or_own_app],
+        summary="An app's memories as a document that `POST .../memories/import` takes back",
+        responses=problems(401, 403, 404),
+    )
+    async def export(self, app_id: FromPath[str], services: NamedDependency[Services]) -> ExportOut:
+        await services.registry.require(app_id)
+        memories = await services.agent.list_memories(app_id)
+        return export_out(app_id, now_text(services.clock), memories)
+
+    @post(
+        "/import",
+        status_code=201,
+        guards=[admin_only],
+        summary="Store memories from an export, all or none",
+        description=(
+            "Takes the document `GET .../memories/export` gives (of this app or another)."
+            " Each memory keeps its content, times, source conversation and metadata, and"
+            " gets a new id; the history records it as created by `import`. An import that"
+            " would leave the app above its memory limit is refused (409) and nothing is"
+            " stored; with `replace=true` the app's memories are deleted first (in the same"
+            " transaction)."
+        ),
+        responses=problems(400, 401, 403, 404, 409, 413),
+    )
+    async def import_memories(
+        self,
+        app_id: FromPath[str],
+        data: JSONBody[ImportMemories],
+        services: NamedDependency[Services],
+        replace: Annotated[
+            bool, QueryParameter(description="delete the app's memories first")
+        ] = False,
+    ) -> ImportedOut:
+        await services.registry.require(app_id)
+        memories = imported_memories(data)
+        count = await services.agent.import_memories(app_id, memories, replace=replace)
+        return ImportedOut(len(memories), count)
 
     @delete(
         "/",

@@ -8,11 +8,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Protocol
 
-import anyio
-
 from loop.storage.migrations import Migration, MigrationError
 from loop.storage.postgres import PostgresDatabase, redacted
-from loop.storage.sqlite import InstanceRefused, SqliteDatabase, apply_migrations
+from loop.storage.sqlite import InstanceRefused, SqliteDatabase, migrate_file
 from memory_agent.ports import Database
 
 
@@ -49,6 +47,7 @@ __all__ = [
     "MigrationError",
     "PostgresDatabase",
     "SqliteDatabase",
+    "database_exists",
     "database_for",
     "describe_url",
     "is_postgres",
@@ -74,11 +73,18 @@ def database_for(url: str, *, pool_size: int = 10) -> SqliteDatabase | PostgresD
 
 
 def describe_url(url: str) -> str:
-    return redacted(url) if is_postgres(url) else str(sqlite_path(url))
+    """The database named for a person: a PostgreSQL URL without its password, or the SQLite
+    file's absolute path."""
+    return redacted(url) if is_postgres(url) else str(sqlite_path(url).absolute())
+
+
+def database_exists(url: str) -> bool:
+    """False for a SQLite file that is not there (a PostgreSQL server answers for itself)."""
+    return is_postgres(url) or sqlite_path(url).is_file()
 
 
 async def migrate(url: str) -> list[Migration]:
     """Bring the database's schema up to date; returns the migrations applied now."""
     if is_postgres(url):
         return await PostgresDatabase(url).migrate()
-    return await anyio.to_thread.run_sync(apply_migrations, sqlite_path(url))
+    return await migrate_file(sqlite_path(url))

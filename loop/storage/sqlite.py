@@ -92,9 +92,8 @@ class SqliteDatabase:
 
     async def open(self) -> SqliteDatabase:
         """Apply pending migrations and open the connections."""
+        await migrate_file(self.path)
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            await anyio.to_thread.run_sync(apply_migrations, self.path)
             self._writer = await self._connect(_PRAGMAS)
             for _ in range(_READERS):
                 self._readers.append(await self._connect((*_PRAGMAS, *_READER_PRAGMAS)))
@@ -319,6 +318,16 @@ class _Transaction:
 
     async def notify(self, channel: str) -> None:
         pass
+
+
+async def migrate_file(path: Path) -> list[Migration]:
+    """Create the file (and its folder) if need be and apply what is missing; `StorageError`
+    in one line when it cannot be."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return await anyio.to_thread.run_sync(apply_migrations, path)
+    except (sqlite3.Error, OSError) as error:
+        raise StorageError(f"cannot open database {path}: {error}", cause=error) from None
 
 
 def apply_migrations(db_path: str | Path, directory: Path | None = None) -> list[Migration]:

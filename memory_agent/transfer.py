@@ -1,0 +1,90 @@
+"""Importing memories from an export: checked whole before anything is written, then written
+in one transaction, each with its `created` event (actor `import`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from datetime import UTC, datetime
+
+from memory_agent.errors import InvalidImport, MemoryImportRefused
+from memory_agent.models import ImportedMemory
+from memory_agent.ports import format_timestamp
+from memory_agent.store import EventSource, MemoryStore
+
+
+def checked(memories: Sequence[ImportedMemory], *, max_chars: int) -> list[ImportedMemory]:
+    """The memories, oldest first, with their times in the stored form; `InvalidImport`
+    naming the first one that cannot be stored (by its place in the list, from 0)."""
+    normalised = []
+    for index, memory in enumerate(memories):
+        content = memory.content.strip()
+        if not content:
+            raise InvalidImport(f"memories[{index}]: the content is empty")
+        if len(content) > max_chars:
+            raise InvalidImport(
+                f"memories[{index}]: the content is {len(content)} characters, above the"
+                f" limit of {max_chars}"
+            )
+        created_at = _stored_time(memory.created_at, f"memories[{index}].createdAt")
+        updated_at = _stored_time(memory.updated_at or memory.created_at,
+                                  f"memories[{index}].updatedAt")
+        normalised.append(replace(memory, content=content, created_at=created_at,
+                                  updated_at=updated_at))
+    return sorted(normalised, key=lambda m: m.created_at)
+
+
+def check_room(app_id: str, importing: int, kept: int, limit: int) -> None:
+    """Refuse an import that would leave the app above its memory limit."""
+    if kept + importing <= limit:
+        return
+    if importing > limit:
+        raise MemoryImportRefused(
+            f"{importing} memories are more than app {app_id!r} may hold ({limit})"
+        )
+    raise MemoryImportRefused(
+        f"importing {importing} memories would give app {app_id!r} {kept + importing}, above"
+        f" its limit of {limit}: import at most {limit - kept}, or replace its memories"
+    )
+
+
+async def write_imported(
+    store: MemoryStore,
+    app_id: str,
+    memories: Sequence[ImportedMemory],
+    *,
+    replacing: bool,
+    source: EventSource,
+) -> None:
+    """Inside the caller's transaction: delete the app's memories (when `replacing`), then
+    store the imported ones."""
+    if replacing:
+        for old in await store.list_oldest_first(app_id):
+            await store.record_event(
+                app_id, old.id, "deleted", "import", source, reason="replaced by an import",
+                before=old.content,
+            )
+        await store.delete_all(app_id)
+    for memory in memories:
+        stored = await store.insert(
+            app_id,
+            memory.content,
+            created_at=memory.created_at,
+            updated_at=memory.updated_at,
+            source_conversation_id=memory.source_conversation_id,
+            metadata=memory.metadata,
+        )
+        await store.record_event(
+            app_id, stored.id, "created", "import", source, reason="imported",
+            after=memory.content,
+        )
+
+
+def _stored_time(text: str, field: str) -> str:
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise InvalidImport(f"{field}: {text!r} is not an ISO 8601 time") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return format_timestamp(moment)
