@@ -1,10 +1,18 @@
-"""`mnemoloop chat APP_ID`: one conversation in the terminal; `/end` writes its memory."""
+"""`mnemoloop chat APP_ID`: one conversation in the terminal; `/end` writes its memory.
+
+Replies are printed as the model writes them. Ctrl-C quits at any moment, within a second:
+the prompt is not waited for, and the model stops at its next token.
+"""
 
 from __future__ import annotations
+
+import os
+import sys
 
 import anyio
 
 from loop.errors import AppNotFound
+from loop.replies import Question, ask
 from loop.service import Services
 from memory_agent import Memory
 
@@ -19,20 +27,22 @@ async def run_chat(services: Services, app_id: str) -> int:
     count = await services.agent.get_memory_count(app_id)
     print(f"{app.name} ({services.chat_model.name}); {count} memories in context. {HELP}")
     ended = False
+    typed = _Lines(sys.stdin.fileno())
     while not ended:
-        try:
-            line = (await anyio.to_thread.run_sync(input, "you> ")).strip()
-        except EOFError:
-            line = "/end"
+        print("you> ", end="", flush=True)
+        line = await typed.next()
+        line = "/end" if line is None else line.strip()
         if not line:
             continue
         if line == "/end":
             await services.conversations.end(conversation_id, "user")
             break
-        await services.conversations.add_message(conversation_id, "user", line)
-        print("  …thinking", flush=True)
-        answer = await services.central.answer(conversation_id)
-        print(f"assistant> {answer.text}" if answer.text else "assistant> (no text)")
+        question = await ask(services.conversations, conversation_id, line)
+        print("assistant> ", end="", flush=True)
+        async with anyio.create_task_group() as group:
+            group.start_soon(_print_as_written, question)
+            answer = await services.central.answer(conversation_id)
+        print("" if answer.text else "(no text)")
         if answer.ended:
             print("(the assistant ended the conversation)")
             ended = True
@@ -45,6 +55,34 @@ async def run_chat(services: Services, app_id: str) -> int:
     else:
         print(f"memory: {describe(await memory_of(services, app_id, conversation_id))}")
     return 0
+
+
+class _Lines:
+    """Lines typed on a file descriptor, read as they come without a thread: a thread blocked
+    in `input()` would keep Ctrl-C from ending the process until Enter is pressed."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._pending = b""
+        self._closed = False
+
+    async def next(self) -> str | None:
+        """The next line, or None at the end of the input."""
+        while b"\n" not in self._pending and not self._closed:
+            await anyio.wait_readable(self._fd)
+            data = os.read(self._fd, 65536)
+            self._closed = not data
+            self._pending += data
+        if not self._pending:
+            return None
+        line, _, self._pending = self._pending.partition(b"\n")
+        return line.decode(errors="replace")
+
+
+async def _print_as_written(question: Question) -> None:
+    async for event in question.events():
+        if isinstance(event, str):
+            print(event, end="", flush=True)
 
 
 async def memory_of(services: Services, app_id: str, conversation_id: str) -> Memory | None:

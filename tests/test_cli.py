@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -96,6 +99,7 @@ def test_serve_refuses_a_public_bind_without_a_token(db_path):
 
 @pytest.mark.usefixtures("allow_model_requests")
 def test_chat_in_the_terminal_writes_the_memory_on_end(db_path):
+    mnemoloop(db_path, "migrate")
     mnemoloop(db_path, "apps", "install", "cal", "--name", "Calendar")
     environment = {**os.environ, "MNEMOLOOP_DB": str(db_path), "MNEMOLOOP_LLM": "local"}
     chat = subprocess.run(
@@ -159,3 +163,69 @@ def test_export_and_import_round_trip_through_files(db_path, tmp_path):
     bad = mnemoloop(db_path, "memories", "import", "copy", str(export))
     assert bad.returncode == 2 and "is not an export" in bad.stderr.splitlines()[-1]
     assert "Traceback" not in bad.stderr
+
+
+class Terminal:
+    """`mnemoloop chat` in a process of its own, its output read as it comes."""
+
+    def __init__(self, db: Path, app_id: str) -> None:
+        environment = {**os.environ, "MNEMOLOOP_DB": str(db), "MNEMOLOOP_LLM": "local"}
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "mnemoloop", "chat", app_id], env=environment, text=True,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        )
+        self.output = ""
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        while piece := self.process.stdout.read(1):
+            self.output += piece
+
+    def type(self, line: str) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(line + "\n")
+        self.process.stdin.flush()
+
+    def wait_for(self, check, timeout: float = 120) -> None:
+        deadline = time.monotonic() + timeout
+        while not check(self.output):
+            assert time.monotonic() < deadline, self.output
+            time.sleep(0.02)
+
+    def interrupt(self) -> tuple[int, float, str]:
+        """Ctrl-C: the exit code, the seconds it took, and standard error."""
+        started = time.monotonic()
+        self.process.send_signal(signal.SIGINT)
+        code = self.process.wait(timeout=60)
+        seconds = time.monotonic() - started
+        self._reader.join(timeout=10)
+        assert self.process.stdin and self.process.stdout and self.process.stderr
+        errors = self.process.stderr.read()
+        for pipe in (self.process.stdin, self.process.stdout, self.process.stderr):
+            pipe.close()
+        return code, seconds, errors
+
+
+@pytest.mark.sqlite_only
+@pytest.mark.usefixtures("allow_model_requests")
+def test_ctrl_c_stops_chat_at_once_while_the_model_writes_or_at_the_prompt(db_path):
+    mnemoloop(db_path, "migrate")
+    mnemoloop(db_path, "apps", "install", "cal", "--name", "Calendar")
+
+    writing = Terminal(db_path, "cal")
+    writing.wait_for(lambda out: "you> " in out)
+    writing.type("Tell me a very long story about a dragon and a knight.")
+    # Some of the reply is on the screen: the model is writing.
+    writing.wait_for(lambda out: len(out.partition("assistant> ")[2]) > 10)
+    code, seconds, errors = writing.interrupt()
+    print(f"Ctrl-C while the model writes: stopped in {seconds:.2f} s")
+    assert code == 130 and "Traceback" not in errors
+    assert seconds < 2.5  # minutes before the model could be stopped mid-answer
+
+    waiting = Terminal(db_path, "cal")
+    waiting.wait_for(lambda out: "you> " in out)
+    code, seconds, errors = waiting.interrupt()
+    print(f"Ctrl-C at the prompt: stopped in {seconds:.2f} s")
+    assert code == 130 and "Traceback" not in errors and seconds < 2.5

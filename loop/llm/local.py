@@ -104,7 +104,13 @@ class LocalChatModel(ChatModel):
         options = self._options(messages, tools)
         if json_schema is not None:
             options["response_format"] = {"type": "json_object", "schema": json_schema}
-        result = await anyio.to_thread.run_sync(self._complete, options, abandon_on_cancel=True)
+        stop = threading.Event()
+        try:
+            result = await anyio.to_thread.run_sync(
+                self._complete, options, stop, abandon_on_cancel=True
+            )
+        finally:
+            stop.set()  # a caller that gave up stops the model at its next token
         choice = result["choices"][0]
         usage = result.get("usage") or {}
         return _reply(
@@ -155,9 +161,10 @@ class LocalChatModel(ChatModel):
             "repeat_penalty": 1.3,
         }
 
-    def _complete(self, options: dict[str, Any]) -> dict[str, Any]:
+    def _complete(self, options: dict[str, Any], stop: threading.Event) -> dict[str, Any]:
         with self._serial, _translated_errors(self.name):
-            result = self._llama.create_chat_completion(**options)
+            stoppable = {**options, **_stopped_by(stop, self._llama.token_eos())}
+            result = self._llama.create_chat_completion(**stoppable)
             assert isinstance(result, dict)  # not streaming
             return dict(result)
 
@@ -168,9 +175,9 @@ class LocalChatModel(ChatModel):
         pieces: list[str] = []
         finish_reason = None
         with self._serial, _translated_errors(self.name):
-            for chunk in self._llama.create_chat_completion(**options, stream=True):
-                if stop.is_set():
-                    break
+            stoppable = {**options, **_stopped_by(stop, self._llama.token_eos())}
+            chunks = self._llama.create_chat_completion(**stoppable, stream=True)
+            for chunk in chunks:
                 assert isinstance(chunk, dict)
                 choice = chunk["choices"][0]
                 piece = choice["delta"].get("content") or ""
@@ -205,6 +212,21 @@ def _with_tool_instructions(
         + "\nTo call one, write CALL <tool name> on a line of its own."
     )
     return [{"role": "system", "content": note}, *payload]
+
+
+def _stopped_by(stop: threading.Event, end_token: int) -> dict[str, Any]:
+    """llama.cpp options that end the answer at the next token once `stop` is set (the caller
+    gave up: a timeout, Ctrl-C), so the model is free again at once: from then on, the end
+    token is the only one it may choose."""
+    from llama_cpp import LogitsProcessorList
+
+    def end_when_stopped(_tokens: Any, scores: Any) -> Any:
+        if stop.is_set():
+            scores[:] = -float("inf")
+            scores[end_token] = 0.0
+        return scores
+
+    return {"logits_processor": LogitsProcessorList([end_when_stopped])}
 
 
 @contextmanager
