@@ -1,4 +1,4 @@
-"""`create_app(services, admin_token)`: the HTTP face of a running mnemoloop."""
+"""`create_app(services)`: the HTTP face of a running mnemoloop."""
 
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ from admin_api.mcp_server import (
     caller_for_token,
 )
 from admin_api.reference_page import ReferencePagePlugin
+from loop.admin_token import AdminToken
 from loop.service import Services
 
 MAX_BODY_BYTES = 64 * 1024
@@ -34,7 +35,12 @@ MAX_BODY_BYTES = 64 * 1024
 _CALLER = "mnemoloop.caller"
 
 
-def create_app(services: Services, admin_token: str) -> Litestar:
+def create_app(services: Services, admin_token: AdminToken | str | None = None) -> Litestar:
+    """The app; the admin token is the service's own unless one is given (a test's)."""
+    if admin_token is None:
+        admin_token = services.admin_token
+    elif isinstance(admin_token, str):
+        admin_token = AdminToken.fixed(admin_token)
     def provide_services() -> Services:
         return services
 
@@ -79,7 +85,7 @@ def create_app(services: Services, admin_token: str) -> Litestar:
     return app
 
 
-def _mcp_mount(services: Services, admin_token: str) -> tuple[Any, Any]:
+def _mcp_mount(services: Services, admin_token: AdminToken) -> tuple[Any, Any]:
     """The MCP server at /mcp (streamable HTTP), open to a bearer token only, and its
     session manager (to run for the app's lifetime)."""
 

@@ -3,13 +3,13 @@ app's conversation routes and the reading of its memories and their history."""
 
 from __future__ import annotations
 
-import hmac
 from typing import Any
 
 from litestar.connection import ASGIConnection
 from litestar.exceptions import NotAuthorizedException, NotFoundException, PermissionDeniedException
 from litestar.handlers.base import BaseRouteHandler
 
+from loop.admin_token import AdminToken
 from loop.service import Services
 
 CHALLENGE = {"WWW-Authenticate": 'Bearer realm="mnemoloop"'}
@@ -26,10 +26,6 @@ def bearer_token(authorization: str) -> str:
     return token.strip() if scheme.lower() == "bearer" else ""
 
 
-def is_admin_token(token: str, admin_token: str) -> bool:
-    return bool(token) and hmac.compare_digest(token.encode(), admin_token.encode())
-
-
 def _bearer(connection: ASGIConnection[Any, Any, Any, Any]) -> str:
     token = bearer_token(connection.headers.get("authorization", ""))
     if not token:
@@ -37,14 +33,14 @@ def _bearer(connection: ASGIConnection[Any, Any, Any, Any]) -> str:
     return token
 
 
-def _is_admin(connection: ASGIConnection[Any, Any, Any, Any], token: str) -> bool:
-    admin_token: str = connection.app.state.admin_token
-    return is_admin_token(token, admin_token)
+async def _is_admin(connection: ASGIConnection[Any, Any, Any, Any], token: str) -> bool:
+    admin_token: AdminToken = connection.app.state.admin_token
+    return await admin_token.matches(token)
 
 
 async def admin_only(connection: ASGIConnection[Any, Any, Any, Any], _: BaseRouteHandler) -> None:
     token = _bearer(connection)
-    if _is_admin(connection, token):
+    if await _is_admin(connection, token):
         return
     if await _services(connection).registry.app_for_key(token):
         raise PermissionDeniedException(
@@ -58,7 +54,7 @@ async def admin_or_own_app(
     connection: ASGIConnection[Any, Any, Any, Any], _: BaseRouteHandler
 ) -> None:
     token = _bearer(connection)
-    if _is_admin(connection, token):
+    if await _is_admin(connection, token):
         return
     services = _services(connection)
     key_app = await services.registry.app_for_key(token)

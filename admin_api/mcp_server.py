@@ -21,8 +21,8 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import Tool as McpTool
 from pydantic import BaseModel, Field
 
-from admin_api.auth import is_admin_token
 from admin_api.schemas import job_out, memory_event_out, memory_out
+from loop.admin_token import AdminToken
 from loop.service import Services
 from memory_agent.errors import MnemoloopError
 from memory_agent.models import MAX_MEMORY_ID
@@ -55,10 +55,12 @@ class Caller:
         return self.app_id
 
 
-async def caller_for_token(services: Services, admin_token: str, token: str) -> Caller | None:
+async def caller_for_token(
+    services: Services, admin_token: AdminToken, token: str
+) -> Caller | None:
     """The caller a bearer token stands for; None when it is neither the admin token nor an
     installed app's key."""
-    if is_admin_token(token, admin_token):
+    if await admin_token.matches(token):
         return Caller(None)
     app_id = await services.registry.app_for_key(token) if token else None
     return Caller(app_id) if app_id else None

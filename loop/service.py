@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
+from loop.admin_token import AdminToken
 from loop.central import CentralLoop
 from loop.conversations import ConversationStore
 from loop.energy import EnergyBudget
@@ -42,6 +43,7 @@ class Services:
     energy: EnergyBudget
     metrics: Metrics
     central: CentralLoop
+    admin_token: AdminToken
 
     def worker(self) -> MemoryWorker:
         return MemoryWorker(
@@ -75,6 +77,10 @@ class Services:
             apps_with_memories=sum(1 for app in apps if app.memory_count),
             apps=len(apps),
         )
+
+
+def _configured_token(settings: Settings) -> str | None:
+    return settings.admin_token.get_secret_value() if settings.admin_token else None
 
 
 def instance_name() -> str:
@@ -170,6 +176,7 @@ async def open_services(
             energy,
             metrics,
             central,
+            AdminToken(database, clock, configured=_configured_token(settings)),
         )
     finally:
         for model in owned:

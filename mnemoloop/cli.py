@@ -313,9 +313,8 @@ async def _demo(settings: Settings, args: argparse.Namespace) -> int:
 async def _mcp(settings: Settings, args: argparse.Namespace) -> int:
     from admin_api.mcp_server import Caller, build_mcp_server, caller_for_token
 
-    admin_token = settings.admin_token.get_secret_value() if settings.admin_token else ""
     async with _admin_services(settings) as services:
-        caller = await caller_for_token(services, admin_token, args.token.strip())
+        caller = await caller_for_token(services, services.admin_token, args.token.strip())
         if caller is None:
             print(
                 "mnemoloop mcp: give an app's key or the admin token (--token or "

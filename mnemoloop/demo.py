@@ -1,9 +1,19 @@
-"""`mnemoloop demo`: memories written, injected, isolated and compacted, with the real model."""
+"""`mnemoloop demo`: memories written, injected, isolated and compacted, with the real model.
+
+Every step says what it is doing before it waits for the model, and the replies appear as
+they are written. The demo goes on talking to the Calendar app until a compaction happens
+(new facts each time), then shows what the compaction did and why.
+"""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Iterator
+from itertools import count
+
+from loop.jobs import MemoryJob
 from loop.service import Services
-from mnemoloop.terminal_chat import describe, memory_of
+from mnemoloop.terminal_chat import answer_as_written, describe, memory_of
 
 CALENDAR, RECIPES = "demo-calendar", "demo-recipes"
 OPENERS = {
@@ -24,6 +34,16 @@ CALENDAR_TOPICS = [
     "I take a walk at 4pm every day.",
     "The quarterly review is on January 15.",
 ]
+CITIES = ["Porto", "Oslo", "Kyoto", "Lima", "Accra", "Quito", "Perth", "Cork"]
+# A model that keeps nothing would never fill the app: stop after this many conversations.
+MAX_CALENDAR_CONVERSATIONS = 40
+
+
+def calendar_topics() -> Iterator[str]:
+    """The scripted topics, then new facts for as long as the demo needs them."""
+    yield from CALENDAR_TOPICS
+    for number in count(1):
+        yield f"My colleague number {number} works from our {CITIES[number % len(CITIES)]} office."
 
 
 async def run_demo(services: Services) -> int:
@@ -46,28 +66,32 @@ async def run_demo(services: Services) -> int:
 
     limit = services.agent.memory_limit
     step(f"now more Calendar conversations, until the app passes its cap of {limit}")
-    compacted_before = sum(services.agent.stats.compactions.values())
-    for number, topic in enumerate(CALENDAR_TOPICS, start=1):
-        await _converse(services, CALENDAR, topic, step, label=f"[{number}/{len(CALENDAR_TOPICS)}]")
-        if sum(services.agent.stats.compactions.values()) > compacted_before:
+    for number, topic in enumerate(calendar_topics(), start=1):
+        held = await services.agent.get_memory_count(CALENDAR)
+        job = await _converse(services, CALENDAR, topic, step, f"[{number}, {held}/{limit} held]")
+        if job is not None and job.steps:
+            _show_compaction(job)
+            step(f"Calendar holds {await services.agent.get_memory_count(CALENDAR)} memories"
+                 f" (cap {limit}); see `mnemoloop memories history {CALENDAR}`")
+            return 0
+        if number == MAX_CALENDAR_CONVERSATIONS:
             break
-    count = await services.agent.get_memory_count(CALENDAR)
-    step(
-        f"Calendar holds {count} memories (cap {limit}); compactions so far: "
-        f"{dict(services.agent.stats.compactions)}"
-    )
-    return 0
+    step(f"no compaction after {MAX_CALENDAR_CONVERSATIONS} conversations: the model kept too"
+         " few memories to pass the cap")
+    return 1
 
 
 async def _converse(
     services: Services, app_id: str, text: str, step: _Steps, label: str = ""
-) -> None:
+) -> MemoryJob | None:
+    step(f"{label} {app_id}: the user says {text!r}".strip())
     conversation_id = await services.conversations.open(app_id)
-    await services.conversations.add_message(conversation_id, "user", text)
-    answer = await services.central.answer(conversation_id)
+    started = time.monotonic()
+    print("    assistant: ", end="", flush=True)
+    await answer_as_written(services, conversation_id, text)
     await services.conversations.end(conversation_id, "user")
+    print(f"    …writing the memory ({time.monotonic() - started:.0f} s so far)", flush=True)
     job = await services.worker().run_now(conversation_id)
-    step(f"{label} {app_id}: user said {text!r}; assistant: {answer.text[:80]!r}".strip())
     if job is not None and job.status == "done":
         print(f"    memory: {describe(await memory_of(services, app_id, conversation_id))}")
     else:
@@ -75,6 +99,20 @@ async def _converse(
             f"    memory: not written ({job.status if job else 'no job'}: "
             f"{job.last_error if job else ''})"
         )
+    return job
+
+
+def _show_compaction(job: MemoryJob) -> None:
+    print("    compaction (the app passed its cap):")
+    for step in job.steps:
+        action = f"{step['action']} memory {step['targetMemoryId']}"
+        if step.get("foldedMemoryId"):
+            action += f" (folding in memory {step['foldedMemoryId']})"
+        if step["decidedBy"] == "policy":
+            who, why = "the retention policy", step.get("fallbackReason") or step.get("reason")
+        else:
+            who, why = "the model", step.get("reason")
+        print(f"      {action}, chosen by {who}: {why or 'no reason given'}")
 
 
 class _Steps:

@@ -11,6 +11,7 @@ import sys
 
 import anyio
 
+from loop.central import Answer
 from loop.errors import AppNotFound
 from loop.replies import Question, ask
 from loop.service import Services
@@ -37,12 +38,8 @@ async def run_chat(services: Services, app_id: str) -> int:
         if line == "/end":
             await services.conversations.end(conversation_id, "user")
             break
-        question = await ask(services.conversations, conversation_id, line)
         print("assistant> ", end="", flush=True)
-        async with anyio.create_task_group() as group:
-            group.start_soon(_print_as_written, question)
-            answer = await services.central.answer(conversation_id)
-        print("" if answer.text else "(no text)")
+        answer = await answer_as_written(services, conversation_id, line)
         if answer.ended:
             print("(the assistant ended the conversation)")
             ended = True
@@ -77,6 +74,16 @@ class _Lines:
             return None
         line, _, self._pending = self._pending.partition(b"\n")
         return line.decode(errors="replace")
+
+
+async def answer_as_written(services: Services, conversation_id: str, text: str) -> Answer:
+    """Post the user's `text` and answer it now, printing the reply as the model writes it."""
+    question = await ask(services.conversations, conversation_id, text)
+    async with anyio.create_task_group() as group:
+        group.start_soon(_print_as_written, question)
+        answer = await services.central.answer(conversation_id)
+    print("" if answer.text else "(no text)", flush=True)
+    return answer
 
 
 async def _print_as_written(question: Question) -> None:

@@ -16,11 +16,11 @@ import pytest
 from tests.db_query import query
 
 
-def mnemoloop(db: Path, *args: str, env: dict[str, str] | None = None
+def mnemoloop(db: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 60
               ) -> subprocess.CompletedProcess[str]:
     environment = {**os.environ, "MNEMOLOOP_DB": str(db), **(env or {})}
     return subprocess.run([sys.executable, "-m", "mnemoloop", *args], env=environment,
-                          capture_output=True, text=True, timeout=60)
+                          capture_output=True, text=True, timeout=timeout)
 
 
 def test_install_list_export_purge_and_uninstall(db_path):
@@ -85,7 +85,7 @@ def test_migrate_reports_what_it_applied(engine, tmp_path, request):
         "fresh_postgres"
     )
     first = mnemoloop(db_path, "migrate")
-    assert "applied 5 migration(s)" in first.stdout and "0001 initial" in first.stdout
+    assert "applied 6 migration(s)" in first.stdout and "0001 initial" in first.stdout
     assert "0002 memory_history" in first.stdout and "0003 answer_state" in first.stdout
     assert "applied 0 migration(s)" in mnemoloop(db_path, "migrate").stdout
 
@@ -229,3 +229,14 @@ def test_ctrl_c_stops_chat_at_once_while_the_model_writes_or_at_the_prompt(db_pa
     code, seconds, errors = waiting.interrupt()
     print(f"Ctrl-C at the prompt: stopped in {seconds:.2f} s")
     assert code == 130 and "Traceback" not in errors and seconds < 2.5
+
+
+@pytest.mark.sqlite_only
+@pytest.mark.usefixtures("allow_model_requests")
+def test_the_demo_shows_its_progress_and_reaches_a_compaction(db_path):
+    demo = mnemoloop(db_path, "demo", env={"MNEMOLOOP_LLM": "local"}, timeout=600)
+    assert demo.returncode == 0, demo.stdout + demo.stderr
+    assert "Recipes' context holds Calendar's memory block: False" in demo.stdout
+    assert "…writing the memory" in demo.stdout
+    assert "compaction (the app passed its cap):" in demo.stdout
+    assert "chosen by the" in demo.stdout and "memories (cap 10); see" in demo.stdout

@@ -30,6 +30,7 @@ def test_fresh_database_gets_every_table_and_a_record(db_path):
         "memory_jobs",
         "energy_state",
         "memory_events",
+        "admin_token",
         "schema_migrations",
     } <= tables(db_path)
     with sqlite3.connect(db_path) as connection:
@@ -37,7 +38,7 @@ def test_fresh_database_gets_every_table_and_a_record(db_path):
         versions = connection.execute("SELECT version, name FROM schema_migrations").fetchall()
     assert versions == [
         (1, "initial"), (2, "memory_history"), (3, "answer_state"), (4, "leases"),
-        (5, "memory_search"),
+        (5, "memory_search"), (6, "admin_token"),
     ]
 
 
