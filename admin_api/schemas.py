@@ -218,8 +218,18 @@ class EnergyOut(Reply):
     conversation_spent: int
 
 
+class PartHealthOut(Reply):
+    ready: bool
+    # Why it is not ready (null when it is).
+    reason: str | None
+
+
 class HealthOut(Reply):
+    # ok, or degraded when a part is not ready (then the answer is 503).
     status: str
+    model: PartHealthOut
+    database: PartHealthOut
+    memory_worker: PartHealthOut
 
 
 def memory_out(m: Memory) -> MemoryOut:

@@ -46,6 +46,7 @@ class MemoryWorker:
         self._recover_on_start = recover_on_start
         self._running_apps = InFlight()
         self._stopping = False
+        self.running = False  # inside `run`: taking jobs
         # Jobs may have been deferred before a restart; after one resume we know.
         self._may_have_deferred = True
 
@@ -56,6 +57,13 @@ class MemoryWorker:
             recovered = await self._jobs.recover_interrupted()
             if recovered:
                 log.info("requeued %d memory jobs interrupted by a stop", recovered)
+        self.running = True
+        try:
+            await self._take_jobs_until_stopped()
+        finally:
+            self.running = False
+
+    async def _take_jobs_until_stopped(self) -> None:
         async with anyio.create_task_group() as group:
             while not self._stopping:
                 try:

@@ -14,6 +14,7 @@ from loop.admin_token import AdminToken
 from loop.central import CentralLoop
 from loop.conversations import ConversationStore
 from loop.energy import EnergyBudget
+from loop.health import HealthChecks
 from loop.jobs import MemoryJobStore
 from loop.llm.choice import open_chat_model
 from loop.memory_worker import MemoryWorker
@@ -44,9 +45,11 @@ class Services:
     metrics: Metrics
     central: CentralLoop
     admin_token: AdminToken
+    health: HealthChecks
 
     def worker(self) -> MemoryWorker:
-        return MemoryWorker(
+        """A memory worker on this service's parts; its state is what the health check tells."""
+        worker = MemoryWorker(
             jobs=self.jobs,
             conversations=self.conversations,
             agent=self.agent,
@@ -57,6 +60,8 @@ class Services:
             retry_base_seconds=self.settings.memory_retry_base_seconds,
             recover_on_start=not self.database.shared,
         )
+        self.health.watch(worker)
+        return worker
 
     async def listen(self) -> None:
         """Wake this instance's loop and worker when another instance has work for them."""
@@ -177,6 +182,7 @@ async def open_services(
             metrics,
             central,
             AdminToken(database, clock, configured=_configured_token(settings)),
+            HealthChecks(database, [chat_model, memory_model]),
         )
     finally:
         for model in owned:

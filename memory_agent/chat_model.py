@@ -93,6 +93,11 @@ class ChatModel(ABC):
             on_text(reply.text)
         return reply
 
+    async def unready_reason(self) -> str | None:
+        """None when the model can answer; else why it cannot (a server that does not
+        answer, a model not pulled). Asked at start and by the health check."""
+        return None
+
     async def aclose(self) -> None:
         """Release what the backend holds (connections, model weights)."""
         return None

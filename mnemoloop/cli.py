@@ -15,6 +15,7 @@ import anyio
 import msgspec
 
 from admin_api.schemas import ExportOut, ImportMemories, export_out, imported_memories
+from loop.admin_token import REFRESH_SECONDS
 from loop.llm.choice import NoModelLoaded
 from loop.service import Services, open_services
 from loop.settings import Settings, SettingsError, load_settings
@@ -333,6 +334,21 @@ async def _mcp(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
+async def _token(settings: Settings, args: argparse.Namespace) -> int:
+    if settings.admin_token is not None:
+        raise CommandRefused(
+            "the admin token is set by MNEMOLOOP_ADMIN_TOKEN: change it there (and restart)"
+        )
+    async with _admin_services(settings) as services:
+        token = await services.admin_token.rotate()
+    print(f"new admin token (shown once): {token}")
+    print(
+        f"the old one stops working within {REFRESH_SECONDS:g} s, in every instance",
+        file=sys.stderr,
+    )
+    return 0
+
+
 _COMMANDS: dict[str, Command] = {
     "migrate": _migrate,
     "apps": _apps,
@@ -340,6 +356,7 @@ _COMMANDS: dict[str, Command] = {
     "chat": _chat,
     "demo": _demo,
     "mcp": _mcp,
+    "token": _token,
 }
 
 

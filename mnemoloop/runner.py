@@ -10,10 +10,11 @@ stops. Nothing is lost either way: an unanswered conversation is answered after 
 from __future__ import annotations
 
 import logging
-import secrets
+import os
 import signal
 import socket
-from collections.abc import AsyncIterator, Iterator
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
@@ -35,16 +36,14 @@ class ServeRefused(Exception):
     pass
 
 
-def admin_token_for(settings: Settings) -> tuple[str, bool]:
-    """The configured admin token, or a fresh one (True when generated)."""
-    if settings.admin_token is not None:
-        return settings.admin_token.get_secret_value(), False
-    if settings.host not in LOOPBACK:
+def refuse_public_bind_without_token(settings: Settings) -> None:
+    """A generated token is printed on this machine's console: beyond loopback, the operator
+    must choose the token."""
+    if settings.admin_token is None and settings.host not in LOOPBACK:
         raise ServeRefused(
             f"MNEMOLOOP_HOST={settings.host} is not loopback: set MNEMOLOOP_ADMIN_TOKEN to serve "
             "beyond this machine"
         )
-    return "mla_" + secrets.token_urlsafe(24), True
 
 
 @asynccontextmanager
@@ -60,48 +59,79 @@ async def claimed(services: Services) -> AsyncIterator[None]:
 
 
 async def serve(settings: Settings) -> None:
-    token, generated = admin_token_for(settings)
-    async with open_services(settings) as services, claimed(services):
-        log.info(
-            "mnemoloop: %s, model %s, memory model %s",
-            services.database.describe(),
-            services.chat_model.name,
-            services.memory_model.name,
-        )
-        if generated:
-            print(f"mnemoloop: admin token (shown once): {token}", flush=True)
-        config = uvicorn.Config(
-            create_app(services, token),
-            host=settings.host,
-            port=settings.port,
-            log_level="warning",
-            lifespan="on",
-        )
-        server = SignalFreeServer(config)
-        worker = services.worker()
-        server_stopped = anyio.Event()
-
-        async def run_server() -> None:
-            try:
-                await server.serve()
-            finally:
-                server_stopped.set()
-
-        async with anyio.create_task_group() as group:
-            group.start_soon(services.central.run)
-            group.start_soon(worker.run)
-            group.start_soon(run_server)
-            print(f"mnemoloop: serving on http://{settings.host}:{settings.port}", flush=True)
-            await _until_signalled()
-            # Stop taking requests and work, let what is in flight finish, then stop the rest.
-            server.should_exit = True
-            async with anyio.create_task_group() as drain:
-                drain.start_soon(services.central.drain, DRAIN_SECONDS)
-                drain.start_soon(worker.drain, DRAIN_SECONDS)
-            with anyio.move_on_after(DRAIN_SECONDS):
-                await server_stopped.wait()
-            group.cancel_scope.cancel()
+    """Bind first (a port in use is one line, before anything else is said), then open the
+    database and the model, check the model, and say "serving on" once requests are taken."""
+    refuse_public_bind_without_token(settings)
+    sock = listening_socket(settings.host, settings.port)
+    try:
+        async with open_services(settings) as services, claimed(services):
+            log.info(
+                "mnemoloop: %s, model %s, memory model %s",
+                services.database.describe(),
+                services.chat_model.name,
+                services.memory_model.name,
+            )
+            model = await services.health.model()
+            if not model.ready:
+                print(f"mnemoloop: warning: the model is not ready: {model.reason}; messages"
+                      " wait for it, and /health says so", file=sys.stderr, flush=True)
+            await _announce_admin_token(services)
+            await _run_until_signalled(services, create_app(services), sock)
+    finally:
+        sock.close()
     print("mnemoloop: stopped", flush=True)
+
+
+async def _announce_admin_token(services: Services) -> None:
+    made = await services.admin_token.ensure()
+    if made:
+        print(
+            f"mnemoloop: admin token (shown once; kept across restarts, `mnemoloop token rotate`"
+            f" makes a new one): {made}",
+            flush=True,
+        )
+    elif not services.admin_token.configured:
+        print(
+            "mnemoloop: admin token: the one shown at the first start on this database"
+            " (`mnemoloop token rotate` makes a new one)",
+            flush=True,
+        )
+
+
+async def _run_until_signalled(services: Services, app: Any, sock: socket.socket) -> None:
+    server = http_server(app, sock)
+    worker = services.worker()
+    server_stopped = anyio.Event()
+
+    async def run_server() -> None:
+        try:
+            await server.serve(sockets=[sock])
+        finally:
+            server_stopped.set()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(services.central.run)
+        group.start_soon(worker.run)
+        group.start_soon(run_server)
+        # uvicorn says it has started with a flag, not an event.
+        while not server.started and not server_stopped.is_set():  # noqa: ASYNC110
+            await anyio.sleep(0.01)
+        if server.started:
+            host, port = sock.getsockname()[:2]
+            print(f"mnemoloop: serving on http://{_url_host(host)}:{port}", flush=True)
+        await _until_signalled_or(server_stopped)
+        # Stop taking requests and work, let what is in flight finish, then stop the rest.
+        server.should_exit = True
+        async with anyio.create_task_group() as drain:
+            drain.start_soon(services.central.drain, DRAIN_SECONDS)
+            drain.start_soon(worker.drain, DRAIN_SECONDS)
+        with anyio.move_on_after(DRAIN_SECONDS):
+            await server_stopped.wait()
+        group.cancel_scope.cancel()
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
 
 
 async def run_worker(settings: Settings) -> None:
@@ -131,6 +161,18 @@ async def _until_signalled() -> None:
             return
 
 
+async def _until_signalled_or(stopped: anyio.Event) -> None:
+    """Until SIGINT or SIGTERM, or until `stopped` is set (the HTTP server ended by itself)."""
+    async with anyio.create_task_group() as group:
+
+        async def then_stop(wait: Callable[[], Awaitable[object]]) -> None:
+            await wait()
+            group.cancel_scope.cancel()
+
+        group.start_soon(then_stop, _until_signalled)
+        group.start_soon(then_stop, stopped.wait)
+
+
 def listening_socket(host: str, port: int) -> socket.socket:
     """A socket bound and listening now, so a port in use is known before anything is said
     (and port 0 has its real number): `ServeRefused` in one line when it cannot be had."""
@@ -139,7 +181,8 @@ def listening_socket(host: str, port: int) -> socket.socket:
         family = infos[0][0]
         return socket.create_server((host, port), family=family, backlog=2048)
     except OSError as error:
-        reason = error.strerror or str(error)
+        # create_server adds the address to its message: the error's own words suffice.
+        reason = os.strerror(error.errno) if error.errno else str(error)
         raise ServeRefused(f"cannot listen on {host}:{port}: {reason}") from None
 
 

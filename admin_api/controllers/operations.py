@@ -6,11 +6,13 @@ from typing import Annotated, Literal
 
 from litestar import Controller, MediaType, Response, get
 from litestar.di import NamedDependency
+from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import FromQuery, QueryParameter
 from litestar.response import Redirect
 
 from admin_api.auth import admin_only
-from admin_api.schemas import EnergyOut, HealthOut, JobsOut, job_out, problems
+from admin_api.schemas import EnergyOut, HealthOut, JobsOut, PartHealthOut, job_out, problems
+from loop.health import PartHealth
 from loop.metrics import CONTENT_TYPE
 from loop.service import Services
 
@@ -25,9 +27,27 @@ async def home() -> Redirect:
     return Redirect("/schema")
 
 
-@get("/health", tags=["operations"], summary="Liveness; needs no token")
-async def health() -> HealthOut:
-    return HealthOut("ok")
+@get(
+    "/health",
+    tags=["operations"],
+    summary="Whether the model, the database and the memory worker are ready; needs no token",
+    description="200 with status `ok` when all three are ready; else 503 with status"
+    " `degraded`, and each part not ready says why.",
+    responses={503: ResponseSpec(HealthOut, description="A part is not ready.")},
+)
+async def health(services: NamedDependency[Services]) -> Response[HealthOut]:
+    checked = await services.health.check()
+    body = HealthOut(
+        "ok" if checked.ready else "degraded",
+        _part(checked.model),
+        _part(checked.database),
+        _part(checked.memory_worker),
+    )
+    return Response(body, status_code=200 if checked.ready else 503)
+
+
+def _part(part: PartHealth) -> PartHealthOut:
+    return PartHealthOut(part.ready, part.reason)
 
 
 class OperationsController(Controller):

@@ -65,6 +65,10 @@ class LocalChatModel(ChatModel):
         seed: int = 7,
         threads: int | None = None,
     ) -> None:
+        if model_path is not None and not model_path.is_file():
+            raise NoChatModel(
+                f"MNEMOLOOP_LOCAL_MODEL_PATH={model_path}: no such file (give a GGUF model file)"
+            )
         path = model_path or bundled_model_path()
         if path is None or not path.is_file():
             raise NoChatModel(

@@ -60,6 +60,7 @@ class OllamaChatModel(ChatModel):
         self.name = f"ollama:{model}"
         self.model = model
         self._client = ollama.AsyncClient(host=host, timeout=timeout)
+        self.host = str(self._client._client.base_url).rstrip("/")
         self._attempts = attempts
 
     async def chat(
@@ -160,6 +161,14 @@ class OllamaChatModel(ChatModel):
             listed = await self._client.list()
         wanted = self.model if ":" in self.model else f"{self.model}:latest"
         return any(wanted in (entry.model, getattr(entry, "name", None)) for entry in listed.models)
+
+    async def unready_reason(self) -> str | None:
+        try:
+            if await self.has_model():
+                return None
+        except ChatModelError as error:
+            return f"cannot reach Ollama at {self.host}: {error}"
+        return f"Ollama at {self.host} does not have {self.model}: run `ollama pull {self.model}`"
 
     async def aclose(self) -> None:
         await self._client.close()  # type: ignore[no-untyped-call]
