@@ -11,6 +11,7 @@ from litestar.exceptions import HTTPException, ValidationException
 from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
 
 from loop.errors import (
+    AppAlreadyInstalled,
     AppNotFound,
     AppNotInstalled,
     ConversationEnded,
@@ -38,6 +39,7 @@ DOMAIN_STATUS: dict[type[MnemoloopError], int] = {
     ConversationNotFound: 404,
     MemoryNotFound: 404,
     AppNotInstalled: 409,
+    AppAlreadyInstalled: 409,
     ConversationEnded: 409,
     MemoryImportRefused: 409,
     StorageError: 503,

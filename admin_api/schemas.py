@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Annotated, Any
 
 import msgspec
@@ -10,6 +11,7 @@ from litestar.params import PathParameter
 from loop.jobs import MemoryJob
 from loop.registry import APP_ID_PATTERN, MAX_NAME, NAME_PATTERN
 from memory_agent.models import MAX_MEMORY_ID, ImportedMemory, Memory, MemoryEvent
+from memory_agent.ports import format_timestamp
 
 AppId = Annotated[
     str,
@@ -50,8 +52,8 @@ class ImportedMemoryIn(Body):
     """A memory as the export gives it (its `id` is ignored: the import gives new ones)."""
 
     content: Annotated[str, msgspec.Meta(min_length=1, max_length=32_000)]
-    created_at: Annotated[str, msgspec.Meta(description="ISO 8601; UTC when no zone is given")]
-    updated_at: str | None = None
+    created_at: Annotated[datetime, msgspec.Meta(description="UTC when no offset is given")]
+    updated_at: datetime | None = None
     source_conversation_id: Annotated[str, msgspec.Meta(max_length=200)] | None = None
     metadata: dict[str, Any] = msgspec.field(default_factory=dict)
 
@@ -244,9 +246,19 @@ def export_out(app_id: str, exported_at: str, memories: list[Memory]) -> ExportO
 
 def imported_memories(document: ImportMemories) -> list[ImportedMemory]:
     return [
-        ImportedMemory(m.content, m.created_at, m.updated_at, m.source_conversation_id, m.metadata)
+        ImportedMemory(
+            m.content,
+            _stored_time(m.created_at),
+            _stored_time(m.updated_at) if m.updated_at else None,
+            m.source_conversation_id,
+            m.metadata,
+        )
         for m in document.memories
     ]
+
+
+def _stored_time(moment: datetime) -> str:
+    return format_timestamp(moment if moment.tzinfo else moment.replace(tzinfo=UTC))
 
 
 def memory_event_out(e: MemoryEvent) -> MemoryEventOut:
@@ -285,8 +297,8 @@ _PROBLEM_DESCRIPTIONS = {
     401: "No bearer token, or not a valid one.",
     403: "The token does not open this route (an app key used outside its own app).",
     404: "No such app, conversation or memory (or not this key's).",
-    409: "The app is uninstalled, the conversation has ended, or an import would leave the app"
-    " above its memory limit.",
+    409: "The app is uninstalled (or, to install, already installed), the conversation has"
+    " ended, or an import would leave the app above its memory limit.",
     413: "The body is larger than 64 KiB.",
 }
 

@@ -250,16 +250,19 @@ class CentralLoop:
         )
         end_reason = END_REASON_TOOL if answer.ended else None
         reply = answer.text or (None if answer.ended else "(the model gave no answer)")
-        if not await self._conversations.store_answer(conversation_id, reply, end_reason):
+        stored = await self._conversations.store_answer(
+            conversation_id, reply, end_reason, answers_up_to=answering.answers_up_to
+        )
+        if not stored:
             log.warning("the answer to %s was not stored: its claim ran out", conversation_id)
+            self._settled(answering, "another instance took the answer over", final=False)
             raise AnswerTaken(conversation_id)
         self._settled(answering)
         return answer
 
     async def _compose(self, answering: _Answering) -> Answer:
         conversation = await self._conversations.get(answering.conversation_id)
-        if conversation.messages:
-            answering.answers_up_to = conversation.messages[-1].id
+        answering.answers_up_to = max((m.id for m in conversation.messages), default=0)
         app = await self._registry.require(conversation.app_id)
         context = await self.build_context(app, conversation.chat_messages())
         feed = self._conversations.replies

@@ -89,6 +89,11 @@ class Unanswered:
 # An answer nobody is writing: none claimed, or the claim ran out.
 _UNCLAIMED = "(answer_state IS NULL OR (answer_state = 'answering' AND answer_lease_until < ?))"
 _RELEASE = "answer_owner = NULL, answer_lease_until = NULL"
+# The conversation in order: each reply right after the newest message its answer saw (a
+# question posted while the answer to an earlier one was written comes after that answer).
+_IN_ORDER = (
+    " ORDER BY COALESCE(in_reply_to, id), CASE WHEN role = 'assistant' THEN 1 ELSE 0 END, id"
+)
 
 
 class ConversationStore:
@@ -139,12 +144,18 @@ class ConversationStore:
         return conversation_id
 
     async def _insert_message(
-        self, tx: SqlTransaction, conversation_id: str, role: Role, content: str, now: str
+        self,
+        tx: SqlTransaction,
+        conversation_id: str,
+        role: Role,
+        content: str,
+        now: str,
+        in_reply_to: int | None = None,
     ) -> int:
         row = await tx.fetch_one(
-            "INSERT INTO messages (conversation_id, role, content, created_at)"
-            " VALUES (?, ?, ?, ?) RETURNING id",
-            (conversation_id, role, content, now),
+            "INSERT INTO messages (conversation_id, role, content, created_at, in_reply_to)"
+            " VALUES (?, ?, ?, ?, ?) RETURNING id",
+            (conversation_id, role, content, now, in_reply_to),
         )
         assert row is not None
         return int(row[0])
@@ -156,7 +167,8 @@ class ConversationStore:
             await self._require_open(tx, conversation_id)
             message_id = await self._insert_message(tx, conversation_id, role, content, now)
             # A new user message is a new question: a failed answer is tried afresh.
-            # (An answer being written stays claimed; it will see this message next time.)
+            # (An answer being written stays claimed; this message, newer than what that
+            # answer saw, waits for the next one: see `answered_up_to`.)
             reset = (
                 ", answer_state = NULLIF(answer_state, 'failed'), answer_error = NULL,"
                 " answer_attempts = 0"
@@ -216,7 +228,7 @@ class ConversationStore:
             raise ConversationNotFound(conversation_id)
         messages = await self._db.fetch_all(
             "SELECT id, role, content, created_at FROM messages WHERE conversation_id = ?"
-            " ORDER BY id",
+            + _IN_ORDER,
             (conversation_id,),
         )
         return Conversation(
@@ -234,23 +246,23 @@ class ConversationStore:
     async def chat_messages(self, conversation_id: str) -> list[ChatMessage]:
         """The conversation's messages, for the model (one query; the memory worker's read)."""
         rows = await self._db.fetch_all(
-            "SELECT role, content FROM messages WHERE conversation_id = ? ORDER BY id",
+            "SELECT role, content FROM messages WHERE conversation_id = ?" + _IN_ORDER,
             (conversation_id,),
         )
         return [ChatMessage(row["role"], row["content"]) for row in rows]
 
     async def unanswered(self, limit: int = 100, per_app: int = 20) -> list[Unanswered]:
-        """Open conversations whose last message is the user's and whose answer has not
-        failed for good, oldest activity first: at most `per_app` of each app, so one app's
-        flood cannot hide every other app's conversations."""
+        """Open conversations with a user message newer than what their last answer saw,
+        whose answer has not failed for good, oldest activity first: at most `per_app` of
+        each app, so one app's flood cannot hide every other app's conversations."""
         rows = await self._db.fetch_all(
             "SELECT conversation_id, app_id, answer_attempts FROM ("
             " SELECT c.conversation_id, c.app_id, c.answer_attempts, c.last_activity_at,"
             "  ROW_NUMBER() OVER (PARTITION BY c.app_id ORDER BY c.last_activity_at) AS turn"
             " FROM conversations c"
             f" WHERE c.status = 'open' AND {_UNCLAIMED} AND"
-            " (SELECT m.role FROM messages m WHERE m.conversation_id = c.conversation_id"
-            "  ORDER BY m.id DESC LIMIT 1) = 'user'"
+            " (SELECT MAX(m.id) FROM messages m WHERE m.conversation_id = c.conversation_id"
+            "  AND m.role = 'user') > c.answered_up_to"
             ") AS waiting WHERE turn <= ? ORDER BY last_activity_at LIMIT ?",
             (now_text(self._clock), per_app, limit),
         )
@@ -290,25 +302,32 @@ class ConversationStore:
         return renewed == 1
 
     async def store_answer(
-        self, conversation_id: str, text: str | None, end_reason: str | None
+        self,
+        conversation_id: str,
+        text: str | None,
+        end_reason: str | None,
+        *,
+        answers_up_to: int,
     ) -> StoredAnswer | None:
-        """Store the reply (if any) and end the conversation (if `end_reason`), in one
-        transaction, if this instance still holds the claim. None: it does not (the lease
-        ran out and another instance took the question over), and nothing was stored."""
+        """Store the reply (if any) to the messages up to `answers_up_to` and end the
+        conversation (if `end_reason`), in one transaction, if this instance still holds the
+        claim. None: it does not (the lease ran out and another instance took the question
+        over), and nothing was stored."""
         now = now_text(self._clock)
         message_id = None
         async with self._db.transaction() as tx:
             released = await tx.execute(
                 f"UPDATE conversations SET answer_state = NULL, answer_error = NULL, {_RELEASE},"
-                " last_activity_at = ? WHERE conversation_id = ? AND status = 'open'"
+                f" last_activity_at = ?, answered_up_to = {tx.dialect.greatest}(answered_up_to, ?)"
+                " WHERE conversation_id = ? AND status = 'open'"
                 " AND answer_state = 'answering' AND answer_owner = ?",
-                (now, conversation_id, self.owner),
+                (now, answers_up_to, conversation_id, self.owner),
             )
             if released != 1:
                 return None
             if text is not None:
                 message_id = await self._insert_message(
-                    tx, conversation_id, "assistant", text, now
+                    tx, conversation_id, "assistant", text, now, in_reply_to=answers_up_to
                 )
             ended = end_reason is not None and await self._end(tx, conversation_id, end_reason)
         if ended:
@@ -316,8 +335,8 @@ class ConversationStore:
         return StoredAnswer(message_id, ended)
 
     async def reply_status(self, conversation_id: str, message_id: int) -> ReplyStatus:
-        """Where the answer to message `message_id` stands: the first assistant message
-        after it, or the conversation's state."""
+        """Where the answer to message `message_id` stands: the first reply whose answer saw
+        it, or the conversation's state."""
         row = await self._db.fetch_one(
             "SELECT status, answer_state, answer_error FROM conversations"
             " WHERE conversation_id = ?",
@@ -327,7 +346,7 @@ class ConversationStore:
             raise ConversationNotFound(conversation_id)
         reply = await self._db.fetch_one(
             "SELECT id, role, content, created_at FROM messages WHERE conversation_id = ?"
-            " AND id > ? AND role = 'assistant' ORDER BY id LIMIT 1",
+            " AND role = 'assistant' AND in_reply_to >= ? ORDER BY id LIMIT 1",
             (conversation_id, message_id),
         )
         state = "ended" if row["status"] == "ended" else row["answer_state"] or "open"

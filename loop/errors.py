@@ -26,6 +26,15 @@ class AppNotInstalled(MnemoloopError):
         self.app_id = app_id
 
 
+class AppAlreadyInstalled(MnemoloopError):
+    def __init__(self, app_id: str) -> None:
+        super().__init__(
+            f"app {app_id!r} is already installed: its key stays as it is (uninstall it first"
+            " to install it again with a new key)"
+        )
+        self.app_id = app_id
+
+
 class ConversationNotFound(MnemoloopError):
     def __init__(self, conversation_id: str) -> None:
         super().__init__(f"conversation {conversation_id!r} not found")

@@ -7,7 +7,7 @@ import re
 import secrets
 from dataclasses import dataclass
 
-from loop.errors import AppNotFound, InvalidInput
+from loop.errors import AppAlreadyInstalled, AppNotFound, InvalidInput
 from loop.jobs import MemoryJobStore
 from loop.storage import Engine
 from memory_agent import MemorySubAgent
@@ -75,17 +75,20 @@ class AppRegistry:
         self._clock = clock
 
     async def install(self, app_id: str, name: str) -> InstalledApp:
-        """Install, or re-install an uninstalled app (its memories come back), with a new key."""
+        """Install, or re-install an uninstalled app (its memories come back), with a new key.
+        An app already installed is refused (`AppAlreadyInstalled`): its key stays valid."""
         validate_app(app_id, name)
         key = "mlk_" + secrets.token_urlsafe(24)
         now = now_text(self._clock)
-        await self._db.execute(
+        changed = await self._db.execute(
             "INSERT INTO apps (app_id, name, installed, installed_at, api_key_hash)"
             " VALUES (?, ?, 1, ?, ?) ON CONFLICT (app_id) DO UPDATE SET name = excluded.name,"
             " installed = 1, installed_at = excluded.installed_at, uninstalled_at = NULL,"
-            " api_key_hash = excluded.api_key_hash",
+            " api_key_hash = excluded.api_key_hash WHERE apps.installed = 0",
             (app_id, name, now, hash_key(key)),
         )
+        if changed != 1:
+            raise AppAlreadyInstalled(app_id)
         return InstalledApp(await self.require(app_id), key)
 
     async def uninstall(self, app_id: str, *, purge_memories: bool = False) -> int:

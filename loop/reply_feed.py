@@ -5,12 +5,10 @@ instance may answer, and then only the database tells)."""
 
 from __future__ import annotations
 
-import math
-from collections import defaultdict
+from collections import defaultdict, deque
 from dataclasses import dataclass
 
 import anyio
-from anyio.streams.memory import MemoryObjectSendStream
 
 
 @dataclass(frozen=True)
@@ -40,42 +38,49 @@ class Subscription:
     def __init__(self, feed: ReplyFeed, conversation_id: str) -> None:
         self._feed = feed
         self.conversation_id = conversation_id
-        self._send: MemoryObjectSendStream[AnswerEvent]
-        # Unbounded: the central loop never waits for a slow reader (an answer is short).
-        self._send, self._receive = anyio.create_memory_object_stream[AnswerEvent](math.inf)
+        # A queue and a wake-up rather than a stream: an event is never lost to a timeout
+        # that ends the wait at the moment it arrives.
+        self._events: deque[AnswerEvent] = deque()
+        self._arrived = anyio.Event()
+
+    def put(self, event: AnswerEvent) -> None:
+        self._events.append(event)
+        self._arrived.set()
 
     async def next(self, at_most: float) -> AnswerEvent | None:
         """The next event, or None after `at_most` seconds without one."""
-        with anyio.move_on_after(at_most):
-            return await self._receive.receive()
-        return None
+        if not self._events:
+            with anyio.move_on_after(at_most):
+                await self._arrived.wait()
+        if not self._events:
+            return None
+        event = self._events.popleft()
+        if not self._events:
+            self._arrived = anyio.Event()
+        return event
 
     def close(self) -> None:
-        self._feed.unsubscribe(self.conversation_id, self._send)
-        self._send.close()
-        self._receive.close()
+        self._feed.unsubscribe(self)
+        self._events.clear()
 
 
 class ReplyFeed:
     def __init__(self) -> None:
-        self._subscribers: defaultdict[str, set[MemoryObjectSendStream[AnswerEvent]]] = (
-            defaultdict(set)
-        )
+        self._subscribers: defaultdict[str, set[Subscription]] = defaultdict(set)
 
     def subscribe(self, conversation_id: str) -> Subscription:
         subscription = Subscription(self, conversation_id)
-        self._subscribers[conversation_id].add(subscription._send)
+        self._subscribers[conversation_id].add(subscription)
         return subscription
 
-    def unsubscribe(
-        self, conversation_id: str, stream: MemoryObjectSendStream[AnswerEvent]
-    ) -> None:
-        streams = self._subscribers.get(conversation_id)
-        if streams is not None:
-            streams.discard(stream)
-            if not streams:
-                del self._subscribers[conversation_id]
+    def unsubscribe(self, subscription: Subscription) -> None:
+        """Idempotent."""
+        subscribers = self._subscribers.get(subscription.conversation_id)
+        if subscribers is not None:
+            subscribers.discard(subscription)
+            if not subscribers:
+                del self._subscribers[subscription.conversation_id]
 
     def publish(self, conversation_id: str, event: AnswerEvent) -> None:
-        for stream in self._subscribers.get(conversation_id, ()):
-            stream.send_nowait(event)
+        for subscription in self._subscribers.get(conversation_id, ()):
+            subscription.put(event)

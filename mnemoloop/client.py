@@ -286,8 +286,15 @@ class _Connection:
             params=call.params,
             content=content,
             headers=headers,
-            timeout=max(self._timeout, call.min_timeout),
+            timeout=self._timeout_for(call, accept),
         )
+
+    def _timeout_for(self, call: Call[Any], accept: str) -> httpx.Timeout:
+        seconds = max(self._timeout, call.min_timeout)
+        if accept == EVENT_STREAM:
+            # A stream is quiet while the model thinks or waits its turn; the server ends it.
+            return httpx.Timeout(seconds, read=None)
+        return httpx.Timeout(seconds)
 
 
 class _SyncSession(_Connection):

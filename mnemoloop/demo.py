@@ -49,7 +49,9 @@ def calendar_topics() -> Iterator[str]:
 async def run_demo(services: Services) -> int:
     step = _Steps()
     for app_id, name in ((CALENDAR, "Calendar"), (RECIPES, "Recipes")):
-        await services.registry.install(app_id, name)
+        app = await services.registry.get(app_id)
+        if app is None or not app.installed:
+            await services.registry.install(app_id, name)
         await services.registry.purge_memories(app_id)  # a repeatable run
     step(f"installed {CALENDAR} and {RECIPES}; model {services.chat_model.name}")
 
@@ -61,7 +63,11 @@ async def run_demo(services: Services) -> int:
     step("the memory block a new Calendar conversation gets:")
     print("\n".join("    " + line for line in context[-1].content.splitlines()))
     recipes = await services.registry.require(RECIPES)
-    leaked = any("Calendar" in m.content for m in await services.central.build_context(recipes, []))
+    calendar_memories = [m.content for m in await services.agent.list_memories(CALENDAR)]
+    recipes_context = "\n".join(
+        m.content for m in await services.central.build_context(recipes, [])
+    )
+    leaked = any(memory in recipes_context for memory in calendar_memories)
     step(f"Recipes' context holds Calendar's memory block: {leaked} (apps are isolated)")
 
     limit = services.agent.memory_limit

@@ -116,9 +116,10 @@ async def _run_until_signalled(services: Services, app: Any, sock: socket.socket
         # uvicorn says it has started with a flag, not an event.
         while not server.started and not server_stopped.is_set():  # noqa: ASYNC110
             await anyio.sleep(0.01)
-        if server.started:
-            host, port = sock.getsockname()[:2]
-            print(f"mnemoloop: serving on http://{_url_host(host)}:{port}", flush=True)
+        if not server.started:
+            raise ServeRefused("the HTTP server did not start (see the log above)")
+        host, port = sock.getsockname()[:2]
+        print(f"mnemoloop: serving on http://{_url_host(host)}:{port}", flush=True)
         await _until_signalled_or(server_stopped)
         # Stop taking requests and work, let what is in flight finish, then stop the rest.
         server.should_exit = True

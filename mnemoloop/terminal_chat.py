@@ -7,6 +7,7 @@ the prompt is not waited for, and the model stops at its next token.
 from __future__ import annotations
 
 import os
+import stat
 import sys
 
 import anyio
@@ -62,11 +63,16 @@ class _Lines:
         self._fd = fd
         self._pending = b""
         self._closed = False
+        # A terminal, pipe or socket is waited on; a file (`< script.txt`, /dev/null) can
+        # always be read at once, and cannot be waited on.
+        mode = os.fstat(fd).st_mode
+        self._wait = os.isatty(fd) or stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
 
     async def next(self) -> str | None:
         """The next line, or None at the end of the input."""
         while b"\n" not in self._pending and not self._closed:
-            await anyio.wait_readable(self._fd)
+            if self._wait:
+                await anyio.wait_readable(self._fd)
             data = os.read(self._fd, 65536)
             self._closed = not data
             self._pending += data
@@ -79,10 +85,21 @@ class _Lines:
 async def answer_as_written(services: Services, conversation_id: str, text: str) -> Answer:
     """Post the user's `text` and answer it now, printing the reply as the model writes it."""
     question = await ask(services.conversations, conversation_id, text)
+    failure: Exception | None = None
     async with anyio.create_task_group() as group:
         group.start_soon(_print_as_written, question)
-        answer = await services.central.answer(conversation_id)
-    print("" if answer.text else "(no text)", flush=True)
+        try:
+            answer = await services.central.answer(conversation_id)
+        except Exception as error:
+            # Raised after the task group, as itself (not in an exception group): the
+            # command says it in one line.
+            failure = error
+            group.cancel_scope.cancel()
+    print(flush=True)
+    if failure is not None:
+        raise failure
+    if not answer.text:
+        print("(no text)")
     return answer
 
 

@@ -138,6 +138,7 @@ def run_cli(db: Path, *args: str | bytes) -> subprocess.CompletedProcess[str]:
     ("memories", "export", "nobody"),
 ])
 def test_bad_cli_input_is_a_clear_error_and_changes_nothing(db_path, args):
+    assert run_cli(db_path, "migrate").returncode == 0
     assert run_cli(db_path, "apps", "install", "cal").returncode == 0
     before = query(db_path, "SELECT * FROM apps")
     result = run_cli(db_path, *args)

@@ -71,9 +71,13 @@ def assert_problem(response, status: int, *fragments: str) -> None:
         assert fragment in body["detail"], body
 
 
-async def test_health_needs_no_token(client):
+async def test_health_needs_no_token_and_tells_each_part(client):
     response = await client.get("/health")
-    assert response.status_code == 200 and response.json() == {"status": "ok"}
+    ready = {"ready": True, "reason": None}
+    assert response.status_code == 200
+    assert response.json() == {
+        "status": "ok", "model": ready, "database": ready, "memoryWorker": ready
+    }
 
 
 async def test_openapi_is_open_and_describes_every_route(client):
@@ -176,6 +180,19 @@ async def test_an_app_key_opens_only_its_own_conversations(client):
     assert_problem(await client.post(f"/conversations/{other}/end", headers=own), 404)
     for path in ("/apps", "/apps/b/memories", "/apps/b/history", "/energy", "/memory-jobs"):
         assert_problem(await client.get(path, headers=own), 403)
+
+
+async def test_installing_an_installed_app_is_refused_and_its_key_keeps_working(client):
+    key = await install(client, "a", "A")
+    again = await client.post("/apps", json={"appId": "a", "name": "A2"}, headers=ADMIN)
+    assert_problem(again, 409, "already installed")
+    own = {"Authorization": f"Bearer {key}"}
+    assert (await client.post("/apps/a/conversations", headers=own)).status_code == 201
+
+    await client.delete("/apps/a", headers=ADMIN)
+    new_key = await install(client, "a", "A2")  # re-install after uninstall: a new key
+    assert new_key != key
+    assert_problem(await client.post("/apps/a/conversations", headers=own), 401)
 
 
 async def test_an_app_key_reads_its_own_memories_and_history_but_cannot_delete(client, services):

@@ -32,6 +32,7 @@ APP_TOOLS = {"recall", "remember", "forget", "memory_history"}
 
 
 def install(db: Path | str, app_id: str) -> str:
+    mnemoloop(db, "migrate")
     installed = mnemoloop(db, "apps", "install", app_id)
     assert installed.returncode == 0, installed.stderr
     return installed.stdout.rsplit(" ", 1)[-1].strip()
@@ -133,6 +134,7 @@ async def test_stdio_tools_are_scoped_to_the_keys_app(db_path):
 
 
 def test_stdio_without_a_valid_token_serves_nothing(db_path):
+    mnemoloop(db_path, "migrate")
     for env in ({"MNEMOLOOP_MCP_TOKEN": ""}, {"MNEMOLOOP_MCP_TOKEN": "mlk_wrong"}):
         started = subprocess.run(
             [sys.executable, "-m", "mnemoloop", "mcp"], input="", capture_output=True,

@@ -306,7 +306,8 @@ async def test_a_second_process_on_a_sqlite_file_is_refused_in_one_line(db_path,
                          "MNEMOLOOP_ADMIN_TOKEN": "x", "MNEMOLOOP_LLM": f"ollama:{MODEL}",
                          "OLLAMA_HOST": ollama})
                 assert second.returncode != 0
-                [line] = second.stderr.decode().strip().splitlines()
+                named, line = second.stderr.decode().strip().splitlines()
+                assert named.startswith("mnemoloop: database ")
                 assert "is in use by another mnemoloop (pid" in line, line
                 assert "postgresql://" in line
             # The admin commands may still run beside it.

@@ -16,7 +16,7 @@ from memory_agent import ChatMessage, ChatReply, ToolSpec
 from memory_agent.chat_model import TextSink
 from memory_agent.errors import ChatModelResponseError, ChatModelTimeout
 from tests.fakes import FunctionModel, ModelCall
-from tests.harness import assistant_model, live_http, running, service
+from tests.harness import assistant_model, eventually, live_http, running, service
 
 pytestmark = pytest.mark.anyio
 ADMIN = {"Authorization": "Bearer admin-secret"}
@@ -106,6 +106,42 @@ async def test_wait_returns_the_reply_when_it_comes_in_time(conversation) -> Non
                               json={"content": "And on Fridays?"})
     assert again.status_code == 200
     assert again.json()["reply"]["id"] > again.json()["messageId"] > body["reply"]["id"]
+
+
+def numbered_slow_model() -> FunctionModel:
+    """Answers each question after a second, naming the user message it saw last."""
+
+    async def answer(call: ModelCall) -> str:
+        if not call.tools:
+            return "memory"
+        await anyio.sleep(1)
+        return f"Reply to: {call.messages[-1].content}"
+
+    return FunctionModel(answer)
+
+
+@pytest.mark.parametrize("server", [numbered_slow_model()], indirect=True)
+async def test_a_message_posted_while_an_answer_is_written_gets_its_own(conversation) -> None:
+    client, conversation_id = conversation
+    first = await client.post(f"/conversations/{conversation_id}/messages",
+                              json={"content": "first"})
+
+    async def answering() -> bool:
+        shown = await client.get(f"/conversations/{conversation_id}")
+        return shown.json()["state"] == "answering"
+
+    await eventually(answering)
+    second = await client.post(f"/conversations/{conversation_id}/messages?wait=20",
+                               json={"content": "second"})
+    assert second.status_code == 200, second.text
+    assert second.json()["reply"]["content"] == "Reply to: second"
+
+    messages = (await client.get(f"/conversations/{conversation_id}")).json()["messages"]
+    assert [(m["role"], m["content"]) for m in messages] == [
+        ("user", "first"), ("assistant", "Reply to: first"),
+        ("user", "second"), ("assistant", "Reply to: second"),
+    ]
+    assert messages[0]["id"] == first.json()["messageId"]
 
 
 @pytest.mark.parametrize("server", [slow_model(3)], indirect=True)
@@ -203,7 +239,8 @@ async def test_a_reply_written_by_another_instance_comes_as_one_piece(db_path) -
         async def answer_elsewhere() -> None:
             await anyio.sleep(0.2)
             assert await other.claim_answer(conversation_id)
-            await other.store_answer(conversation_id, "Hi from elsewhere.", None)
+            await other.store_answer(conversation_id, "Hi from elsewhere.", None,
+                                     answers_up_to=question.message_id)
 
         events = []
         async with anyio.create_task_group() as group:

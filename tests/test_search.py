@@ -134,6 +134,7 @@ async def test_the_agent_refuses_queries_it_cannot_search_saying_why(db_path, qu
 
 
 def test_the_cli_searches_an_apps_memories(db_path):
+    assert mnemoloop(db_path, "migrate").returncode == 0
     assert mnemoloop(db_path, "apps", "install", "cal").returncode == 0
     from tests.db_query import query
     for text in MEMORIES["cal"]:

@@ -19,7 +19,7 @@ class AppsController(Controller):
     @post(
         "/",
         summary="Install (or re-install) an app; its API key is shown once",
-        responses=problems(400, 401, 403, 413),
+        responses=problems(400, 401, 403, 409, 413),
     )
     async def install(
         self, data: JSONBody[InstallApp], services: NamedDependency[Services]

@@ -5,6 +5,7 @@ from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
 from litestar import Controller, Request, Response, get, post
+from litestar.background_tasks import BackgroundTask
 from litestar.di import NamedDependency
 from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import FromPath, JSONBody, Parameter
@@ -80,7 +81,11 @@ class ConversationsController(Controller):
     ) -> Response[PostedOut] | ServerSentEvent:
         question = await ask(services.conversations, conversation_id, data.content)
         if EVENT_STREAM in request.headers.get("accept", ""):
-            return ServerSentEvent(_reply_events(question), status_code=200)
+            # Closed after the response too: a client gone before the stream started never
+            # runs the generator's own clean-up.
+            return ServerSentEvent(
+                _reply_events(question), status_code=200, background=BackgroundTask(question.close)
+            )
         async with question:
             status = await (question.wait(wait) if wait else question.status())
         return Response(

@@ -25,6 +25,8 @@ from memory_agent.errors import MemoryNotFound
 from memory_agent.ports import now_text
 from memory_agent.search import MAX_QUERY_CHARS
 
+MAX_IMPORT_BYTES = 32 * 1024 * 1024
+
 
 class MemoriesController(Controller):
     path = "/apps/{app_id:str}/memories"
@@ -76,6 +78,8 @@ class MemoriesController(Controller):
     @post(
         "/import",
         status_code=201,
+        # An export of an app at its largest settings (1000 memories of 10 000 characters).
+        request_max_body_size=MAX_IMPORT_BYTES,
         guards=[admin_only],
         summary="Store memories from an export, all or none",
         description=(

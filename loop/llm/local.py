@@ -7,6 +7,8 @@ told to answer `CALL <tool>` on a line of its own, which is read back as a tool 
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import importlib.util
 import os
 import re
@@ -136,19 +138,24 @@ class LocalChatModel(ChatModel):
         visible = _WithoutToolCalls(on_text) if tools else None
         stop = threading.Event()
 
+        sink = visible or on_text
+        loop = asyncio.get_running_loop()
+
         def hand_on(piece: str) -> None:
-            # From llama.cpp's thread to the event loop, where `on_text` lives.
-            anyio.from_thread.run_sync(visible or on_text, piece)
+            # From llama.cpp's thread to the event loop, where `on_text` lives, without
+            # waiting for it: the thread holds the model, which `close` may be waiting for.
+            if not stop.is_set():
+                with contextlib.suppress(RuntimeError):  # the loop has closed
+                    loop.call_soon_threadsafe(sink, piece)
 
         try:
-            text, finish_reason = await anyio.to_thread.run_sync(
+            text, finish_reason, usage = await anyio.to_thread.run_sync(
                 self._stream, options, hand_on, stop, abandon_on_cancel=True
             )
         finally:
             stop.set()  # a caller that gave up stops the model at its next token
         if visible is not None:
             visible.finish()
-        usage = TokenUsage(self._prompt_tokens(options["messages"]), self._tokens(text))
         return _reply(text, tools, usage, truncated=finish_reason == "length")
 
     def _options(
@@ -174,8 +181,9 @@ class LocalChatModel(ChatModel):
 
     def _stream(
         self, options: dict[str, Any], hand_on: TextSink, stop: threading.Event
-    ) -> tuple[str, str | None]:
-        """Runs in a worker thread: the answer's text and why it stopped."""
+    ) -> tuple[str, str | None, TokenUsage]:
+        """Runs in a worker thread: the answer's text, why it stopped, and the tokens (a
+        stream reports none: they are counted here, while the model is held)."""
         pieces: list[str] = []
         finish_reason = None
         with self._serial, _translated_errors(self.name):
@@ -189,7 +197,9 @@ class LocalChatModel(ChatModel):
                     pieces.append(piece)
                     hand_on(piece)
                 finish_reason = choice.get("finish_reason") or finish_reason
-        return "".join(pieces), finish_reason
+            text = "".join(pieces)
+            usage = TokenUsage(self._prompt_tokens(options["messages"]), self._tokens(text))
+        return text, finish_reason, usage
 
     def _prompt_tokens(self, payload: list[dict[str, str]]) -> int:
         return sum(self._tokens(message["content"]) for message in payload)
@@ -198,7 +208,8 @@ class LocalChatModel(ChatModel):
         return len(self._llama.tokenize(text.encode(), add_bos=False))
 
     async def aclose(self) -> None:
-        self.close()
+        # Off the event loop: a call in progress finishes (at its next token) first.
+        await anyio.to_thread.run_sync(self.close)
 
     def close(self) -> None:
         """Free the model (waiting for a call in progress)."""
