@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Annotated, Any
 
 import msgspec
@@ -11,7 +10,6 @@ from litestar.params import PathParameter
 from loop.jobs import MemoryJob
 from loop.registry import APP_ID_PATTERN, MAX_NAME, NAME_PATTERN
 from memory_agent.models import MAX_MEMORY_ID, ImportedMemory, Memory, MemoryEvent
-from memory_agent.ports import format_timestamp
 
 AppId = Annotated[
     str,
@@ -48,12 +46,24 @@ class EndConversation(Body):
     reason: Annotated[str, msgspec.Meta(min_length=1, max_length=200)] = "app"
 
 
+# A time as text, read by the import (which names a value it cannot read): a JSON number is
+# not one.
+Timestamp = Annotated[
+    str,
+    msgspec.Meta(
+        max_length=64,
+        description="RFC 3339 (UTC when no offset is given)",
+        extra_json_schema={"format": "date-time"},
+    ),
+]
+
+
 class ImportedMemoryIn(Body):
     """A memory as the export gives it (its `id` is ignored: the import gives new ones)."""
 
     content: Annotated[str, msgspec.Meta(min_length=1, max_length=32_000)]
-    created_at: Annotated[datetime, msgspec.Meta(description="UTC when no offset is given")]
-    updated_at: datetime | None = None
+    created_at: Timestamp
+    updated_at: Timestamp | None = None
     source_conversation_id: Annotated[str, msgspec.Meta(max_length=200)] | None = None
     metadata: dict[str, Any] = msgspec.field(default_factory=dict)
 
@@ -247,18 +257,10 @@ def export_out(app_id: str, exported_at: str, memories: list[Memory]) -> ExportO
 def imported_memories(document: ImportMemories) -> list[ImportedMemory]:
     return [
         ImportedMemory(
-            m.content,
-            _stored_time(m.created_at),
-            _stored_time(m.updated_at) if m.updated_at else None,
-            m.source_conversation_id,
-            m.metadata,
+            m.content, m.created_at, m.updated_at, m.source_conversation_id, m.metadata
         )
         for m in document.memories
     ]
-
-
-def _stored_time(moment: datetime) -> str:
-    return format_timestamp(moment if moment.tzinfo else moment.replace(tzinfo=UTC))
 
 
 def memory_event_out(e: MemoryEvent) -> MemoryEventOut:

@@ -103,7 +103,9 @@ TIMESTAMP_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
 
 def format_timestamp(moment: datetime) -> str:
     """One sortable text form for every stored time (UTC, microseconds, `Z`)."""
-    return moment.astimezone(UTC).strftime(TIMESTAMP_FORMAT)
+    utc = moment.astimezone(UTC)
+    # strftime's %Y does not pad years before 1000, and the text must sort as the time does.
+    return f"{utc.year:04d}" + utc.strftime(TIMESTAMP_FORMAT.removeprefix("%Y"))
 
 
 def parse_timestamp(text: str) -> datetime:

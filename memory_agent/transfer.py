@@ -87,4 +87,7 @@ def _stored_time(text: str, field: str) -> str:
         raise InvalidImport(f"{field}: {text!r} is not an ISO 8601 time") from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
-    return format_timestamp(moment)
+    try:
+        return format_timestamp(moment)
+    except OverflowError:
+        raise InvalidImport(f"{field}: {text!r} is outside the years 1 to 9999 in UTC") from None

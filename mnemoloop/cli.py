@@ -78,7 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
     apps = command(commands, "apps", "install, uninstall and list apps").add_subparsers(
         dest="action", required=True, metavar="ACTION"
     )
-    install = command(apps, "install", "install (or re-install) an app")
+    install = command(apps, "install", "install an app (or re-install an uninstalled one)")
     install.add_argument("app_id")
     install.add_argument("--name", help="display name (default: the app id)")
     uninstall = command(apps, "uninstall", "uninstall an app (memories are kept)")

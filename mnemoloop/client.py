@@ -423,7 +423,8 @@ class Apps(Group[S]):
 
     @route
     def install(self, app_id: str, name: str) -> Call[InstalledAppOut]:
-        """Install (or re-install) an app; its API key is in this answer only."""
+        """Install an app (or re-install an uninstalled one); its API key is in this answer
+        only. An app already installed raises `Conflict` (its key stays valid)."""
         return Call("POST", "/apps", _as(InstalledAppOut), body=InstallApp(app_id, name))
 
     @route

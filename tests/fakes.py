@@ -8,11 +8,14 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
+
 from memory_agent.chat_model import (
     ChatMessage,
     ChatModel,
     ChatReply,
     JsonSchema,
+    TextSink,
     TokenUsage,
     ToolSpec,
 )
@@ -65,6 +68,23 @@ class FunctionModel(ChatModel):
 
     def calls_starting_with(self, prefix: str) -> list[ModelCall]:
         return [c for c in self.calls if c.prompt.startswith(prefix)]
+
+
+# What PieceByPieceModel writes, piece by piece.
+PIECES = ("The ", "meeting ", "is ", "at ", "two.")
+
+
+class PieceByPieceModel(FunctionModel):
+    """Writes its conversation answers in pieces, a moment apart, as a streaming backend does
+    (and anything else as FunctionModel does)."""
+
+    async def chat_streaming(
+        self, messages: Sequence[ChatMessage], *, on_text: TextSink, tools: Sequence[ToolSpec] = ()
+    ) -> ChatReply:
+        for piece in PIECES:
+            on_text(piece)
+            await anyio.sleep(0.03)
+        return ChatReply("".join(PIECES))
 
 
 def decision(action: str, target: Any, new_content: str | None = None, reason: str = "r") -> str:

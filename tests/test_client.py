@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 
 import anyio
 import msgspec
 import pytest
 
 from admin_api.schemas import MemoryOut
-from memory_agent import ChatMessage, ChatReply, ToolSpec
-from memory_agent.chat_model import TextSink
 from memory_agent.errors import ChatModelResponseError
 from mnemoloop.client import (
     ApiError,
@@ -24,25 +22,12 @@ from mnemoloop.client import (
     ReplyError,
     Unauthorized,
 )
-from tests.fakes import FunctionModel, ModelCall
+from tests.fakes import PIECES, FunctionModel, ModelCall, PieceByPieceModel
 from tests.harness import assistant_model, eventually, live_http, running, service
 
 pytestmark = pytest.mark.anyio
 ADMIN_TOKEN = "admin-secret"
 REPLY = "Booked after 2pm."
-PIECES = ("The ", "meeting ", "is ", "at ", "two.")
-
-
-class PieceByPieceModel(FunctionModel):
-    """Writes its conversation answers in pieces, as a streaming backend does."""
-
-    async def chat_streaming(
-        self, messages: Sequence[ChatMessage], *, on_text: TextSink, tools: Sequence[ToolSpec] = ()
-    ) -> ChatReply:
-        for piece in PIECES:
-            on_text(piece)
-            await anyio.sleep(0.02)
-        return ChatReply("".join(PIECES))
 
 
 def fails_once_model() -> FunctionModel:

@@ -4,7 +4,7 @@ Server-Sent Events, on a real HTTP server."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 
 import anyio
 import httpx
@@ -12,27 +12,12 @@ import pytest
 
 from loop.conversations import ConversationStore
 from loop.replies import ask
-from memory_agent import ChatMessage, ChatReply, ToolSpec
-from memory_agent.chat_model import TextSink
 from memory_agent.errors import ChatModelResponseError, ChatModelTimeout
-from tests.fakes import FunctionModel, ModelCall
+from tests.fakes import PIECES, FunctionModel, ModelCall, PieceByPieceModel
 from tests.harness import assistant_model, eventually, live_http, running, service
 
 pytestmark = pytest.mark.anyio
 ADMIN = {"Authorization": "Bearer admin-secret"}
-PIECES = ("The ", "meeting ", "is ", "at ", "two.")
-
-
-class PieceByPieceModel(FunctionModel):
-    """Writes its conversation answers in pieces, a moment apart, as a streaming backend does."""
-
-    async def chat_streaming(
-        self, messages: Sequence[ChatMessage], *, on_text: TextSink, tools: Sequence[ToolSpec] = ()
-    ) -> ChatReply:
-        for piece in PIECES:
-            on_text(piece)
-            await anyio.sleep(0.05)
-        return ChatReply("".join(PIECES))
 
 
 def failing_model(error: Exception) -> FunctionModel:
@@ -188,7 +173,7 @@ async def test_the_reply_streams_as_server_sent_events(conversation) -> None:
     assert [name for name, _ in events] == ["delta"] * len(PIECES) + ["done"]
     assert "".join(data["text"] for _, data in events[:-1]) == "".join(PIECES)
     # The pieces arrived as they were written, not all at once at the end.
-    assert arrivals[-1][0] - arrivals[0][0] >= 0.15
+    assert arrivals[-1][0] - arrivals[0][0] >= 0.08
     done = events[-1][1]
     shown = (await client.get(f"/conversations/{conversation_id}")).json()
     assert shown["messages"][-1] == {**shown["messages"][-1], "id": done["messageId"],

@@ -18,7 +18,7 @@ class AppsController(Controller):
 
     @post(
         "/",
-        summary="Install (or re-install) an app; its API key is shown once",
+        summary="Install an app (or re-install an uninstalled one); its API key is shown once",
         responses=problems(400, 401, 403, 409, 413),
     )
     async def install(
