@@ -13,10 +13,10 @@ import importlib.util
 import os
 import re
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 
@@ -34,6 +34,7 @@ from memory_agent.chat_model import (
 )
 from memory_agent.errors import ChatModelError
 
+T = TypeVar("T")
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 _TOOL_CALL = re.compile(r"^\s*CALL\s+([A-Za-z_][A-Za-z0-9_]*)\s*$", re.MULTILINE)
 # What the start of a `CALL <tool>` line may look like while it is being written.
@@ -110,13 +111,7 @@ class LocalChatModel(ChatModel):
         options = self._options(messages, tools)
         if json_schema is not None:
             options["response_format"] = {"type": "json_object", "schema": json_schema}
-        stop = threading.Event()
-        try:
-            result = await anyio.to_thread.run_sync(
-                self._complete, options, stop, abandon_on_cancel=True
-            )
-        finally:
-            stop.set()  # a caller that gave up stops the model at its next token
+        result = await self._stoppable(self._complete, options)
         choice = result["choices"][0]
         usage = result.get("usage") or {}
         return _reply(
@@ -136,24 +131,16 @@ class LocalChatModel(ChatModel):
         guard.check_model_requests_allowed(self.name)
         options = self._options(messages, tools)
         visible = _WithoutToolCalls(on_text) if tools else None
-        stop = threading.Event()
-
         sink = visible or on_text
         loop = asyncio.get_running_loop()
 
         def hand_on(piece: str) -> None:
             # From llama.cpp's thread to the event loop, where `on_text` lives, without
             # waiting for it: the thread holds the model, which `close` may be waiting for.
-            if not stop.is_set():
-                with contextlib.suppress(RuntimeError):  # the loop has closed
-                    loop.call_soon_threadsafe(sink, piece)
+            with contextlib.suppress(RuntimeError):  # the loop has closed
+                loop.call_soon_threadsafe(sink, piece)
 
-        try:
-            text, finish_reason, usage = await anyio.to_thread.run_sync(
-                self._stream, options, hand_on, stop, abandon_on_cancel=True
-            )
-        finally:
-            stop.set()  # a caller that gave up stops the model at its next token
+        text, finish_reason, usage = await self._stoppable(self._stream, options, hand_on)
         if visible is not None:
             visible.finish()
         return _reply(text, tools, usage, truncated=finish_reason == "length")
@@ -172,12 +159,24 @@ class LocalChatModel(ChatModel):
             "repeat_penalty": 1.3,
         }
 
+    async def _stoppable(self, work: Callable[..., T], *args: Any) -> T:
+        """`work(*args, stop)` in a worker thread. A caller that gives up (a timeout, Ctrl-C)
+        sets `stop`, which ends the answer at its next token: the model is free again at once."""
+        stop = threading.Event()
+        try:
+            return await anyio.to_thread.run_sync(lambda: work(*args, stop), abandon_on_cancel=True)
+        finally:
+            stop.set()
+
     def _complete(self, options: dict[str, Any], stop: threading.Event) -> dict[str, Any]:
         with self._serial, _translated_errors(self.name):
-            stoppable = {**options, **_stopped_by(stop, self._llama.token_eos())}
-            result = self._llama.create_chat_completion(**stoppable)
+            result = self._llama.create_chat_completion(**self._until(stop, options))
             assert isinstance(result, dict)  # not streaming
             return dict(result)
+
+    def _until(self, stop: threading.Event, options: dict[str, Any]) -> dict[str, Any]:
+        """The options, with generation ended once `stop` is set."""
+        return {**options, **_stopped_by(stop, self._llama.token_eos())}
 
     def _stream(
         self, options: dict[str, Any], hand_on: TextSink, stop: threading.Event
@@ -187,15 +186,15 @@ class LocalChatModel(ChatModel):
         pieces: list[str] = []
         finish_reason = None
         with self._serial, _translated_errors(self.name):
-            stoppable = {**options, **_stopped_by(stop, self._llama.token_eos())}
-            chunks = self._llama.create_chat_completion(**stoppable, stream=True)
+            chunks = self._llama.create_chat_completion(**self._until(stop, options), stream=True)
             for chunk in chunks:
                 assert isinstance(chunk, dict)
                 choice = chunk["choices"][0]
                 piece = choice["delta"].get("content") or ""
                 if isinstance(piece, str) and piece:
                     pieces.append(piece)
-                    hand_on(piece)
+                    if not stop.is_set():  # nobody is listening any more
+                        hand_on(piece)
                 finish_reason = choice.get("finish_reason") or finish_reason
             text = "".join(pieces)
             usage = TokenUsage(self._prompt_tokens(options["messages"]), self._tokens(text))
@@ -230,9 +229,8 @@ def _with_tool_instructions(
 
 
 def _stopped_by(stop: threading.Event, end_token: int) -> dict[str, Any]:
-    """llama.cpp options that end the answer at the next token once `stop` is set (the caller
-    gave up: a timeout, Ctrl-C), so the model is free again at once: from then on, the end
-    token is the only one it may choose."""
+    """llama.cpp's option that ends the answer at the next token once `stop` is set: from
+    then on, the end token is the only one the model may choose."""
     from llama_cpp import LogitsProcessorList
 
     def end_when_stopped(_tokens: Any, scores: Any) -> Any:
