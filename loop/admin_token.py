@@ -5,19 +5,15 @@ knows it. `mnemoloop token rotate` replaces it; running instances notice within
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import secrets
 import time
 
+from loop.registry import hash_key
 from memory_agent.ports import Clock, Database, now_text
 
 REFRESH_SECONDS = 5.0
 PREFIX = "mla_"
-
-
-def _hash(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
 
 
 class AdminToken:
@@ -28,7 +24,7 @@ class AdminToken:
     ) -> None:
         self._db = database
         self._clock = clock
-        self._configured_hash = _hash(configured) if configured else None
+        self._configured_hash = hash_key(configured) if configured else None
         self._stored_hash: str | None = None
         self._read_at = -REFRESH_SECONDS
 
@@ -44,8 +40,8 @@ class AdminToken:
     async def matches(self, token: str) -> bool:
         if not token:
             return False
-        expected = self._configured_hash or await self._current_hash()
-        return expected is not None and hmac.compare_digest(_hash(token), expected)
+        expected = self._configured_hash or await self._currenthash_key()
+        return expected is not None and hmac.compare_digest(hash_key(token), expected)
 
     async def ensure(self) -> str | None:
         """Make the token if there is none: returns it (to be shown once), else None."""
@@ -56,7 +52,7 @@ class AdminToken:
             made = await tx.execute(
                 "INSERT INTO admin_token (id, token_hash, created_at) VALUES (1, ?, ?)"
                 " ON CONFLICT (id) DO NOTHING",
-                (_hash(token), now_text(self._the_clock())),
+                (hash_key(token), now_text(self._the_clock())),
             )
         self._read_at = -REFRESH_SECONDS
         return token if made == 1 else None
@@ -68,12 +64,12 @@ class AdminToken:
             await tx.execute("DELETE FROM admin_token")
             await tx.execute(
                 "INSERT INTO admin_token (id, token_hash, created_at) VALUES (1, ?, ?)",
-                (_hash(token), now_text(self._the_clock())),
+                (hash_key(token), now_text(self._the_clock())),
             )
         self._read_at = -REFRESH_SECONDS
         return token
 
-    async def _current_hash(self) -> str | None:
+    async def _currenthash_key(self) -> str | None:
         # Read again now and then, so that a rotation elsewhere takes effect here too.
         if time.monotonic() - self._read_at >= REFRESH_SECONDS:
             row = await self._database().fetch_one("SELECT token_hash FROM admin_token")

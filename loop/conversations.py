@@ -22,6 +22,11 @@ from memory_agent.chat_model import Role
 from memory_agent.ports import Clock, Database, SqlTransaction, format_timestamp, now_text
 
 
+def app_facing_state(status: str, answer_state: str | None) -> str:
+    """open, answering, failed or ended: what an app sees of a conversation."""
+    return "ended" if status == "ended" else answer_state or "open"
+
+
 @dataclass(frozen=True)
 class Message:
     id: int
@@ -45,10 +50,7 @@ class Conversation:
 
     @property
     def state(self) -> str:
-        """open, answering, failed or ended: what an app sees."""
-        if self.status == "ended":
-            return "ended"
-        return self.answer_state or "open"
+        return app_facing_state(self.status, self.answer_state)
 
     def chat_messages(self) -> list[ChatMessage]:
         return [ChatMessage(m.role, m.content) for m in self.messages]
@@ -261,8 +263,9 @@ class ConversationStore:
             "  ROW_NUMBER() OVER (PARTITION BY c.app_id ORDER BY c.last_activity_at) AS turn"
             " FROM conversations c"
             f" WHERE c.status = 'open' AND {_UNCLAIMED} AND"
-            " (SELECT MAX(m.id) FROM messages m WHERE m.conversation_id = c.conversation_id"
-            "  AND m.role = 'user') > c.answered_up_to"
+            # Only the messages after the last answer's are looked at (the index's range).
+            " EXISTS (SELECT 1 FROM messages m WHERE m.conversation_id = c.conversation_id"
+            "  AND m.id > c.answered_up_to AND m.role = 'user')"
             ") AS waiting WHERE turn <= ? ORDER BY last_activity_at LIMIT ?",
             (now_text(self._clock), per_app, limit),
         )
@@ -346,12 +349,12 @@ class ConversationStore:
             raise ConversationNotFound(conversation_id)
         reply = await self._db.fetch_one(
             "SELECT id, role, content, created_at FROM messages WHERE conversation_id = ?"
-            " AND role = 'assistant' AND in_reply_to >= ? ORDER BY id LIMIT 1",
-            (conversation_id, message_id),
+            # A reply that saw the message was stored after it: only later ids are looked at.
+            " AND id > ? AND role = 'assistant' AND in_reply_to >= ? ORDER BY id LIMIT 1",
+            (conversation_id, message_id, message_id),
         )
-        state = "ended" if row["status"] == "ended" else row["answer_state"] or "open"
         return ReplyStatus(
-            state,
+            app_facing_state(row["status"], row["answer_state"]),
             row["answer_error"],
             Message(reply["id"], reply["role"], reply["content"], reply["created_at"])
             if reply

@@ -99,13 +99,14 @@ class SystemClock:
 
 
 TIMESTAMP_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
+_AFTER_THE_YEAR = TIMESTAMP_FORMAT.removeprefix("%Y")
 
 
 def format_timestamp(moment: datetime) -> str:
     """One sortable text form for every stored time (UTC, microseconds, `Z`)."""
     utc = moment.astimezone(UTC)
     # strftime's %Y does not pad years before 1000, and the text must sort as the time does.
-    return f"{utc.year:04d}" + utc.strftime(TIMESTAMP_FORMAT.removeprefix("%Y"))
+    return f"{utc.year:04d}" + utc.strftime(_AFTER_THE_YEAR)
 
 
 def parse_timestamp(text: str) -> datetime:
