@@ -14,6 +14,7 @@ from litestar.types import HTTPResponseStartEvent, Receive, Scope, Send
 from mcp.server.fastmcp.exceptions import ToolError
 
 from admin_api.auth import bearer_token
+from admin_api.console import console_routes, template_config
 from admin_api.controllers.apps import AppsController
 from admin_api.controllers.conversations import ConversationsController
 from admin_api.controllers.history import HistoryController
@@ -28,6 +29,7 @@ from admin_api.mcp_server import (
 )
 from admin_api.reference_page import ReferencePagePlugin
 from loop.admin_token import AdminToken
+from loop.console_sessions import ConsoleSessions
 from loop.service import Services
 
 MAX_BODY_BYTES = 64 * 1024
@@ -57,7 +59,8 @@ def create_app(services: Services, admin_token: AdminToken | str | None = None) 
     )
     mcp_endpoint, mcp_sessions = _mcp_mount(services, admin_token)
     app = Litestar(
-        route_handlers=[home, health, guarded, mcp_endpoint],
+        route_handlers=[home, health, guarded, mcp_endpoint, *console_routes()],
+        template_config=template_config(),
         # The MCP sessions' task group lives as long as the app.
         lifespan=[lambda _: mcp_sessions.run()],
         dependencies={"services": Provide(provide_services, use_cache=True, sync_to_thread=False)},
@@ -82,6 +85,7 @@ def create_app(services: Services, admin_token: AdminToken | str | None = None) 
     )
     app.state.services = services
     app.state.admin_token = admin_token
+    app.state.console_sessions = ConsoleSessions(services.database, services.clock, admin_token)
     return app
 
 

@@ -74,21 +74,29 @@ def problem(status: int, detail: str, headers: dict[str, str] | None = None) -> 
     )
 
 
+def domain_status(error: MnemoloopError) -> int:
+    return next((code for kind, code in DOMAIN_STATUS.items() if isinstance(error, kind)), 500)
+
+
 def domain_error(_: Request[Any, Any, Any], error: MnemoloopError) -> Response[Any]:
-    status = next((code for kind, code in DOMAIN_STATUS.items() if isinstance(error, kind)), 500)
+    status = domain_status(error)
     if status >= 500:
         log.error("request failed: %s", error)
     return problem(status, str(error))
 
 
-def validation_error(_: Request[Any, Any, Any], error: ValidationException) -> Response[Any]:
+def validation_detail(error: ValidationException) -> str:
+    """Each field the request got wrong, and how."""
     fields = [
         f"{item.get('key') or 'body'}: {item.get('message')}"
         for item in (error.extra if isinstance(error.extra, list) else [])
         if isinstance(item, dict)
     ]
-    detail = "; ".join(fields) or str(error.detail)
-    return problem(400, detail)
+    return "; ".join(fields) or str(error.detail)
+
+
+def validation_error(_: Request[Any, Any, Any], error: ValidationException) -> Response[Any]:
+    return problem(400, validation_detail(error))
 
 
 def http_error(_: Request[Any, Any, Any], error: HTTPException) -> Response[Any]:

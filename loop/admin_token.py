@@ -38,10 +38,13 @@ class AdminToken:
         return self._configured_hash is not None
 
     async def matches(self, token: str) -> bool:
-        if not token:
-            return False
-        expected = self._configured_hash or await self._currenthash_key()
-        return expected is not None and hmac.compare_digest(hash_key(token), expected)
+        return bool(token) and await self.hash_matches(hash_key(token))
+
+    async def hash_matches(self, token_hash: str) -> bool:
+        """Whether `token_hash` is the hash of the admin token (a console session keeps the
+        hash of the token it was opened with, never the token)."""
+        expected = self._configured_hash or await self._current_hash()
+        return expected is not None and hmac.compare_digest(token_hash, expected)
 
     async def ensure(self) -> str | None:
         """Make the token if there is none: returns it (to be shown once), else None."""
@@ -69,7 +72,7 @@ class AdminToken:
         self._read_at = -REFRESH_SECONDS
         return token
 
-    async def _currenthash_key(self) -> str | None:
+    async def _current_hash(self) -> str | None:
         # Read again now and then, so that a rotation elsewhere takes effect here too.
         if time.monotonic() - self._read_at >= REFRESH_SECONDS:
             row = await self._database().fetch_one("SELECT token_hash FROM admin_token")

@@ -57,6 +57,19 @@ class Conversation:
 
 
 @dataclass(frozen=True)
+class ConversationSummary:
+    """A conversation as a list shows it: without its messages, with how many there are."""
+
+    conversation_id: str
+    app_id: str
+    state: str
+    end_reason: str | None
+    created_at: str
+    last_activity_at: str
+    message_count: int
+
+
+@dataclass(frozen=True)
 class StoredAnswer:
     message_id: int | None  # None when the model only ended the conversation
     ended: bool
@@ -244,6 +257,26 @@ class ConversationStore:
             row["answer_state"],
             row["answer_error"],
         )
+
+    async def recent(
+        self, app_id: str | None = None, limit: int = 100
+    ) -> list[ConversationSummary]:
+        """The conversations with the latest activity first, of one app or of all."""
+        where, params = ("WHERE c.app_id = ?", (app_id,)) if app_id is not None else ("", ())
+        rows = await self._db.fetch_all(
+            "SELECT c.conversation_id, c.app_id, c.status, c.answer_state, c.end_reason,"
+            " c.created_at, c.last_activity_at,"
+            " (SELECT COUNT(*) FROM messages m WHERE m.conversation_id = c.conversation_id)"
+            f" FROM conversations c {where}"
+            " ORDER BY c.last_activity_at DESC, c.conversation_id LIMIT ?",
+            (*params, limit),
+        )
+        return [
+            ConversationSummary(
+                r[0], r[1], app_facing_state(r[2], r[3]), r[4], r[5], r[6], int(r[7])
+            )
+            for r in rows
+        ]
 
     async def chat_messages(self, conversation_id: str) -> list[ChatMessage]:
         """The conversation's messages, for the model (one query; the memory worker's read)."""

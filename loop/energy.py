@@ -6,14 +6,23 @@ instances charging at once never lose each other's spending. Each instance keeps
 state it read or wrote; on a shared database `refresh` reads the others' spending before a
 decision that depends on it (whether memory work may run). The only instance on its
 database knows every charge already and reads nothing.
+
+Spending is also counted by the minute for the console's chart. Each instance adds up its
+own minute in memory and writes it when the next minute begins, when the spending is read and
+on close, so the chart costs one statement a minute, not one per charge; the totals above are
+exact, the chart may miss the last minute of an instance that was killed.
 """
 
 from __future__ import annotations
 
+import logging
+from collections import Counter
 from dataclasses import dataclass
 from typing import Literal
 
 from memory_agent.ports import Clock, Database, Row, now_text
+
+log = logging.getLogger("mnemoloop")
 
 SpendingKind = Literal["memory", "conversation"]
 
@@ -24,6 +33,15 @@ class EnergyReport:
     level: float
     memory_spent: int
     conversation_spent: int
+
+
+@dataclass(frozen=True)
+class MinuteSpending:
+    """What was spent in the minute that starts at `minute_s` (seconds since 1970)."""
+
+    minute_s: int
+    memory: int
+    conversation: int
 
 
 _STATE = "level, as_of_s, memory_spent, conversation_spent"
@@ -49,6 +67,8 @@ class EnergyBudget:
         self._level = capacity
         self._as_of = clock.now().timestamp()
         self._spent = {"memory": 0, "conversation": 0}
+        # This instance's spending not yet written to `energy_spending`, by (minute, kind).
+        self._unwritten: Counter[tuple[int, SpendingKind]] = Counter()
 
     async def load(self) -> None:
         """Store a full budget on the database's first start; read the stored state."""
@@ -100,6 +120,45 @@ class EnergyBudget:
         )
         if rows:
             self._remember(rows[0])
+        minute = int(now // 60) * 60
+        if any(written_minute != minute for written_minute, _ in self._unwritten):
+            # The charge above stands: a failure here must not make its caller charge again.
+            try:
+                await self.write_spending()
+            except Exception as error:
+                log.warning("energy: spending by the minute kept for the next try: %s", error)
+        self._unwritten[(minute, kind)] += units
+
+    async def write_spending(self) -> None:
+        """Add this instance's unwritten spending to the minutes' rows."""
+        unwritten, self._unwritten = self._unwritten, Counter()
+        try:
+            async with self._db.transaction() as tx:
+                for (minute, kind), units in sorted(unwritten.items()):
+                    await tx.execute(
+                        "INSERT INTO energy_spending (minute_s, kind, units) VALUES (?, ?, ?)"
+                        " ON CONFLICT (minute_s, kind)"
+                        " DO UPDATE SET units = energy_spending.units + excluded.units",
+                        (minute, kind, units),
+                    )
+        except BaseException:
+            self._unwritten.update(unwritten)  # kept for the next try
+            raise
+
+    async def spending(self, minutes: int) -> list[MinuteSpending]:
+        """Every instance's spending in each of the last `minutes` minutes (this one
+        included), oldest first; a minute without spending is there with zeros."""
+        await self.write_spending()
+        last = int(self._clock.now().timestamp() // 60) * 60
+        first = last - 60 * (minutes - 1)
+        rows = await self._db.fetch_all(
+            "SELECT minute_s, kind, units FROM energy_spending WHERE minute_s >= ?", (first,)
+        )
+        spent: Counter[tuple[int, str]] = Counter({(int(r[0]), r[1]): int(r[2]) for r in rows})
+        return [
+            MinuteSpending(m, spent[(m, "memory")], spent[(m, "conversation")])
+            for m in range(first, last + 1, 60)
+        ]
 
     async def set_level(self, level: float) -> None:
         """For operators and tests: put the level at `level` now."""

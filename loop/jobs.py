@@ -10,13 +10,14 @@ a claim that lost its job can never end it twice.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, Literal
 
 from loop.backoff import backoff_seconds
-from memory_agent.models import CompactionOutcome
+from memory_agent.models import CompactionOutcome, outcome_label
 from memory_agent.ports import Clock, SqlSession, format_timestamp, now_text
 
 JobStatus = Literal["pending", "running", "deferred", "done", "skipped", "failed", "cancelled"]
@@ -64,6 +65,17 @@ class MemoryJob:
             json.loads(row["steps"]) if row["steps"] else [],
             row["not_before"],
         )
+
+
+@dataclass(frozen=True)
+class CompactionTally:
+    """How compactions were decided: steps by outcome (`delete` and `edit` by the model,
+    `fifo` by the policy, `update` for an older value a newer memory replaced), and why the
+    model's decision was not used, by reason."""
+
+    jobs: int
+    outcomes: dict[str, int]
+    fallback_reasons: dict[str, int]
 
 
 _RELEASE = "lease_owner = NULL, lease_until = NULL"
@@ -257,6 +269,23 @@ class MemoryJobStore:
             f"SELECT * FROM memory_jobs {where} ORDER BY id DESC LIMIT ?", (*params, limit)
         )
         return [MemoryJob.from_row(row) for row in rows]
+
+    async def compaction_tally(self, last_jobs: int = 5000) -> CompactionTally:
+        """The compaction steps of the last `last_jobs` jobs that took any, counted."""
+        rows = await self._db.fetch_all(
+            "SELECT steps FROM memory_jobs WHERE steps IS NOT NULL"
+            " ORDER BY id DESC LIMIT ?",
+            (last_jobs,),
+        )
+        outcomes: Counter[str] = Counter(dict.fromkeys(("delete", "edit", "fifo", "update"), 0))
+        reasons: Counter[str] = Counter()
+        for row in rows:
+            for step in json.loads(row[0]):
+                update = bool(step.get("update"))
+                outcomes[outcome_label(step["action"], step["decidedBy"], update)] += 1
+                if step.get("fallbackReason"):
+                    reasons[step["fallbackReason"]] += 1
+        return CompactionTally(len(rows), dict(outcomes), dict(reasons.most_common()))
 
     async def counts_by_status(self) -> dict[str, int]:
         rows = await self._db.fetch_all("SELECT status, COUNT(*) FROM memory_jobs GROUP BY status")

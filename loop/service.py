@@ -118,6 +118,7 @@ async def open_services(
     database = await database_for(settings.db, pool_size=settings.db_pool_size).open()
     owner = instance_name()
     owned: list[ChatModel] = []
+    energy: EnergyBudget | None = None
     try:
         if chat_model is None:
             chat_model = await open_chat_model(settings.llm, settings)
@@ -185,6 +186,15 @@ async def open_services(
             HealthChecks(database, [chat_model, memory_model]),
         )
     finally:
+        if energy is not None:
+            await _write_last_spending(energy)
         for model in owned:
             await model.aclose()
         await database.close()
+
+
+async def _write_last_spending(energy: EnergyBudget) -> None:
+    try:
+        await energy.write_spending()
+    except Exception as error:
+        log.warning("energy: the last minute's spending was not written: %s", error)

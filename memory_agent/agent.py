@@ -264,10 +264,16 @@ class MemorySubAgent:
         return await self._store.count(app_id)
 
     async def history(
-        self, app_id: str, *, memory_id: int | None = None, after_id: int = 0, limit: int = 100
+        self,
+        app_id: str,
+        *,
+        memory_id: int | None = None,
+        after_id: int = 0,
+        limit: int = 100,
+        newest_first: bool = False,
     ) -> list[MemoryEvent]:
         return await self._store.history(
-            app_id, memory_id=memory_id, after_id=after_id, limit=limit
+            app_id, memory_id=memory_id, after_id=after_id, limit=limit, newest_first=newest_first
         )
 
     def format_memories_for_context(self, app_name: str, memories: Sequence[Memory]) -> str:

@@ -63,6 +63,14 @@ class ImportedMemory:
     metadata: dict[str, Any] = field(default_factory=dict)
 
 
+def outcome_label(action: str, decided_by: str, update: bool) -> str:
+    """A compaction step's outcome: `delete` or `edit` by the model, `fifo` when the policy
+    decided, `update` when an older memory gave way to a newer one's values."""
+    if update:
+        return "update"
+    return action if decided_by == "model" else "fifo"
+
+
 @dataclass(frozen=True)
 class CompactionOutcome:
     """One compaction step as applied.
@@ -88,9 +96,7 @@ class CompactionOutcome:
     def outcome(self) -> str:
         """The metric label: `delete` or `edit` by the model, `fifo` when the policy decided,
         `update` when an older memory gave way to the new one's newer values."""
-        if self.update:
-            return "update"
-        return self.action if self.decided_by == "model" else "fifo"
+        return outcome_label(self.action, self.decided_by, self.update)
 
     def to_json(self) -> dict[str, Any]:
         return {

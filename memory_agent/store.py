@@ -205,14 +205,17 @@ class MemoryStore:
         memory_id: int | None = None,
         after_id: int = 0,
         limit: int = 100,
+        newest_first: bool = False,
     ) -> list[MemoryEvent]:
-        """Events oldest first, from the one after `after_id` (the cursor)."""
+        """Events oldest first, from the one after `after_id` (the cursor); or the newest
+        `limit` of them, newest first."""
         where, params = "app_id = ? AND id > ?", [app_id, after_id]
         if memory_id is not None:
             where += " AND memory_id = ?"
             params.append(memory_id)
         rows = await self._db.fetch_all(
-            f"SELECT {_EVENT_COLUMNS} FROM memory_events WHERE {where} ORDER BY id LIMIT ?",
+            f"SELECT {_EVENT_COLUMNS} FROM memory_events WHERE {where}"
+            f" ORDER BY id {'DESC' if newest_first else ''} LIMIT ?",
             (*params, limit),
         )
         return [

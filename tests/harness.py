@@ -19,9 +19,10 @@ from mnemoloop.runner import http_server, listening_socket
 from tests.fakes import COMPACTION_PREFIX, CREATION_PREFIX, FunctionModel, ModelCall
 
 
-def http_client(services: Services, admin_token: str) -> AsyncClient:
+def http_client(services: Services, admin_token: str | None = None) -> AsyncClient:
     """httpx over ASGITransport: the app runs on the test's own event loop, where the service's
-    aiosqlite connection and locks live (Litestar's AsyncTestClient would use another)."""
+    aiosqlite connection and locks live (Litestar's AsyncTestClient would use another). Without
+    `admin_token`, the service's own (configured, or generated and stored) is the admin token."""
     transport = ASGITransport(app=create_app(services, admin_token))
     return AsyncClient(transport=transport, base_url="http://mnemoloop.test")
 

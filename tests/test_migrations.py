@@ -31,6 +31,8 @@ def test_fresh_database_gets_every_table_and_a_record(db_path):
         "energy_state",
         "memory_events",
         "admin_token",
+        "console_sessions",
+        "energy_spending",
         "schema_migrations",
     } <= tables(db_path)
     with sqlite3.connect(db_path) as connection:
@@ -38,7 +40,7 @@ def test_fresh_database_gets_every_table_and_a_record(db_path):
         versions = connection.execute("SELECT version, name FROM schema_migrations").fetchall()
     assert versions == [
         (1, "initial"), (2, "memory_history"), (3, "answer_state"), (4, "leases"),
-        (5, "memory_search"), (6, "admin_token"), (7, "answered_up_to"),
+        (5, "memory_search"), (6, "admin_token"), (7, "answered_up_to"), (8, "console"),
     ]
 
 
@@ -58,7 +60,7 @@ def test_history_migration_keeps_existing_jobs_and_allows_cancelled(db_path, tmp
             "INSERT INTO memory_jobs (app_id, conversation_id, status, attempts, created_at,"
             " updated_at) VALUES ('a', 'c', 'pending', 0, 't', 't');"
         )
-    assert [m.version for m in apply_migrations(db_path)] == [2, 3, 4, 5, 6, 7]
+    assert [m.version for m in apply_migrations(db_path)] == [2, 3, 4, 5, 6, 7, 8]
     with sqlite3.connect(db_path) as connection:
         assert connection.execute("SELECT conversation_id, status FROM memory_jobs").fetchall() == [
             ("c", "pending")

@@ -243,7 +243,7 @@ def test_renderer_escapes_text_from_the_document():
     assert "Beware <script>alert('x')</script> & friends" in put
 
 
-async def test_the_root_leads_to_the_reference(client) -> None:
+async def test_the_root_leads_to_the_console(client) -> None:
     response = await client.get("/")
     assert response.status_code in (301, 302, 307, 308)
-    assert response.headers["location"] == "/schema"
+    assert response.headers["location"] == "/console"

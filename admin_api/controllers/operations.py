@@ -23,8 +23,9 @@ JobStatusFilter = Literal[
 
 @get("/", include_in_schema=False)
 async def home() -> Redirect:
-    """The root leads to the API reference."""
-    return Redirect("/schema")
+    """The root leads to the console (which asks for the admin token; the API reference is
+    at /schema)."""
+    return Redirect("/console")
 
 
 @get(

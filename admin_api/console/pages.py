@@ -1,0 +1,129 @@
+"""The console's pages: what an operator reads. Each is a GET; the forms on them post to
+`actions`."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from litestar import Request, get
+from litestar.di import NamedDependency
+from litestar.params import FromPath, QueryParameter
+from litestar.response import Template
+
+from admin_api.console.chart import spending_chart
+from admin_api.console.render import page
+from loop.jobs import JOB_STATUSES
+from loop.service import Services
+from memory_agent.errors import InvalidSearchQuery
+
+CHART_MINUTES = 60
+LIST_LIMIT = 200
+
+AppFilter = Annotated[str | None, QueryParameter(name="app", max_length=64)]
+
+
+@get("/", include_in_schema=False)
+async def overview(
+    request: Request[Any, Any, Any], services: NamedDependency[Services]
+) -> Template:
+    energy = await services.energy.report()
+    return page(
+        request,
+        "overview.html",
+        apps=await services.registry.list(),
+        cap=services.agent.memory_limit,
+        jobs=await services.jobs.counts_by_status(),
+        compaction=await services.jobs.compaction_tally(),
+        energy=energy,
+        chart=spending_chart(await services.energy.spending(CHART_MINUTES)),
+        health=await services.health.check(),
+    )
+
+
+@get("/apps/{app_id:str}", include_in_schema=False)
+async def app_page(
+    request: Request[Any, Any, Any],
+    services: NamedDependency[Services],
+    app_id: FromPath[str],
+    q: Annotated[str | None, QueryParameter(max_length=1000)] = None,
+    done: Annotated[str | None, QueryParameter(max_length=200)] = None,
+) -> Template:
+    app = await services.registry.require(app_id)
+    search_error = None
+    if q:
+        try:
+            memories = await services.agent.search_memories(app_id, q, limit=LIST_LIMIT)
+        except InvalidSearchQuery as error:
+            memories, search_error = [], str(error)
+    else:
+        memories = await services.agent.list_memories(app_id)
+    histories = {
+        memory.id: await services.agent.history(app_id, memory_id=memory.id, limit=50)
+        for memory in memories
+    }
+    return page(
+        request,
+        "app.html",
+        app=app,
+        cap=services.agent.memory_limit,
+        memories=memories,
+        count=await services.agent.get_memory_count(app_id),
+        histories=histories,
+        changes=await services.agent.history(app_id, limit=50, newest_first=True),
+        q=q or "",
+        search_error=search_error,
+        done=done,
+    )
+
+
+@get("/jobs", include_in_schema=False)
+async def jobs_page(
+    request: Request[Any, Any, Any],
+    services: NamedDependency[Services],
+    app_id: AppFilter = None,
+    status: Annotated[str | None, QueryParameter(max_length=20)] = None,
+) -> Template:
+    app_id, status = app_id or None, status or None
+    if status is not None and status not in JOB_STATUSES:
+        return page(
+            request, "message.html", status=400, title="Unknown status",
+            text=f"{status!r} is not a job status; one of: {', '.join(JOB_STATUSES)}.",
+        )
+    return page(
+        request,
+        "jobs.html",
+        jobs=await services.jobs.list(app_id=app_id, status=status, limit=LIST_LIMIT),
+        apps=await services.registry.list(),
+        statuses=JOB_STATUSES,
+        app_id=app_id or "",
+        status_filter=status or "",
+    )
+
+
+@get("/conversations", include_in_schema=False)
+async def conversations_page(
+    request: Request[Any, Any, Any], services: NamedDependency[Services], app_id: AppFilter = None
+) -> Template:
+    app_id = app_id or None
+    return page(
+        request,
+        "conversations.html",
+        conversations=await services.conversations.recent(app_id, limit=LIST_LIMIT),
+        apps=await services.registry.list(),
+        app_id=app_id or "",
+    )
+
+
+@get("/conversations/{conversation_id:str}", include_in_schema=False)
+async def conversation_page(
+    request: Request[Any, Any, Any],
+    services: NamedDependency[Services],
+    conversation_id: FromPath[str],
+) -> Template:
+    conversation = await services.conversations.get(conversation_id)
+    return page(
+        request,
+        "conversation.html",
+        conversation=conversation,
+        job=await services.jobs.for_conversation(conversation_id),
+    )

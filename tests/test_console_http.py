@@ -1,0 +1,193 @@
+"""The console's sign-in, session and CSRF rules over HTTP, and the figures its overview reads:
+energy spending by the minute, compaction outcomes, conversations by latest activity."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from httpx import AsyncClient
+
+from loop.energy import EnergyBudget
+from loop.jobs import MemoryJobStore
+from tests.harness import assistant_model, eventually, http_client, running, service
+
+pytestmark = pytest.mark.anyio
+
+TOKEN = "console-http-token"
+
+
+def _csrf(html: str) -> str:
+    found = re.search(r'name="csrf" value="([^"]*)"', html)
+    assert found, "the page has no form with a CSRF token"
+    return found.group(1)
+
+
+async def _signed_in(client: AsyncClient) -> str:
+    """Sign in; returns the CSRF token of the overview's forms."""
+    form = await client.get("/console/sign-in")
+    answer = await client.post(
+        "/console/sign-in", data={"csrf": _csrf(form.text), "token": TOKEN, "next": "/console"}
+    )
+    assert answer.status_code == 303, answer.text
+    return _csrf((await client.get("/console")).text)
+
+
+async def test_sign_in_needs_the_admin_token_and_the_forms_own_csrf_token(db_path):
+    async with service(db_path, assistant_model()) as services:
+        client = http_client(services, TOKEN)
+        assert (await client.get("/console/jobs")).status_code == 303  # to the sign-in page
+
+        form = await client.get("/console/sign-in")
+        csrf = _csrf(form.text)
+        wrong = await client.post("/console/sign-in", data={"csrf": csrf, "token": "nope"})
+        assert wrong.status_code == 401 and "not the admin token" in wrong.text
+
+        # A sign-in posted from elsewhere carries no matching cookie.
+        stranger = http_client(services, TOKEN)
+        forged = await stranger.post("/console/sign-in", data={"csrf": csrf, "token": TOKEN})
+        assert forged.status_code == 403 and "mnemoloop_console" not in forged.headers.get(
+            "set-cookie", ""
+        )
+
+        signed = await client.post(
+            "/console/sign-in", data={"csrf": csrf, "token": TOKEN, "next": "https://evil.test/"}
+        )
+        assert signed.status_code == 303 and signed.headers["location"] == "/console"
+        cookie = signed.headers.get_list("set-cookie")[0]
+        assert "HttpOnly" in cookie and "SameSite=strict" in cookie and "Path=/console" in cookie
+        page = await client.get("/console")
+        assert page.status_code == 200
+        assert "default-src 'self'" in page.headers["content-security-policy"]
+        assert page.headers["cache-control"] == "no-store"
+
+
+async def test_every_form_needs_the_sessions_csrf_token(db_path):
+    async with service(db_path, assistant_model()) as services:
+        await services.registry.install("cal", "Calendar")
+        client = http_client(services, TOKEN)
+        csrf = await _signed_in(client)
+        for data in ({}, {"csrf": "forged"}, {"csrf": csrf + "x"}):
+            refused = await client.post("/console/apps/cal/purge", data={**data, "count": "0"})
+            assert refused.status_code == 403 and "Form refused" in refused.text
+        assert (await client.post(
+            "/console/apps", data={"csrf": "", "app_id": "evil", "name": "Evil"}
+        )).status_code == 403
+        assert await services.registry.get("evil") is None
+
+        installed = await client.post(
+            "/console/apps", data={"csrf": csrf, "app_id": "food", "name": "Food"}
+        )
+        assert installed.status_code == 201
+        key = re.search(r'data-testid="api-key">([^<]+)<', installed.text)
+        assert key and await services.registry.app_for_key(key.group(1)) == "food"
+        # The key is on that answer only.
+        assert key.group(1) not in (await client.get("/console/apps/food")).text
+        assert key.group(1) not in (await client.get("/console")).text
+
+
+async def test_a_purge_confirmed_for_another_count_asks_again(db_path):
+    model = assistant_model()
+    async with service(db_path, model) as services, running(services):
+        await services.registry.install("cal", "Calendar")
+        for text in ("I live in Oslo.", "I work at the harbour."):
+            conversation_id = await services.conversations.open("cal")
+            await services.conversations.add_message(conversation_id, "user", text)
+            await services.conversations.end(conversation_id, "app")
+        await eventually(lambda: _count_is(services, "cal", 2))
+        client = http_client(services, TOKEN)
+        csrf = await _signed_in(client)
+
+        stale = await client.post("/console/apps/cal/purge", data={"csrf": csrf, "count": "1"})
+        assert stale.status_code == 409 and "Delete all 2 memories" in stale.text
+        assert await services.agent.get_memory_count("cal") == 2
+        done = await client.post("/console/apps/cal/purge", data={"csrf": csrf, "count": "2"})
+        assert done.status_code == 303
+        assert await services.agent.get_memory_count("cal") == 0
+
+
+async def _count_is(services, app_id: str, count: int) -> bool:
+    return await services.agent.get_memory_count(app_id) == count
+
+
+async def test_signing_out_or_rotating_the_admin_token_ends_the_session(db_path):
+    async with service(db_path, assistant_model(), admin_token=None) as services:
+        token = await services.admin_token.ensure()
+        assert token
+        client = http_client(services)  # the service's own admin token
+        form = await client.get("/console/sign-in")
+        await client.post("/console/sign-in", data={"csrf": _csrf(form.text), "token": token})
+        overview = await client.get("/console")
+        assert overview.status_code == 200
+
+        # A rotated token signs everyone out.
+        new = await services.admin_token.rotate()
+        assert (await client.get("/console")).status_code == 303
+
+        form = await client.get("/console/sign-in")
+        await client.post("/console/sign-in", data={"csrf": _csrf(form.text), "token": new})
+        csrf = _csrf((await client.get("/console")).text)
+        cookie = client.cookies["mnemoloop_console"]
+        assert (await client.post("/console/sign-out", data={"csrf": csrf})).status_code == 303
+        replayed = http_client(services)
+        replayed.cookies.set("mnemoloop_console", cookie)
+        assert (await replayed.get("/console")).status_code == 303
+
+
+class _Clock:
+    def __init__(self, at: datetime) -> None:
+        self.at = at
+
+    def now(self) -> datetime:
+        return self.at
+
+
+async def test_spending_is_kept_by_the_minute_for_every_instance(database):
+    clock = _Clock(datetime(2026, 1, 1, 12, 0, 10, tzinfo=UTC))
+    one, two = (
+        EnergyBudget(database, clock, capacity=1000, refill_per_second=0, memory_floor=0.2)
+        for _ in range(2)
+    )
+    await one.load()
+    await two.load()
+    await one.charge("memory", 5)
+    await two.charge("conversation", 7)
+    await one.charge("memory", 1)
+    clock.at += timedelta(minutes=2)
+    await one.charge("conversation", 3)  # a new minute: the earlier one is written
+
+    minutes = await two.spending(3)  # writes its own first
+    assert [(m.memory, m.conversation) for m in minutes] == [(6, 7), (0, 0), (0, 0)]
+    minutes = await one.spending(3)
+    assert [(m.memory, m.conversation) for m in minutes] == [(6, 7), (0, 0), (0, 3)]
+    assert minutes[0].minute_s == int(datetime(2026, 1, 1, 12, 0, tzinfo=UTC).timestamp())
+    report = await one.report()
+    assert (report.memory_spent, report.conversation_spent) == (6, 10)
+
+
+async def test_compaction_outcomes_are_counted_from_the_jobs_steps(db_path):
+    model = assistant_model(compaction=lambda call: "no decision")
+    async with service(db_path, model) as services, running(services):
+        await services.registry.install("cal", "Calendar")
+        for n in range(12):
+            conversation_id = await services.conversations.open("cal")
+            await services.conversations.add_message(
+                conversation_id, "user", f"Remember code {n:04d} for locker {n}."
+            )
+            await services.conversations.end(conversation_id, "app")
+        await eventually(lambda: _all_done(services.jobs, 12))
+        tally = await services.jobs.compaction_tally()
+        assert tally.jobs == 2
+        assert sum(tally.outcomes.values()) == 2
+        assert tally.outcomes["delete"] == tally.outcomes["edit"] == 0
+        assert sum(tally.fallback_reasons.values()) == 2
+
+        recent = await services.conversations.recent("cal", limit=5)
+        assert len(recent) == 5 and all(c.state == "ended" for c in recent)
+        assert recent[0].last_activity_at >= recent[-1].last_activity_at
+        assert await services.conversations.recent("other") == []
+
+
+async def _all_done(jobs: MemoryJobStore, count: int) -> bool:
+    return (await jobs.counts_by_status())["done"] == count
