@@ -30,25 +30,38 @@ async def delete_memory(
     return _back_to_app(app_id, f"Memory {memory_id} was already gone.")
 
 
+async def _confirmation(
+    request: Request[Any, Any, Any],
+    services: Services,
+    app_id: str,
+    template: str,
+    status: int = 200,
+    **context: Any,
+) -> Response[Any]:
+    """A page asking to confirm a change to the app, naming how many memories it holds now."""
+    app = await services.registry.require(app_id)
+    count = await services.agent.get_memory_count(app_id)
+    return page(request, template, status=status, app=app, count=count, **context)
+
+
 @get("/apps/{app_id:str}/purge", include_in_schema=False)
 async def confirm_purge(
     request: Request[Any, Any, Any], services: NamedDependency[Services], app_id: FromPath[str]
 ) -> Response[Any]:
-    app = await services.registry.require(app_id)
-    count = await services.agent.get_memory_count(app_id)
-    return page(request, "confirm_purge.html", app=app, count=count)
+    return await _confirmation(request, services, app_id, "confirm_purge.html")
 
 
 @post("/apps/{app_id:str}/purge", include_in_schema=False)
 async def purge(
     request: Request[Any, Any, Any], services: NamedDependency[Services], app_id: FromPath[str]
 ) -> Response[Any]:
-    app = await services.registry.require(app_id)
+    await services.registry.require(app_id)
     confirmed = (await request.form()).get("count")
-    count = await services.agent.get_memory_count(app_id)
-    if confirmed != str(count):
+    if confirmed != str(await services.agent.get_memory_count(app_id)):
         # Memories came or went since the confirmation was shown: it named another number.
-        return page(request, "confirm_purge.html", status=409, app=app, count=count, changed=True)
+        return await _confirmation(
+            request, services, app_id, "confirm_purge.html", status=409, changed=True
+        )
     deleted = await services.registry.purge_memories(app_id)
     return _back_to_app(app_id, f"Purged: {deleted} memories deleted.")
 
@@ -57,9 +70,7 @@ async def purge(
 async def confirm_uninstall(
     request: Request[Any, Any, Any], services: NamedDependency[Services], app_id: FromPath[str]
 ) -> Response[Any]:
-    app = await services.registry.require(app_id)
-    count = await services.agent.get_memory_count(app_id)
-    return page(request, "confirm_uninstall.html", app=app, count=count)
+    return await _confirmation(request, services, app_id, "confirm_uninstall.html")
 
 
 @post("/apps/{app_id:str}/uninstall", include_in_schema=False)
