@@ -17,6 +17,7 @@ from loop.errors import (
     ConversationEnded,
     ConversationNotFound,
     InvalidInput,
+    MemoryCountChanged,
     NoChatModel,
 )
 from memory_agent.errors import (
@@ -42,6 +43,7 @@ DOMAIN_STATUS: dict[type[MnemoloopError], int] = {
     AppAlreadyInstalled: 409,
     ConversationEnded: 409,
     MemoryImportRefused: 409,
+    MemoryCountChanged: 409,
     StorageError: 503,
     NoChatModel: 503,
 }

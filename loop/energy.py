@@ -8,9 +8,10 @@ decision that depends on it (whether memory work may run). The only instance on 
 database knows every charge already and reads nothing.
 
 Spending is also counted by the minute for the console's chart. Each instance adds up its
-own minute in memory and writes it when the next minute begins, when the spending is read and
-on close, so the chart costs one statement a minute, not one per charge; the totals above are
-exact, the chart may miss the last minute of an instance that was killed.
+spending in memory and writes it every minute (`write_spending_every`, while it runs), on its
+first charge in a new minute, when it reads the chart and on close: a statement a minute, not
+one per charge. The totals above are exact; the chart may miss the last minute of an instance
+that was killed. Minutes older than `KEEP_SPENDING_SECONDS` are deleted as new ones are written.
 """
 
 from __future__ import annotations
@@ -20,11 +21,14 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Literal
 
+import anyio
+
 from memory_agent.ports import Clock, Database, Row, now_text
 
 log = logging.getLogger("mnemoloop")
 
 SpendingKind = Literal["memory", "conversation"]
+KEEP_SPENDING_SECONDS = 7 * 24 * 3600
 
 
 @dataclass(frozen=True)
@@ -123,17 +127,18 @@ class EnergyBudget:
         minute = int(now // 60) * 60
         if any(written_minute != minute for written_minute, _ in self._unwritten):
             # The charge above stands: a failure here must not make its caller charge again.
-            try:
-                await self.write_spending()
-            except Exception as error:
-                log.warning("energy: spending by the minute kept for the next try: %s", error)
+            await self._write_spending_or_keep()
         self._unwritten[(minute, kind)] += units
 
     async def write_spending(self) -> None:
         """Add this instance's unwritten spending to the minutes' rows."""
         unwritten, self._unwritten = self._unwritten, Counter()
+        if not unwritten:
+            return
         try:
             async with self._db.transaction() as tx:
+                oldest_kept = int(self._clock.now().timestamp()) - KEEP_SPENDING_SECONDS
+                await tx.execute("DELETE FROM energy_spending WHERE minute_s < ?", (oldest_kept,))
                 for (minute, kind), units in sorted(unwritten.items()):
                     await tx.execute(
                         "INSERT INTO energy_spending (minute_s, kind, units) VALUES (?, ?, ?)"
@@ -144,6 +149,19 @@ class EnergyBudget:
         except BaseException:
             self._unwritten.update(unwritten)  # kept for the next try
             raise
+
+    async def write_spending_every(self, seconds: float = 60.0) -> None:
+        """Write this instance's spending every `seconds` until cancelled, so that a chart read
+        on another instance shows it even while this one spends nothing more."""
+        while True:
+            await anyio.sleep(seconds)
+            await self._write_spending_or_keep()
+
+    async def _write_spending_or_keep(self) -> None:
+        try:
+            await self.write_spending()
+        except Exception as error:
+            log.warning("energy: spending by the minute kept for the next try: %s", error)
 
     async def spending(self, minutes: int) -> list[MinuteSpending]:
         """Every instance's spending in each of the last `minutes` minutes (this one

@@ -6,6 +6,7 @@ MnemoloopError
 ├── ConversationNotFound      no conversation with this id
 ├── ConversationEnded         the conversation no longer takes messages (conflict)
 ├── AnswerTaken               another instance is answering the conversation (conflict)
+├── MemoryCountChanged        a purge was confirmed for another number of memories (conflict)
 └── NoChatModel               no usable model backend; the message says how to fix it
 """
 
@@ -33,6 +34,15 @@ class AppAlreadyInstalled(MnemoloopError):
             " to install it again with a new key)"
         )
         self.app_id = app_id
+
+
+class MemoryCountChanged(MnemoloopError):
+    def __init__(self, app_id: str, confirmed: int, count: int) -> None:
+        super().__init__(
+            f"app {app_id!r} holds {count} memories, not the {confirmed} the purge was confirmed"
+            " for: nothing was deleted"
+        )
+        self.count = count
 
 
 class ConversationNotFound(MnemoloopError):

@@ -270,7 +270,7 @@ class MemoryJobStore:
         )
         return [MemoryJob.from_row(row) for row in rows]
 
-    async def compaction_tally(self, last_jobs: int = 5000) -> CompactionTally:
+    async def compaction_tally(self, last_jobs: int = 1000) -> CompactionTally:
         """The compaction steps of the last `last_jobs` jobs that took any, counted."""
         rows = await self._db.fetch_all(
             "SELECT steps FROM memory_jobs WHERE steps IS NOT NULL"

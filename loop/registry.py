@@ -7,7 +7,7 @@ import re
 import secrets
 from dataclasses import dataclass
 
-from loop.errors import AppAlreadyInstalled, AppNotFound, InvalidInput
+from loop.errors import AppAlreadyInstalled, AppNotFound, InvalidInput, MemoryCountChanged
 from loop.jobs import MemoryJobStore
 from loop.storage import Engine
 from memory_agent import MemorySubAgent
@@ -91,8 +91,11 @@ class AppRegistry:
             raise AppAlreadyInstalled(app_id)
         return InstalledApp(await self.require(app_id), key)
 
-    async def uninstall(self, app_id: str, *, purge_memories: bool = False) -> int:
-        """Mark the app uninstalled; the row stays so no cascade fires. Returns memories purged."""
+    async def uninstall(
+        self, app_id: str, *, purge_memories: bool = False, confirmed_count: int | None = None
+    ) -> int:
+        """Mark the app uninstalled; the row stays so no cascade fires. Returns memories purged
+        (see `purge_memories` for `confirmed_count`)."""
         await self.require(app_id)
         async with self._db.transaction() as tx:
             await tx.execute(
@@ -100,27 +103,37 @@ class AppRegistry:
                 " WHERE app_id = ?",
                 (now_text(self._clock), app_id),
             )
-            purged = await self._purge(tx, app_id) if purge_memories else 0
+            purged = await self._purge(tx, app_id, confirmed_count) if purge_memories else 0
         if purge_memories:
             await self._db.checkpoint()
         return purged
 
-    async def purge_memories(self, app_id: str) -> int:
+    async def purge_memories(self, app_id: str, *, confirmed_count: int | None = None) -> int:
         """Delete every memory of the app, erase their text everywhere, and cancel the app's
         memory jobs, in one transaction: no job in flight can write afterwards. Returns the
-        number of memories deleted."""
+        number of memories deleted. With `confirmed_count` (what an operator was shown), raises
+        `MemoryCountChanged` and deletes nothing when the app holds another number."""
         await self.require(app_id)
         async with self._db.transaction() as tx:
-            purged = await self._purge(tx, app_id)
+            purged = await self._purge(tx, app_id, confirmed_count)
         await self._db.checkpoint()
         return purged
 
-    async def _purge(self, tx: SqlTransaction, app_id: str) -> int:
+    async def _purge(
+        self, tx: SqlTransaction, app_id: str, confirmed_count: int | None = None
+    ) -> int:
         # The app's row first, as a memory job's transaction takes it first: the two wait for
         # each other in the same order, never in a cycle.
         await tx.fetch_one(
             f"SELECT app_id FROM apps WHERE app_id = ?{tx.dialect.lock_rows}", (app_id,)
         )
+        if confirmed_count is not None:
+            row = await tx.fetch_one(
+                "SELECT COUNT(*) FROM app_memories WHERE app_id = ?", (app_id,)
+            )
+            count = int(row[0]) if row else 0
+            if count != confirmed_count:
+                raise MemoryCountChanged(app_id, confirmed_count, count)
         jobs = self._jobs.within(tx)
         await jobs.cancel_for_app(app_id, "cancelled: the app's memories were purged")
         await jobs.erase_steps(app_id)

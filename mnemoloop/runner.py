@@ -50,10 +50,12 @@ def refuse_public_bind_without_token(settings: Settings) -> None:
 async def claimed(services: Services) -> AsyncIterator[None]:
     """Take part as an instance: refused in one line (`InstanceRefused`) when the database
     cannot be shared (a SQLite file another process serves); otherwise listen for the
-    other instances' notifications while the body runs."""
+    other instances' notifications, and write this one's energy spending by the minute,
+    while the body runs."""
     services.database.claim_instance()
     async with anyio.create_task_group() as group:
         group.start_soon(services.listen)
+        group.start_soon(services.energy.write_spending_every)
         yield
         group.cancel_scope.cancel()
 

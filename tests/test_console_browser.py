@@ -127,7 +127,7 @@ async def test_an_operator_signs_in_reads_and_changes_memories(db_path, browser,
 
             # Signing in: the root leads to the console, which asks for the token first.
             await console.open("/")
-            await expect(page).to_have_url(re.compile(r"/console/sign-in\?next=/console$"))
+            await expect(page).to_have_url(re.compile(r"/console/sign-in\?next=%2Fconsole$"))
             await console.check("sign-in")
             await console.sign_in("not-the-token")
             await expect(page.get_by_role("alert")).to_have_text("That is not the admin token.")

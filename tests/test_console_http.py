@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime, timedelta
 
+import anyio
 import pytest
 from httpx import AsyncClient
 
@@ -51,6 +52,8 @@ async def test_sign_in_needs_the_admin_token_and_the_forms_own_csrf_token(db_pat
             "set-cookie", ""
         )
 
+        odd = await client.post("/console/sign-in", data={"csrf": "é", "token": TOKEN})
+        assert odd.status_code == 403
         signed = await client.post(
             "/console/sign-in", data={"csrf": csrf, "token": TOKEN, "next": "https://evil.test/"}
         )
@@ -59,6 +62,10 @@ async def test_sign_in_needs_the_admin_token_and_the_forms_own_csrf_token(db_pat
         assert "HttpOnly" in cookie and "SameSite=strict" in cookie and "Path=/console" in cookie
         page = await client.get("/console")
         assert page.status_code == 200
+        huge = await client.post(
+            f"/console/apps/cal/memories/{10**30}/delete", data={"csrf": _csrf(page.text)}
+        )
+        assert huge.status_code == 400 and "Error 400" in huge.text
         assert "default-src 'self'" in page.headers["content-security-policy"]
         assert page.headers["cache-control"] == "no-store"
 
@@ -68,7 +75,7 @@ async def test_every_form_needs_the_sessions_csrf_token(db_path):
         await services.registry.install("cal", "Calendar")
         client = http_client(services, TOKEN)
         csrf = await _signed_in(client)
-        for data in ({}, {"csrf": "forged"}, {"csrf": csrf + "x"}):
+        for data in ({}, {"csrf": "forged"}, {"csrf": csrf + "x"}, {"csrf": "é"}):
             refused = await client.post("/console/apps/cal/purge", data={**data, "count": "0"})
             assert refused.status_code == 403 and "Form refused" in refused.text
         assert (await client.post(
@@ -102,9 +109,29 @@ async def test_a_purge_confirmed_for_another_count_asks_again(db_path):
         stale = await client.post("/console/apps/cal/purge", data={"csrf": csrf, "count": "1"})
         assert stale.status_code == 409 and "Delete all 2 memories" in stale.text
         assert await services.agent.get_memory_count("cal") == 2
+        stale = await client.post(
+            "/console/apps/cal/uninstall", data={"csrf": csrf, "count": "3", "memories": "purge"}
+        )
+        assert stale.status_code == 409 and "all 2, and their text" in stale.text
+        assert (await services.registry.require("cal")).installed
         done = await client.post("/console/apps/cal/purge", data={"csrf": csrf, "count": "2"})
         assert done.status_code == 303
+        assert done.headers["location"] == "/console/apps/cal?done=purged&n=2"
+        assert "Purged: 2 memories deleted." in (await client.get(done.headers["location"])).text
         assert await services.agent.get_memory_count("cal") == 0
+
+        gone = await client.post(
+            "/console/apps/cal/uninstall", data={"csrf": csrf, "memories": "keep"}
+        )
+        assert gone.headers["location"] == "/console/apps/cal?done=uninstalled-kept&n=0"
+        again = await client.post(
+            "/console/apps/cal/uninstall", data={"csrf": csrf, "memories": "keep"}
+        )
+        assert again.status_code == 409 and "is uninstalled" in again.text
+
+        # The notice is one of the page's own texts, whatever a link says.
+        spoofed = await client.get("/console/apps/cal?done=Visit+evil.test&n=1")
+        assert spoofed.status_code == 200 and 'class="notice"' not in spoofed.text
 
 
 async def _count_is(services, app_id: str, count: int) -> bool:
@@ -121,9 +148,16 @@ async def test_signing_out_or_rotating_the_admin_token_ends_the_session(db_path)
         overview = await client.get("/console")
         assert overview.status_code == 200
 
-        # A rotated token signs everyone out.
+        # A rotated token signs everyone out; signing in again leads back to the same page,
+        # or to the page a form was posted from.
         new = await services.admin_token.rotate()
-        assert (await client.get("/console")).status_code == 303
+        again = await client.get("/console/jobs?status=done")
+        assert again.headers["location"] == (
+            "/console/sign-in?next=%2Fconsole%2Fjobs%3Fstatus%3Ddone"
+        )
+        from_jobs = {"referer": "http://mnemoloop.test/console/jobs"}
+        posted = await client.post("/console/apps", data={"csrf": "x"}, headers=from_jobs)
+        assert posted.status_code == 401 and "next=%2Fconsole%2Fjobs" in posted.text
 
         form = await client.get("/console/sign-in")
         await client.post("/console/sign-in", data={"csrf": _csrf(form.text), "token": new})
@@ -164,6 +198,17 @@ async def test_spending_is_kept_by_the_minute_for_every_instance(database):
     assert minutes[0].minute_s == int(datetime(2026, 1, 1, 12, 0, tzinfo=UTC).timestamp())
     report = await one.report()
     assert (report.memory_spent, report.conversation_spent) == (6, 10)
+
+    # An instance that spends and then idles still shows on the others' charts.
+    await one.charge("memory", 4)
+    async with anyio.create_task_group() as group:
+        group.start_soon(one.write_spending_every, 0.05)
+        await eventually(lambda: _last_minute_memory(two, 4))
+        group.cancel_scope.cancel()
+
+
+async def _last_minute_memory(budget: EnergyBudget, units: int) -> bool:
+    return (await budget.spending(1))[-1].memory == units
 
 
 async def test_compaction_outcomes_are_counted_from_the_jobs_steps(db_path):

@@ -4,30 +4,35 @@ or with a confirmation page first where the change cannot be undone."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 from urllib.parse import quote
 
 from litestar import Request, Response, get, post
 from litestar.di import NamedDependency
-from litestar.params import FromPath
+from litestar.params import FromPath, PathParameter
 from litestar.response import Redirect
 
 from admin_api.console.render import page
+from loop.errors import AppNotInstalled, MemoryCountChanged
 from loop.service import Services
+from memory_agent.models import MAX_MEMORY_ID
 
 
-def _back_to_app(app_id: str, done: str) -> Redirect:
-    return Redirect(f"/console/apps/{quote(app_id)}?done={quote(done)}", status_code=303)
+def _back_to_app(app_id: str, done: str, n: int) -> Redirect:
+    """To the app's page, which says what was done (`done`: one of `pages.NOTICES`)."""
+    return Redirect(f"/console/apps/{quote(app_id, safe='')}?done={done}&n={n}", status_code=303)
+
+
+MemoryId = Annotated[int, PathParameter(ge=1, le=MAX_MEMORY_ID)]
 
 
 @post("/apps/{app_id:str}/memories/{memory_id:int}/delete", include_in_schema=False)
 async def delete_memory(
-    services: NamedDependency[Services], app_id: FromPath[str], memory_id: FromPath[int]
+    services: NamedDependency[Services], app_id: FromPath[str], memory_id: MemoryId
 ) -> Redirect:
     await services.registry.require(app_id)
-    if await services.agent.delete_memory(app_id, memory_id):
-        return _back_to_app(app_id, f"Memory {memory_id} deleted.")
-    return _back_to_app(app_id, f"Memory {memory_id} was already gone.")
+    deleted = await services.agent.delete_memory(app_id, memory_id)
+    return _back_to_app(app_id, "deleted" if deleted else "gone", memory_id)
 
 
 async def _confirmation(
@@ -55,21 +60,23 @@ async def confirm_purge(
 async def purge(
     request: Request[Any, Any, Any], services: NamedDependency[Services], app_id: FromPath[str]
 ) -> Response[Any]:
-    await services.registry.require(app_id)
-    confirmed = (await request.form()).get("count")
-    if confirmed != str(await services.agent.get_memory_count(app_id)):
+    try:
+        deleted = await services.registry.purge_memories(
+            app_id, confirmed_count=await _confirmed_count(request)
+        )
+    except MemoryCountChanged:
         # Memories came or went since the confirmation was shown: it named another number.
         return await _confirmation(
             request, services, app_id, "confirm_purge.html", status=409, changed=True
         )
-    deleted = await services.registry.purge_memories(app_id)
-    return _back_to_app(app_id, f"Purged: {deleted} memories deleted.")
+    return _back_to_app(app_id, "purged", deleted)
 
 
 @get("/apps/{app_id:str}/uninstall", include_in_schema=False)
 async def confirm_uninstall(
     request: Request[Any, Any, Any], services: NamedDependency[Services], app_id: FromPath[str]
 ) -> Response[Any]:
+    await _require_installed(services, app_id)
     return await _confirmation(request, services, app_id, "confirm_uninstall.html")
 
 
@@ -77,11 +84,30 @@ async def confirm_uninstall(
 async def uninstall(
     request: Request[Any, Any, Any], services: NamedDependency[Services], app_id: FromPath[str]
 ) -> Response[Any]:
-    purge_memories = (await request.form()).get("memories") == "purge"
-    purged = await services.registry.uninstall(app_id, purge_memories=purge_memories)
-    kept = "its memories purged" if purge_memories else "its memories kept"
-    done = f"{app_id} uninstalled, {kept}" + (f" ({purged} deleted)." if purge_memories else ".")
-    return _back_to_app(app_id, done)
+    await _require_installed(services, app_id)
+    if (await request.form()).get("memories") != "purge":
+        await services.registry.uninstall(app_id)
+        return _back_to_app(app_id, "uninstalled-kept", 0)
+    try:
+        purged = await services.registry.uninstall(
+            app_id, purge_memories=True, confirmed_count=await _confirmed_count(request)
+        )
+    except MemoryCountChanged:
+        return await _confirmation(
+            request, services, app_id, "confirm_uninstall.html", status=409, changed=True
+        )
+    return _back_to_app(app_id, "uninstalled-purged", purged)
+
+
+async def _require_installed(services: Services, app_id: str) -> None:
+    if not (await services.registry.require(app_id)).installed:
+        raise AppNotInstalled(app_id)
+
+
+async def _confirmed_count(request: Request[Any, Any, Any]) -> int:
+    """The number of memories the confirmation named (-1, matching none, if it is unreadable)."""
+    sent = (await request.form()).get("count")
+    return int(sent) if isinstance(sent, str) and sent.isdecimal() and len(sent) < 12 else -1
 
 
 @post("/apps", include_in_schema=False)
@@ -90,7 +116,9 @@ async def install(
 ) -> Response[Any]:
     form = await request.form()
     app_id = str(form.get("app_id") or "").strip()
-    name = str(form.get("name") or "").strip() or app_id
+    existing = await services.registry.get(app_id)
+    # No name given: the one it had before (a re-install), else its id.
+    name = str(form.get("name") or "").strip() or (existing.name if existing else app_id)
     installed = await services.registry.install(app_id, name)
     # The key is shown on this answer only: it is stored as a hash, and no page shows it again.
     return page(request, "installed.html", status=201, installed=installed)

@@ -17,7 +17,17 @@ from loop.service import Services
 from memory_agent.errors import InvalidSearchQuery
 
 CHART_MINUTES = 60
+# What the app's page says after a change (`?done=<key>&n=<number>`): fixed texts, so that a
+# link from elsewhere cannot make the page say anything else.
+NOTICES = {
+    "deleted": "Memory {n} deleted.",
+    "gone": "Memory {n} was already gone.",
+    "purged": "Purged: {n} memories deleted.",
+    "uninstalled-kept": "Uninstalled; its memories are kept.",
+    "uninstalled-purged": "Uninstalled; its {n} memories were purged.",
+}
 LIST_LIMIT = 200
+HISTORY_LIMIT = 50
 
 AppFilter = Annotated[str | None, QueryParameter(name="app", max_length=64)]
 
@@ -46,7 +56,8 @@ async def app_page(
     services: NamedDependency[Services],
     app_id: FromPath[str],
     q: Annotated[str | None, QueryParameter(max_length=1000)] = None,
-    done: Annotated[str | None, QueryParameter(max_length=200)] = None,
+    done: Annotated[str | None, QueryParameter(max_length=40)] = None,
+    n: Annotated[int, QueryParameter(ge=0, le=2**53)] = 0,
 ) -> Template:
     app = await services.registry.require(app_id)
     search_error = None
@@ -57,8 +68,13 @@ async def app_page(
             memories, search_error = [], str(error)
     else:
         memories = await services.agent.list_memories(app_id)
+    # Each memory's latest changes, oldest of them first.
     histories = {
-        memory.id: await services.agent.history(app_id, memory_id=memory.id, limit=50)
+        memory.id: (
+            await services.agent.history(
+                app_id, memory_id=memory.id, limit=HISTORY_LIMIT, newest_first=True
+            )
+        )[::-1]
         for memory in memories
     }
     return page(
@@ -69,10 +85,11 @@ async def app_page(
         memories=memories,
         count=await services.agent.get_memory_count(app_id),
         histories=histories,
+        history_limit=HISTORY_LIMIT,
         changes=await services.agent.history(app_id, limit=50, newest_first=True),
         q=q or "",
         search_error=search_error,
-        done=done,
+        done=NOTICES[done].format(n=n) if done in NOTICES else None,
     )
 
 

@@ -69,6 +69,8 @@ def error_page(request: Request[Any, Any, Any], error: Exception) -> Response[An
     """Any error inside the console, as a page saying what happened."""
     if isinstance(error, MnemoloopError):
         status, text = domain_status(error), str(error)
+    elif isinstance(error, UnicodeDecodeError):
+        status, text = 400, "The form is not valid UTF-8."
     elif isinstance(error, ValidationException):
         status, text = 400, validation_detail(error)
     elif isinstance(error, HTTPException):

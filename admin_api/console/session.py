@@ -8,9 +8,10 @@ value also set in a cookie of its own, which the form must repeat.
 from __future__ import annotations
 
 import hmac
+import posixpath
 import secrets
 from typing import Annotated, Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 from litestar import Request, Response, get, post
 from litestar.datastructures import Cookie
@@ -23,6 +24,7 @@ from loop.console_sessions import SESSION_SECONDS, ConsoleSession, ConsoleSessio
 SESSION_COOKIE = "mnemoloop_console"
 SIGN_IN_COOKIE = "mnemoloop_sign_in"
 CSRF_FIELD = "csrf"
+CHANGING_METHODS = ("POST", "PUT", "PATCH", "DELETE")
 HOME = "/console"
 SIGN_IN = "/console/sign-in"
 
@@ -43,14 +45,14 @@ async def require_session(request: Request[Any, Any, Any]) -> Response[Any] | No
     session = await sessions_of(request).find(request.cookies.get(SESSION_COOKIE, ""))
     if session is None:
         return _to_sign_in(request)
-    if request.method != "GET" and not await _carries(request, session.csrf):
+    if request.method in CHANGING_METHODS and not await _carries(request, session.csrf):
         return _forged(request)
     request.state.console_session = session
     return None
 
 
 def _to_sign_in(request: Request[Any, Any, Any]) -> Response[Any]:
-    target = f"{SIGN_IN}?next={quote(request.url.path)}"
+    target = f"{SIGN_IN}?next={quote(_return_path(request), safe='')}"
     if request.headers.get("hx-request"):
         # A refresh in the page: htmx loads the sign-in page in place of the whole page.
         return Response(None, status_code=204, headers={"HX-Redirect": target})
@@ -59,8 +61,20 @@ def _to_sign_in(request: Request[Any, Any, Any]) -> Response[Any]:
     return page(
         request, "message.html", status=401,
         title="Signed out", text="Your session has ended: sign in again, then repeat this.",
-        link=target,
+        link=target, link_label="Sign in",
     )
+
+
+def _return_path(request: Request[Any, Any, Any]) -> str:
+    """Where to come back after signing in: this page with its query; after a form, the page
+    the form was on (a form's own address is not a page)."""
+    if request.method == "GET":
+        query = request.url.query
+        return request.url.path + (f"?{query}" if query else "")
+    referer = urlsplit(request.headers.get("referer", ""))
+    if referer.netloc == request.url.netloc and referer.path:
+        return referer.path + (f"?{referer.query}" if referer.query else "")
+    return HOME
 
 
 def _forged(request: Request[Any, Any, Any]) -> Response[Any]:
@@ -69,14 +83,19 @@ def _forged(request: Request[Any, Any, Any]) -> Response[Any]:
         title="Form refused",
         text="This form did not come from this console (its CSRF token is missing or out of"
         " date), so nothing was changed. Reload the page and try again.",
-        link=HOME,
+        link=HOME, link_label="Back to the overview",
     )
 
 
 async def _carries(request: Request[Any, Any, Any], expected: str) -> bool:
     form = await request.form()
     sent = form.get(CSRF_FIELD)
-    return isinstance(sent, str) and bool(expected) and hmac.compare_digest(sent, expected)
+    return (
+        isinstance(sent, str)
+        and bool(expected)
+        # As bytes: compare_digest refuses a str with characters beyond ASCII.
+        and hmac.compare_digest(sent.encode(), expected.encode())
+    )
 
 
 @get(SIGN_IN, include_in_schema=False)
@@ -139,6 +158,9 @@ def _cookie(
 
 def _safe_next(path: str) -> str:
     """Where to go after signing in: a console page of this service, never elsewhere."""
-    if path.startswith(HOME) and not path.startswith("//") and "\\" not in path:
-        return path
+    page_path, _, query = path.partition("?")
+    normal = posixpath.normpath(page_path) if page_path else ""
+    plain = "\\" not in path and all(" " < c < "\x7f" for c in path)
+    if plain and (normal == HOME or normal.startswith(HOME + "/")):
+        return normal + (f"?{query}" if query else "")
     return HOME
