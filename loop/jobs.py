@@ -101,18 +101,28 @@ class MemoryJobStore:
         )
 
     async def claim_next(self, busy_apps: Collection[str]) -> MemoryJob | None:
-        """Take the oldest due job of an app with no job running here: a pending one, or one
-        whose claim ran out (unless that happened MAX_INTERRUPTIONS times: `fail_exhausted`
-        ends those); mark it `running` under this instance's lease."""
+        """Take a due job of an app with no job running here and mark it `running` under
+        this instance's lease: the oldest whose claim ran out (unless that happened
+        MAX_INTERRUPTIONS times: `fail_exhausted` ends those), else the oldest pending one."""
         now = now_text(self._clock)
         placeholders = ",".join("?" * len(busy_apps))
-        busy = f"AND app_id NOT IN ({placeholders})" if busy_apps else ""
+        busy = f" AND app_id NOT IN ({placeholders})" if busy_apps else ""
+
+        def oldest(where: str) -> str:
+            # Each kind on its own walks the (status, id) index in order and stops at the
+            # first it may take; one OR of both would collect every pending job and sort them.
+            return (
+                f"(SELECT id FROM memory_jobs WHERE {where}{busy}"
+                f" ORDER BY id LIMIT 1{self._db.dialect.skip_locked})"
+            )
+
         return await self._claim(
-            "SELECT id FROM memory_jobs WHERE ((status = 'pending'"
-            " AND (not_before IS NULL OR not_before <= ?))"
-            " OR (status = 'running' AND lease_until < ? AND attempts < ?))"
-            f" {busy} ORDER BY id LIMIT 1{self._db.dialect.skip_locked}",
-            (now, now, MAX_INTERRUPTIONS, *busy_apps),
+            "SELECT COALESCE("
+            + oldest("status = 'running' AND lease_until < ? AND attempts < ?")
+            + ", "
+            + oldest("status = 'pending' AND (not_before IS NULL OR not_before <= ?)")
+            + ")",
+            (now, MAX_INTERRUPTIONS, *busy_apps, now, *busy_apps),
         )
 
     async def claim_for_conversation(self, conversation_id: str) -> MemoryJob | None:
