@@ -16,6 +16,7 @@ from datetime import timedelta
 from typing import Any, Literal
 
 from loop.backoff import backoff_seconds
+from memory_agent import ChatMessage
 from memory_agent.models import CompactionOutcome
 from memory_agent.ports import Clock, SqlSession, format_timestamp, now_text
 
@@ -64,6 +65,14 @@ class MemoryJob:
             json.loads(row["steps"]) if row["steps"] else [],
             row["not_before"],
         )
+
+
+@dataclass(frozen=True)
+class ClaimedJob:
+    """A job this instance holds, with what running it needs: its conversation's messages."""
+
+    job: MemoryJob
+    messages: list[ChatMessage]
 
 
 _RELEASE = "lease_owner = NULL, lease_until = NULL"
