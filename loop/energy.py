@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from memory_agent.ports import Clock, Database, Row, now_text
+from memory_agent.ports import Clock, Database, Row, SqlSession, now_text
 
 SpendingKind = Literal["memory", "conversation"]
 
@@ -77,11 +77,17 @@ class EnergyBudget:
 
     async def charge(self, kind: SpendingKind, units: int) -> None:
         """Spend `units`; the level does not go below zero, the spending is kept in full."""
+        self.remember(await self.charge_within(self._db, kind, units))
+
+    async def charge_within(self, tx: SqlSession, kind: SpendingKind, units: int) -> Row | None:
+        """Spend `units` inside `tx` (with the work that used them); returns the state it
+        leaves, for `remember` once `tx` has committed. It changes nothing of this
+        object, so it may run on the database's thread."""
         if units <= 0:
-            return
-        greatest, least = self._db.dialect.greatest, self._db.dialect.least
+            return None
+        greatest, least = tx.dialect.greatest, tx.dialect.least
         now = self._clock.now().timestamp()
-        rows = await self._db.execute_returning(
+        rows = await tx.execute_returning(
             f"UPDATE energy_state SET level = {greatest}(0.0, {least}(?,"
             f" level + {greatest}(0.0, ? - as_of_s) * ?) - ?),"
             f" as_of_s = {greatest}(as_of_s, ?), updated_at = ?,"
@@ -98,8 +104,7 @@ class EnergyBudget:
                 units if kind == "conversation" else 0,
             ),
         )
-        if rows:
-            self._remember(rows[0])
+        return rows[0] if rows else None
 
     async def set_level(self, level: float) -> None:
         """For operators and tests: put the level at `level` now."""
@@ -132,6 +137,12 @@ class EnergyBudget:
         return EnergyReport(
             self.capacity, round(self.level, 3), self._spent["memory"], self._spent["conversation"]
         )
+
+    def remember(self, state: Row | None) -> None:
+        """Take the state a committed `charge_within` returned as the last one known (None:
+        it spent nothing)."""
+        if state is not None:
+            self._remember(state)
 
     def _remember(self, row: Row) -> None:
         self._level = min(float(row[0]), self.capacity)

@@ -199,6 +199,14 @@ class MemoryJobStore:
         )
         return done == 1
 
+    async def done_by(self, job: MemoryJob) -> bool:
+        """Whether this claim ended the job `done` (its transaction committed)."""
+        row = await self._db.fetch_one(
+            "SELECT 1 FROM memory_jobs WHERE id = ? AND attempts = ? AND status = 'done'",
+            (job.id, job.attempts),
+        )
+        return row is not None
+
     async def finish(self, job: MemoryJob, status: JobStatus, error: str | None = None) -> None:
         """End a running job that wrote nothing (skipped, failed), if this claim still holds
         it; a cancelled job stays so."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
 import anyio
 from anyio.abc import TaskGroup
@@ -14,7 +15,9 @@ from loop.leases import while_renewing
 from loop.metrics import Metrics
 from loop.wakeups import InFlight
 from memory_agent import MemoryCreationRequest, MemorySubAgent
+from memory_agent.agent import MemoryCreated
 from memory_agent.errors import MemoryWriteRefused, MnemoloopError
+from memory_agent.ports import Row, SqlTransaction
 
 log = logging.getLogger("mnemoloop.worker")
 
@@ -133,30 +136,37 @@ class MemoryWorker:
         the job store itself) has them read first."""
         status: JobStatus
         job = claimed.job if isinstance(claimed, ClaimedJob) else claimed
+        spent = _SpentInCommit()
         try:
             if isinstance(claimed, ClaimedJob):
                 messages = claimed.messages
             else:
                 messages = await self._conversations.chat_messages(job.conversation_id)
-            await while_renewing(
-                lambda: self._agent.create_memory(
-                    MemoryCreationRequest(job.app_id, job.conversation_id, messages, job.id),
-                    commit_guard=lambda tx, result: self._jobs.within(tx).mark_done(
-                        job,
-                        memory_id=result.memory.id if result.memory else None,
-                        note=result.note,
-                        steps=result.compactions,
+            try:
+                await while_renewing(
+                    lambda: self._agent.create_memory(
+                        MemoryCreationRequest(job.app_id, job.conversation_id, messages, job.id),
+                        commit_guard=lambda tx, result: self._record_done(tx, job, result, spent),
                     ),
-                ),
-                lambda: self._jobs.renew(job),
-                every=self._jobs.lease_seconds / 3,
-                what=f"memory job {job.id}",
-            )
+                    lambda: self._jobs.renew(job),
+                    every=self._jobs.lease_seconds / 3,
+                    what=f"memory job {job.id}",
+                )
+            except Exception:
+                # The transaction rolled back: what it spent goes back to the meter.
+                self._agent.give_back_energy(spent.units)
+                raise
+            self._energy.remember(spent.state)
             status = "done"
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True):
                 # Stopped mid-job: leave it `running`, which a restart requeues (or, on a
                 # shared database, another instance takes over when the lease runs out).
+                # Stopped right after the commit, the job is done and its energy spent.
+                if spent.units and await self._jobs.done_by(job):
+                    self._energy.remember(spent.state)
+                else:
+                    self._agent.give_back_energy(spent.units)
                 await self._charge_memory_energy()
             raise
         except MemoryWriteRefused:
@@ -194,5 +204,32 @@ class MemoryWorker:
                 await self.run_job(claimed)
         return await self._jobs.for_conversation(conversation_id)
 
+    async def _record_done(
+        self, tx: SqlTransaction, job: MemoryJob, result: MemoryCreated, spent: _SpentInCommit
+    ) -> bool:
+        """Inside the memory's transaction: the job `done`, and the energy the model calls
+        used so far spent, if this claim still holds the job."""
+        held = await self._jobs.within(tx).mark_done(
+            job,
+            memory_id=result.memory.id if result.memory else None,
+            note=result.note,
+            steps=result.compactions,
+        )
+        if held:
+            spent.units = self._agent.get_energy_consumed_since_last_poll()
+            spent.state = await self._energy.charge_within(tx, "memory", spent.units)
+        return held
+
     async def _charge_memory_energy(self) -> None:
+        """Spend what the model calls used and no job's transaction spent (failed jobs, and
+        calls since)."""
         await self._energy.charge("memory", self._agent.get_energy_consumed_since_last_poll())
+
+
+@dataclass
+class _SpentInCommit:
+    """The energy a job's transaction spent: remembered once it committed, given back to the
+    meter when it rolled back."""
+
+    units: int = 0
+    state: Row | None = None
