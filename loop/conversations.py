@@ -9,17 +9,24 @@ instance that dies leaves the question to the others when its lease runs out.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 
 from loop.errors import AppNotFound, AppNotInstalled, ConversationEnded, ConversationNotFound
-from loop.jobs import MemoryJob
+from loop.jobs import ClaimedJob, MemoryJob
 from loop.reply_feed import ReplyFeed
 from loop.wakeups import JOBS_CHANNEL, MESSAGES_CHANNEL, Wakeup
 from memory_agent import ChatMessage
 from memory_agent.chat_model import Role
-from memory_agent.ports import Clock, Database, SqlTransaction, format_timestamp, now_text
+from memory_agent.ports import (
+    Clock,
+    Database,
+    SqlSession,
+    SqlTransaction,
+    format_timestamp,
+    now_text,
+)
 
 
 def app_facing_state(status: str, answer_state: str | None) -> str:
@@ -279,12 +286,23 @@ class ConversationStore:
         ]
 
     async def chat_messages(self, conversation_id: str) -> list[ChatMessage]:
-        """The conversation's messages, for the model (one query; the memory worker's read)."""
-        rows = await self._db.fetch_all(
-            "SELECT role, content FROM messages WHERE conversation_id = ?" + _IN_ORDER,
-            (conversation_id,),
-        )
-        return [ChatMessage(row["role"], row["content"]) for row in rows]
+        """The conversation's messages, for the model."""
+        return await _chat_messages(self._db, conversation_id)
+
+    async def claim_job(
+        self, claim: Callable[[SqlTransaction], Awaitable[MemoryJob | None]]
+    ) -> ClaimedJob | None:
+        """The job `claim` takes (inside a transaction) with its conversation's messages, read
+        in the same transaction: the memory worker's one trip to the database before the
+        model."""
+
+        async def claim_and_read(tx: SqlTransaction) -> ClaimedJob | None:
+            job = await claim(tx)
+            if job is None:
+                return None
+            return ClaimedJob(job, await _chat_messages(tx, job.conversation_id))
+
+        return await self._db.run_transaction(claim_and_read)
 
     async def unanswered(self, limit: int = 100, per_app: int = 20) -> list[Unanswered]:
         """Open conversations with a user message newer than what their last answer saw,
@@ -444,3 +462,11 @@ class ConversationStore:
 
     def _lease_end(self) -> str:
         return format_timestamp(self._clock.now() + timedelta(seconds=self.lease_seconds))
+
+
+async def _chat_messages(session: SqlSession, conversation_id: str) -> list[ChatMessage]:
+    rows = await session.fetch_all(
+        "SELECT role, content FROM messages WHERE conversation_id = ?" + _IN_ORDER,
+        (conversation_id,),
+    )
+    return [ChatMessage(row["role"], row["content"]) for row in rows]

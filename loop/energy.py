@@ -8,10 +8,10 @@ decision that depends on it (whether memory work may run). The only instance on 
 database knows every charge already and reads nothing.
 
 Spending is also counted by the minute for the console's chart. Each instance adds up its
-spending in memory and writes it every minute (`write_spending_every`, while it runs), on its
-first charge in a new minute, when it reads the chart and on close: a statement a minute, not
-one per charge. The totals above are exact; the chart may miss the last minute of an instance
-that was killed. Minutes older than `KEEP_SPENDING_SECONDS` are deleted as new ones are written.
+spending in memory and writes it every minute (`write_spending_every`, while it runs), when it
+reads the chart and on close: a statement a minute, not one per charge. The totals above are
+exact; the chart may miss the last minute of an instance that was killed. Minutes older than
+`KEEP_SPENDING_SECONDS` are deleted as new ones are written.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import Literal
 
 import anyio
 
-from memory_agent.ports import Clock, Database, Row, now_text
+from memory_agent.ports import Clock, Database, Row, SqlSession, now_text
 
 log = logging.getLogger("mnemoloop")
 
@@ -101,11 +101,17 @@ class EnergyBudget:
 
     async def charge(self, kind: SpendingKind, units: int) -> None:
         """Spend `units`; the level does not go below zero, the spending is kept in full."""
+        self.remember(await self.charge_within(self._db, kind, units), kind, units)
+
+    async def charge_within(self, tx: SqlSession, kind: SpendingKind, units: int) -> Row | None:
+        """Spend `units` inside `tx` (with the work that used them); returns the state it
+        leaves, for `remember` once `tx` has committed. It changes nothing of this
+        object, so it may run on the database's thread."""
         if units <= 0:
-            return
-        greatest, least = self._db.dialect.greatest, self._db.dialect.least
+            return None
+        greatest, least = tx.dialect.greatest, tx.dialect.least
         now = self._clock.now().timestamp()
-        rows = await self._db.execute_returning(
+        rows = await tx.execute_returning(
             f"UPDATE energy_state SET level = {greatest}(0.0, {least}(?,"
             f" level + {greatest}(0.0, ? - as_of_s) * ?) - ?),"
             f" as_of_s = {greatest}(as_of_s, ?), updated_at = ?,"
@@ -122,13 +128,7 @@ class EnergyBudget:
                 units if kind == "conversation" else 0,
             ),
         )
-        if rows:
-            self._remember(rows[0])
-        minute = int(now // 60) * 60
-        if any(written_minute != minute for written_minute, _ in self._unwritten):
-            # The charge above stands: a failure here must not make its caller charge again.
-            await self._write_spending_or_keep()
-        self._unwritten[(minute, kind)] += units
+        return rows[0] if rows else None
 
     async def write_spending(self) -> None:
         """Add this instance's unwritten spending to the minutes' rows."""
@@ -209,6 +209,14 @@ class EnergyBudget:
         return EnergyReport(
             self.capacity, round(self.level, 3), self._spent["memory"], self._spent["conversation"]
         )
+
+    def remember(self, state: Row | None, kind: SpendingKind, units: int) -> None:
+        """After a committed `charge_within`: the state it returned is the last one known,
+        and its units count in this minute's spending (None: it spent nothing)."""
+        if state is not None:
+            self._remember(state)
+            minute = int(self._clock.now().timestamp() // 60) * 60
+            self._unwritten[(minute, kind)] += units
 
     def _remember(self, row: Row) -> None:
         self._level = min(float(row[0]), self.capacity)

@@ -17,6 +17,7 @@ from datetime import timedelta
 from typing import Any, Literal
 
 from loop.backoff import backoff_seconds
+from memory_agent import ChatMessage
 from memory_agent.models import CompactionOutcome, outcome_label
 from memory_agent.ports import Clock, SqlSession, format_timestamp, now_text
 
@@ -78,6 +79,14 @@ class CompactionTally:
     fallback_reasons: dict[str, int]
 
 
+@dataclass(frozen=True)
+class ClaimedJob:
+    """A job this instance holds, with what running it needs: its conversation's messages."""
+
+    job: MemoryJob
+    messages: list[ChatMessage]
+
+
 _RELEASE = "lease_owner = NULL, lease_until = NULL"
 _HELD = "status = 'running' AND id = ? AND attempts = ?"
 
@@ -113,18 +122,28 @@ class MemoryJobStore:
         )
 
     async def claim_next(self, busy_apps: Collection[str]) -> MemoryJob | None:
-        """Take the oldest due job of an app with no job running here: a pending one, or one
-        whose claim ran out (unless that happened MAX_INTERRUPTIONS times: `fail_exhausted`
-        ends those); mark it `running` under this instance's lease."""
+        """Take a due job of an app with no job running here and mark it `running` under
+        this instance's lease: the oldest whose claim ran out (unless that happened
+        MAX_INTERRUPTIONS times: `fail_exhausted` ends those), else the oldest pending one."""
         now = now_text(self._clock)
         placeholders = ",".join("?" * len(busy_apps))
-        busy = f"AND app_id NOT IN ({placeholders})" if busy_apps else ""
+        busy = f" AND app_id NOT IN ({placeholders})" if busy_apps else ""
+
+        def oldest(where: str) -> str:
+            # Each kind on its own walks the (status, id) index in order and stops at the
+            # first it may take; one OR of both would collect every pending job and sort them.
+            return (
+                f"(SELECT id FROM memory_jobs WHERE {where}{busy}"
+                f" ORDER BY id LIMIT 1{self._db.dialect.skip_locked})"
+            )
+
         return await self._claim(
-            "SELECT id FROM memory_jobs WHERE ((status = 'pending'"
-            " AND (not_before IS NULL OR not_before <= ?))"
-            " OR (status = 'running' AND lease_until < ? AND attempts < ?))"
-            f" {busy} ORDER BY id LIMIT 1{self._db.dialect.skip_locked}",
-            (now, now, MAX_INTERRUPTIONS, *busy_apps),
+            "SELECT COALESCE("
+            + oldest("status = 'running' AND lease_until < ? AND attempts < ?")
+            + ", "
+            + oldest("status = 'pending' AND (not_before IS NULL OR not_before <= ?)")
+            + ")",
+            (now, MAX_INTERRUPTIONS, *busy_apps, now, *busy_apps),
         )
 
     async def claim_for_conversation(self, conversation_id: str) -> MemoryJob | None:
@@ -191,6 +210,14 @@ class MemoryJobStore:
             ),
         )
         return done == 1
+
+    async def done_by(self, job: MemoryJob) -> bool:
+        """Whether this claim ended the job `done` (its transaction committed)."""
+        row = await self._db.fetch_one(
+            "SELECT 1 FROM memory_jobs WHERE id = ? AND attempts = ? AND status = 'done'",
+            (job.id, job.attempts),
+        )
+        return row is not None
 
     async def finish(self, job: MemoryJob, status: JobStatus, error: str | None = None) -> None:
         """End a running job that wrote nothing (skipped, failed), if this claim still holds

@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
 import anyio
 from anyio.abc import TaskGroup
 
 from loop.conversations import ConversationStore
 from loop.energy import EnergyBudget
-from loop.jobs import JobStatus, MemoryJob, MemoryJobStore
+from loop.jobs import ClaimedJob, JobStatus, MemoryJob, MemoryJobStore
 from loop.leases import while_renewing
 from loop.metrics import Metrics
 from loop.wakeups import InFlight
 from memory_agent import MemoryCreationRequest, MemorySubAgent
+from memory_agent.agent import MemoryCreated
 from memory_agent.errors import MemoryWriteRefused, MnemoloopError
+from memory_agent.ports import Row, SqlTransaction
 
 log = logging.getLogger("mnemoloop.worker")
 
@@ -100,51 +103,70 @@ class MemoryWorker:
                 log.info("resumed %d deferred memory jobs", resumed)
         await self._jobs.fail_exhausted()
         while len(self._running_apps) < self._max_concurrent and not self._stopping:
-            job = await self._jobs.claim_next(self._running_apps.keys())
-            if job is None:
+            claimed = await self.claim_next()
+            if claimed is None:
                 break
-            self._running_apps.add(job.app_id)
-            group.start_soon(self._run_and_release, job)
+            self._running_apps.add(claimed.job.app_id)
+            group.start_soon(self._run_and_release, claimed)
         return self._poll_interval
 
-    async def _run_and_release(self, job: MemoryJob) -> None:
+    async def claim_next(self) -> ClaimedJob | None:
+        """The next job for an app with none running here, with its conversation's messages."""
+        busy = self._running_apps.keys()
+        return await self._conversations.claim_job(
+            lambda tx: self._jobs.within(tx).claim_next(busy)
+        )
+
+    async def _run_and_release(self, claimed: ClaimedJob) -> None:
         try:
-            await self.run_job(job)
+            await self.run_job(claimed)
         except MnemoloopError as error:
             # Recording the job's end failed (the database went away): the job stays
             # `running`, which a restart requeues; the worker carries on.
-            log.error("memory job %d could not be recorded: %s", job.id, error)
+            log.error("memory job %d could not be recorded: %s", claimed.job.id, error)
             self._metrics.loop_errors.inc()
         finally:
-            self._running_apps.discard(job.app_id)
+            self._running_apps.discard(claimed.job.app_id)
             self._conversations.job_queued.set()
 
-    async def run_job(self, job: MemoryJob) -> JobStatus:
+    async def run_job(self, claimed: ClaimedJob | MemoryJob) -> JobStatus:
         """Write the conversation's memory; the job ends `done` in the memory's own
         transaction, or `pending` again after a transient failure (until its attempts run out), or
-        `skipped` (with why), `failed` or `cancelled`."""
+        `skipped` (with why), `failed` or `cancelled`. A job claimed without its messages (from
+        the job store itself) has them read first."""
         status: JobStatus
+        job = claimed.job if isinstance(claimed, ClaimedJob) else claimed
+        spent = _SpentInCommit()
         try:
-            messages = await self._conversations.chat_messages(job.conversation_id)
-            await while_renewing(
-                lambda: self._agent.create_memory(
-                    MemoryCreationRequest(job.app_id, job.conversation_id, messages, job.id),
-                    commit_guard=lambda tx, result: self._jobs.within(tx).mark_done(
-                        job,
-                        memory_id=result.memory.id if result.memory else None,
-                        note=result.note,
-                        steps=result.compactions,
+            if isinstance(claimed, ClaimedJob):
+                messages = claimed.messages
+            else:
+                messages = await self._conversations.chat_messages(job.conversation_id)
+            try:
+                await while_renewing(
+                    lambda: self._agent.create_memory(
+                        MemoryCreationRequest(job.app_id, job.conversation_id, messages, job.id),
+                        commit_guard=lambda tx, result: self._record_done(tx, job, result, spent),
                     ),
-                ),
-                lambda: self._jobs.renew(job),
-                every=self._jobs.lease_seconds / 3,
-                what=f"memory job {job.id}",
-            )
+                    lambda: self._jobs.renew(job),
+                    every=self._jobs.lease_seconds / 3,
+                    what=f"memory job {job.id}",
+                )
+            except Exception:
+                # The transaction rolled back: what it spent goes back to the meter.
+                self._agent.give_back_energy(spent.units)
+                raise
+            self._energy.remember(spent.state, "memory", spent.units)
             status = "done"
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True):
                 # Stopped mid-job: leave it `running`, which a restart requeues (or, on a
                 # shared database, another instance takes over when the lease runs out).
+                # Stopped right after the commit, the job is done and its energy spent.
+                if spent.units and await self._jobs.done_by(job):
+                    self._energy.remember(spent.state, "memory", spent.units)
+                else:
+                    self._agent.give_back_energy(spent.units)
                 await self._charge_memory_energy()
             raise
         except MemoryWriteRefused:
@@ -175,10 +197,39 @@ class MemoryWorker:
         """
         await self._energy.refresh()
         if self._energy.memory_work_allowed():
-            job = await self._jobs.claim_for_conversation(conversation_id)
-            if job is not None:
-                await self.run_job(job)
+            claimed = await self._conversations.claim_job(
+                lambda tx: self._jobs.within(tx).claim_for_conversation(conversation_id)
+            )
+            if claimed is not None:
+                await self.run_job(claimed)
         return await self._jobs.for_conversation(conversation_id)
 
+    async def _record_done(
+        self, tx: SqlTransaction, job: MemoryJob, result: MemoryCreated, spent: _SpentInCommit
+    ) -> bool:
+        """Inside the memory's transaction: the job `done`, and the energy the model calls
+        used so far spent, if this claim still holds the job."""
+        held = await self._jobs.within(tx).mark_done(
+            job,
+            memory_id=result.memory.id if result.memory else None,
+            note=result.note,
+            steps=result.compactions,
+        )
+        if held:
+            spent.units = self._agent.get_energy_consumed_since_last_poll()
+            spent.state = await self._energy.charge_within(tx, "memory", spent.units)
+        return held
+
     async def _charge_memory_energy(self) -> None:
+        """Spend what the model calls used and no job's transaction spent (failed jobs, and
+        calls since)."""
         await self._energy.charge("memory", self._agent.get_energy_consumed_since_last_poll())
+
+
+@dataclass
+class _SpentInCommit:
+    """The energy a job's transaction spent: remembered once it committed, given back to the
+    meter when it rolled back."""
+
+    units: int = 0
+    state: Row | None = None

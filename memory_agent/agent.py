@@ -334,7 +334,13 @@ class MemorySubAgent:
     # -- energy -----------------------------------------------------------------------------
 
     def get_energy_consumed_since_last_poll(self) -> int:
+        """The energy the model calls used since the last poll (from any thread)."""
         return self._meter.take()
+
+    def give_back_energy(self, units: int) -> None:
+        """Polled units whose spending was not recorded (its transaction rolled back): the
+        next poll hands them out again."""
+        self._meter.give_back(units)
 
     # -- helpers ----------------------------------------------------------------------------
 

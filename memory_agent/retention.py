@@ -20,6 +20,7 @@ policy's own choice is applied and the reason recorded.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -79,9 +80,12 @@ def assess(memories: Sequence[Candidate]) -> list[Assessment]:
     return assessed
 
 
-def choose(memories: Sequence[Candidate], *, max_chars: int) -> Step:
-    """The policy's step for memories (oldest first, the new one last) one over the cap."""
-    assessed = assess(memories)
+def choose(
+    memories: Sequence[Candidate], *, max_chars: int, assessed: list[Assessment] | None = None
+) -> Step:
+    """The policy's step for memories (oldest first, the new one last) one over the cap;
+    `assessed` is `assess(memories)` when the caller has it already."""
+    assessed = assess(memories) if assessed is None else assessed
     position = {a.candidate.id: index for index, a in enumerate(assessed)}
     doomed = min(
         (a for a in assessed if a.tier < 3), key=lambda a: (a.tier, position[a.candidate.id]),
@@ -106,9 +110,10 @@ def review(
 ) -> tuple[Step, str | None]:
     """The model's step if the policy accepts it, else the policy's, with why it was overruled."""
     by_id = {m.id: m for m in memories}
-    policy = choose(memories, max_chars=max_chars)
+    assessed = assess(memories)
+    policy = choose(memories, max_chars=max_chars, assessed=assessed)
     if proposed.action == "delete":
-        ranks = {a.candidate.id: a for a in assess(memories)}
+        ranks = {a.candidate.id: a for a in assessed}
         target = ranks[proposed.target]
         if target.tier < 3 or (policy.action == "delete" and _no_better(target, ranks, policy)):
             return proposed, None
@@ -166,9 +171,16 @@ def refresh(memories: Sequence[Candidate]) -> list[Step]:
 
 def stale_sentences(older: str, newer: str) -> list[str]:
     """The fact-bearing sentences of `older` that `newer` gives a new value for."""
+    return list(_stale_sentences(older, newer))
+
+
+# A decision compares the same memories pairwise several times (ranking them, then looking
+# for a merge): each pair is worked out once.
+@functools.lru_cache(maxsize=4096)
+def _stale_sentences(older: str, newer: str) -> tuple[str, ...]:
     old_sentences = text.sentences(older)
     new_sentences = text.sentences(newer)
-    return [
+    return tuple(
         sentence
         for i, sentence in enumerate(old_sentences)
         if facts.fact_value(sentence)
@@ -181,7 +193,7 @@ def stale_sentences(older: str, newer: str) -> list[str]:
             )
             for j, later in enumerate(new_sentences)
         )
-    ]
+    )
 
 
 def _context(sentences: Sequence[str], index: int, *, same_value: bool) -> str:

@@ -189,15 +189,17 @@ async def test_spending_is_kept_by_the_minute_for_every_instance(database):
     await two.charge("conversation", 7)
     await one.charge("memory", 1)
     clock.at += timedelta(minutes=2)
-    await one.charge("conversation", 3)  # a new minute: the earlier one is written
+    await one.charge("conversation", 3)
+    await one.write_spending()  # as it does every minute while it runs
+    await one.charge("conversation", 2)  # not written yet
 
     minutes = await two.spending(3)  # writes its own first
-    assert [(m.memory, m.conversation) for m in minutes] == [(6, 7), (0, 0), (0, 0)]
-    minutes = await one.spending(3)
     assert [(m.memory, m.conversation) for m in minutes] == [(6, 7), (0, 0), (0, 3)]
+    minutes = await one.spending(3)
+    assert [(m.memory, m.conversation) for m in minutes] == [(6, 7), (0, 0), (0, 5)]
     assert minutes[0].minute_s == int(datetime(2026, 1, 1, 12, 0, tzinfo=UTC).timestamp())
     report = await one.report()
-    assert (report.memory_spent, report.conversation_spent) == (6, 10)
+    assert (report.memory_spent, report.conversation_spent) == (6, 12)
 
     # An instance that spends and then idles still shows on the others' charts.
     await one.charge("memory", 4)

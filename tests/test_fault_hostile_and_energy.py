@@ -3,10 +3,12 @@ defers memory work and never stops conversations."""
 
 from __future__ import annotations
 
+import random
+
 import anyio
 import pytest
 
-from memory_agent import ChatReply
+from memory_agent import ChatReply, TokenUsage
 from tests.fakes import CREATION_PREFIX, FunctionModel, ModelCall, friend_fact
 from tests.harness import conversation_calls, eventually, running, service
 
@@ -96,3 +98,31 @@ async def _answered(services, conversation_id: str) -> bool:
 async def _job_done(services, conversation_id: str) -> bool:
     job = await services.jobs.for_conversation(conversation_id)
     return job is not None and job.status == "done"
+
+
+async def test_a_memory_job_stopped_at_any_point_spends_its_energy_once(db_path):
+    # The job's transaction spends the energy of its calls; stopped after that commit, the
+    # spending is not charged again, and stopped before, it is still charged.
+    answered = []
+
+    async def costed(call: ModelCall) -> ChatReply:
+        await anyio.sleep(0.001)
+        answered.append(call)
+        return ChatReply("Memory one is here. It is short.", usage=TokenUsage(250, 50))
+
+    rng = random.Random(5)
+    async with service(db_path, FunctionModel(costed), tokens_per_energy_unit=100) as services:
+        await services.registry.install("cal", "Calendar")
+        worker = services.worker()
+        for n in range(24):
+            await services.conversations.record_finished(
+                "cal", [("user", friend_fact(n % 10)), ("assistant", "Noted.")], reason="app"
+            )
+            claimed = await worker.claim_next()
+            assert claimed is not None
+            with anyio.move_on_after(rng.uniform(0, 0.01)):
+                await worker.run_job(claimed)
+        report = await services.energy.report()
+        assert report.memory_spent == 3 * len(answered)  # ceil(300 / 100) per answer
+        counts = await services.jobs.counts_by_status()
+        assert counts["done"] and counts["running"]  # stopped both before and after commits
