@@ -129,19 +129,14 @@ class MemoryWorker:
             self._running_apps.discard(claimed.job.app_id)
             self._conversations.job_queued.set()
 
-    async def run_job(self, claimed: ClaimedJob | MemoryJob) -> JobStatus:
+    async def run_job(self, claimed: ClaimedJob) -> JobStatus:
         """Write the conversation's memory; the job ends `done` in the memory's own
         transaction, or `pending` again after a transient failure (until its attempts run out), or
-        `skipped` (with why), `failed` or `cancelled`. A job claimed without its messages (from
-        the job store itself) has them read first."""
+        `skipped` (with why), `failed` or `cancelled`."""
         status: JobStatus
-        job = claimed.job if isinstance(claimed, ClaimedJob) else claimed
+        job, messages = claimed.job, claimed.messages
         spent = _SpentInCommit()
         try:
-            if isinstance(claimed, ClaimedJob):
-                messages = claimed.messages
-            else:
-                messages = await self._conversations.chat_messages(job.conversation_id)
             try:
                 await while_renewing(
                     lambda: self._agent.create_memory(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import anyio
 import pytest
 
+from loop.jobs import ClaimedJob
 from memory_agent import ChatMessage, MemoryCreationRequest
 from tests.fakes import CREATION_PREFIX, FunctionModel, ModelCall, friend_fact
 from tests.harness import assistant_model, eventually, http_client, running, service
@@ -179,14 +180,15 @@ async def test_a_stale_claim_cannot_commit_after_the_job_was_claimed_again(db_pa
         stale = await services.jobs.claim_for_conversation(conversation_id)
         assert stale is not None
         async with anyio.create_task_group() as group:
-            group.start_soon(services.worker().run_job, stale)
+            messages = await services.conversations.chat_messages(conversation_id)
+            group.start_soon(services.worker().run_job, ClaimedJob(stale, messages))
             await anyio.sleep(0.1)
             await services.jobs.recover_interrupted()  # as a restart would
             current = await services.jobs.claim_for_conversation(conversation_id)
             assert current is not None and current.attempts == stale.attempts + 1
             release.set()
         assert await services.agent.get_memory_count("cal") == 0
-        await services.worker().run_job(current)
+        await services.worker().run_job(ClaimedJob(current, messages))
         assert await services.agent.get_memory_count("cal") == 1
         job = await services.jobs.for_conversation(conversation_id)
         assert job is not None and (job.status, job.attempts) == ("done", 2)
