@@ -6,7 +6,6 @@ import json
 from typing import Any
 
 from litestar import Litestar, Router, asgi
-from litestar.di import Provide
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.plugins import JsonRenderPlugin
 from litestar.openapi.spec import Components, SecurityScheme
@@ -20,6 +19,7 @@ from admin_api.controllers.conversations import ConversationsController
 from admin_api.controllers.history import HistoryController
 from admin_api.controllers.memories import MemoriesController
 from admin_api.controllers.operations import OperationsController, health, home
+from admin_api.dependencies import dependencies
 from admin_api.errors import EXCEPTION_HANDLERS, PROBLEM_JSON, problem_body
 from admin_api.mcp_server import (
     MAX_REQUEST_BYTES,
@@ -43,8 +43,6 @@ def create_app(services: Services, admin_token: AdminToken | str | None = None) 
         admin_token = services.admin_token
     elif isinstance(admin_token, str):
         admin_token = AdminToken.fixed(admin_token)
-    def provide_services() -> Services:
-        return services
 
     guarded = Router(
         path="/",
@@ -63,7 +61,7 @@ def create_app(services: Services, admin_token: AdminToken | str | None = None) 
         template_config=template_config(),
         # The MCP sessions' task group lives as long as the app.
         lifespan=[lambda _: mcp_sessions.run()],
-        dependencies={"services": Provide(provide_services, use_cache=True, sync_to_thread=False)},
+        dependencies=dependencies(services),
         exception_handlers=EXCEPTION_HANDLERS,
         request_max_body_size=MAX_BODY_BYTES,
         openapi_config=OpenAPIConfig(
@@ -83,7 +81,7 @@ def create_app(services: Services, admin_token: AdminToken | str | None = None) 
         # The service configures logging once, for every part of it.
         logging_config=None,
     )
-    app.state.services = services
+    app.state.registry = services.stores.registry
     app.state.admin_token = admin_token
     app.state.console_sessions = ConsoleSessions(services.database, services.clock, admin_token)
     return app
@@ -101,7 +99,7 @@ def _mcp_mount(services: Services, admin_token: AdminToken) -> tuple[Any, Any]:
             raise ToolError("no caller for this request")
         return caller
 
-    server = build_mcp_server(services, caller_of_request)
+    server = build_mcp_server(services.stores, caller_of_request)
     server.streamable_http_app()  # creates the session manager
     sessions = server.session_manager
 
@@ -109,7 +107,7 @@ def _mcp_mount(services: Services, admin_token: AdminToken) -> tuple[Any, Any]:
     async def mcp_endpoint(scope: Scope, receive: Receive, send: Send) -> None:
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
         token = bearer_token(headers.get("authorization", ""))
-        caller = await caller_for_token(services, admin_token, token)
+        caller = await caller_for_token(services.stores.registry, admin_token, token)
         if caller is None:
             await _problem(
                 send, 401, "send Authorization: Bearer <token> (an app key or the admin token)",

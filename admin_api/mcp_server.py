@@ -23,7 +23,8 @@ from pydantic import BaseModel, Field
 
 from admin_api.schemas import job_out, memory_event_out, memory_out
 from loop.admin_token import AdminToken
-from loop.service import Services
+from loop.registry import AppRegistry
+from loop.service import Stores
 from memory_agent.errors import MnemoloopError
 from memory_agent.models import MAX_MEMORY_ID
 
@@ -56,13 +57,13 @@ class Caller:
 
 
 async def caller_for_token(
-    services: Services, admin_token: AdminToken, token: str
+    registry: AppRegistry, admin_token: AdminToken, token: str
 ) -> Caller | None:
     """The caller a bearer token stands for; None when it is neither the admin token nor an
     installed app's key."""
     if await admin_token.matches(token):
         return Caller(None)
-    app_id = await services.registry.app_for_key(token) if token else None
+    app_id = await registry.app_for_key(token) if token else None
     return Caller(app_id) if app_id else None
 
 
@@ -88,7 +89,7 @@ class _ScopedServer(FastMCP[Any]):
         return [tool for tool in tools if tool.name not in ADMIN_TOOLS]
 
 
-def build_mcp_server(services: Services, find_caller: FindCaller) -> FastMCP[Any]:
+def build_mcp_server(stores: Stores, find_caller: FindCaller) -> FastMCP[Any]:
     server = _ScopedServer(
         find_caller,
         name="mnemoloop",
@@ -103,7 +104,7 @@ def build_mcp_server(services: Services, find_caller: FindCaller) -> FastMCP[Any
         json_response=True,
         log_level="WARNING",
     )
-    agent, registry = services.agent, services.registry
+    agent, registry, conversations = stores.agent, stores.registry, stores.conversations
 
     @server.tool()
     async def recall(
@@ -132,7 +133,7 @@ def build_mcp_server(services: Services, find_caller: FindCaller) -> FastMCP[Any
         which writes the app's memory of it in the background; answers with the job."""
         app = (await find_caller(ctx)).app(app_id)
         async with _tool_errors():
-            job = await services.conversations.record_finished(
+            job = await conversations.record_finished(
                 app, [(turn.role, turn.content) for turn in transcript], reason="mcp"
             )
         return _builtins(job_out(job))

@@ -30,30 +30,51 @@ from memory_agent.ports import Clock, SystemClock
 log = logging.getLogger("mnemoloop")
 
 
-@dataclass
+@dataclass(frozen=True)
+class Models:
+    """The model that answers conversations and the one that writes memories (the same one
+    when both come from the same backend)."""
+
+    chat: ChatModel
+    memory: ChatModel
+
+
+@dataclass(frozen=True)
+class Stores:
+    """What requests read and change, each on the service's database: the HTTP API, the MCP
+    tools, the console and the CLI work through these. The memory sub-agent is the way to an
+    app's memories."""
+
+    registry: AppRegistry
+    conversations: ConversationStore
+    agent: MemorySubAgent
+    jobs: MemoryJobStore
+    energy: EnergyBudget
+
+
+@dataclass(frozen=True)
 class Services:
+    """The running system: its stores, the loop that answers, what watches and reports on it,
+    and what they stand on."""
+
     settings: Settings
     database: Engine
     clock: Clock
-    chat_model: ChatModel
-    memory_model: ChatModel
-    agent: MemorySubAgent
-    registry: AppRegistry
-    conversations: ConversationStore
-    jobs: MemoryJobStore
-    energy: EnergyBudget
-    metrics: Metrics
+    models: Models
+    stores: Stores
     central: CentralLoop
     admin_token: AdminToken
     health: HealthChecks
+    metrics: Metrics
 
     def worker(self) -> MemoryWorker:
         """A memory worker on this service's parts; its state is what the health check tells."""
+        stores = self.stores
         worker = MemoryWorker(
-            jobs=self.jobs,
-            conversations=self.conversations,
-            agent=self.agent,
-            energy=self.energy,
+            jobs=stores.jobs,
+            conversations=stores.conversations,
+            agent=stores.agent,
+            energy=stores.energy,
             metrics=self.metrics,
             max_concurrent=self.settings.max_concurrent_memory_jobs,
             attempts=self.settings.memory_job_attempts,
@@ -65,22 +86,12 @@ class Services:
 
     async def listen(self) -> None:
         """Wake this instance's loop and worker when another instance has work for them."""
+        conversations = self.stores.conversations
         await self.database.listen(
             {
-                MESSAGES_CHANNEL: self.conversations.message_posted.set,
-                JOBS_CHANNEL: self.conversations.job_queued.set,
+                MESSAGES_CHANNEL: conversations.message_posted.set,
+                JOBS_CHANNEL: conversations.job_queued.set,
             }
-        )
-
-    async def metrics_text(self) -> bytes:
-        apps = await self.registry.list()
-        energy = await self.energy.report()
-        return self.metrics.render(
-            stats=self.agent.stats,
-            jobs_by_status=await self.jobs.counts_by_status(),
-            energy_spent={"memory": energy.memory_spent, "conversation": energy.conversation_spent},
-            apps_with_memories=sum(1 for app in apps if app.memory_count),
-            apps=len(apps),
         )
 
 
@@ -153,6 +164,7 @@ async def open_services(
         jobs = MemoryJobStore(database, clock, owner=owner, lease_seconds=lease)
         registry = AppRegistry(database, agent, jobs, clock)
         metrics = Metrics()
+        stores = Stores(registry, conversations, agent, jobs, energy)
         central = CentralLoop(
             conversations=conversations,
             registry=registry,
@@ -173,17 +185,12 @@ async def open_services(
             settings,
             database,
             clock,
-            chat_model,
-            memory_model,
-            agent,
-            registry,
-            conversations,
-            jobs,
-            energy,
-            metrics,
+            Models(chat_model, memory_model),
+            stores,
             central,
             AdminToken(database, clock, configured=_configured_token(settings)),
             HealthChecks(database, [chat_model, memory_model]),
+            metrics,
         )
     finally:
         if energy is not None:

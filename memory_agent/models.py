@@ -43,7 +43,8 @@ class Memory:
             created_at,
             updated_at,
             source,
-            json.loads(metadata) if metadata else {},
+            # Most memories carry none: no parse for those.
+            json.loads(metadata) if metadata and metadata != "{}" else {},
         )
 
     @property

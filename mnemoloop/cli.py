@@ -187,15 +187,15 @@ async def _apps(settings: Settings, args: argparse.Namespace) -> int:
     async with _admin_services(settings) as services:
         if args.action == "install":
             name = args.app_id if args.name is None else args.name
-            installed = await services.registry.install(args.app_id, name)
+            installed = await services.stores.registry.install(args.app_id, name)
             print(f"installed {args.app_id}; its API key (shown once): {installed.api_key}")
         elif args.action == "uninstall":
-            purged = await services.registry.uninstall(
+            purged = await services.stores.registry.uninstall(
                 args.app_id, purge_memories=args.purge_memories
             )
             print(f"uninstalled {args.app_id}; purged {purged} memories")
         else:
-            apps = await services.registry.list()
+            apps = await services.stores.registry.list()
             if not apps:
                 print("no apps installed yet: `mnemoloop apps install APP_ID`", file=sys.stderr)
                 return 0
@@ -209,20 +209,19 @@ async def _apps(settings: Settings, args: argparse.Namespace) -> int:
 async def _memories(settings: Settings, args: argparse.Namespace) -> int:
     async with _admin_services(settings) as services:
         if args.action == "list":
-            await services.registry.require(args.app_id)
-            for memory in await services.agent.list_memories(args.app_id):
+            await services.stores.registry.require(args.app_id)
+            for memory in await services.stores.agent.list_memories(args.app_id):
                 print(f"[{memory.id}] {memory.created_at[:10]} {memory.content}")
         elif args.action == "export":
-            app_ids = (
-                [args.app_id] if args.app_id else [a.app_id for a in await services.registry.list()]
-            )
+            registry = services.stores.registry
+            app_ids = [args.app_id] if args.app_id else [a.app_id for a in await registry.list()]
             documents = [await _export(services, app_id) for app_id in app_ids]
             exported = documents[0] if args.app_id else documents
             print(msgspec.json.format(msgspec.json.encode(exported)).decode())
         elif args.action == "import":
-            await services.registry.require(args.app_id)
+            await services.stores.registry.require(args.app_id)
             document = _read_export(args.file)
-            count = await services.agent.import_memories(
+            count = await services.stores.agent.import_memories(
                 args.app_id, imported_memories(document), replace=args.replace
             )
             print(
@@ -230,8 +229,8 @@ async def _memories(settings: Settings, args: argparse.Namespace) -> int:
                 f" it holds {count}"
             )
         elif args.action == "search":
-            await services.registry.require(args.app_id)
-            found = await services.agent.search_memories(
+            await services.stores.registry.require(args.app_id)
+            found = await services.stores.agent.search_memories(
                 args.app_id, args.query, limit=max(args.limit, 1)
             )
             for memory in found:
@@ -239,17 +238,17 @@ async def _memories(settings: Settings, args: argparse.Namespace) -> int:
             if not found:
                 print(f"no memory of {args.app_id} matches {args.query!r}", file=sys.stderr)
         elif args.action == "history":
-            await services.registry.require(args.app_id)
-            events = await services.agent.history(
+            await services.stores.registry.require(args.app_id)
+            events = await services.stores.agent.history(
                 args.app_id, memory_id=args.memory_id, limit=1_000_000
             )
             for event in events:
                 print(describe_event(event))
         elif args.action == "purge":
-            print(f"deleted {await services.registry.purge_memories(args.app_id)} memories")
+            print(f"deleted {await services.stores.registry.purge_memories(args.app_id)} memories")
         else:
-            await services.registry.require(args.app_id)
-            if not await services.agent.delete_memory(args.app_id, args.memory_id):
+            await services.stores.registry.require(args.app_id)
+            if not await services.stores.agent.delete_memory(args.app_id, args.memory_id):
                 print(
                     f"mnemoloop: no memory {args.memory_id} in app {args.app_id}", file=sys.stderr
                 )
@@ -259,8 +258,8 @@ async def _memories(settings: Settings, args: argparse.Namespace) -> int:
 
 
 async def _export(services: Services, app_id: str) -> ExportOut:
-    await services.registry.require(app_id)
-    memories = await services.agent.list_memories(app_id)
+    await services.stores.registry.require(app_id)
+    memories = await services.stores.agent.list_memories(app_id)
     return export_out(app_id, now_text(services.clock), memories)
 
 
@@ -315,7 +314,8 @@ async def _mcp(settings: Settings, args: argparse.Namespace) -> int:
     from admin_api.mcp_server import Caller, build_mcp_server, caller_for_token
 
     async with _admin_services(settings) as services:
-        caller = await caller_for_token(services, services.admin_token, args.token.strip())
+        registry, token = services.stores.registry, args.token.strip()
+        caller = await caller_for_token(registry, services.admin_token, token)
         if caller is None:
             print(
                 "mnemoloop mcp: give an app's key or the admin token (--token or "
@@ -330,7 +330,7 @@ async def _mcp(settings: Settings, args: argparse.Namespace) -> int:
             return caller
 
         # Memory jobs that `remember` queues run in `serve` or `worker` on this database.
-        await build_mcp_server(services, fixed_caller).run_stdio_async()
+        await build_mcp_server(services.stores, fixed_caller).run_stdio_async()
     return 0
 
 

@@ -49,35 +49,35 @@ def calendar_topics() -> Iterator[str]:
 async def run_demo(services: Services) -> int:
     step = _Steps()
     for app_id, name in ((CALENDAR, "Calendar"), (RECIPES, "Recipes")):
-        app = await services.registry.get(app_id)
+        app = await services.stores.registry.get(app_id)
         if app is None or not app.installed:
-            await services.registry.install(app_id, name)
-        await services.registry.purge_memories(app_id)  # a repeatable run
-    step(f"installed {CALENDAR} and {RECIPES}; model {services.chat_model.name}")
+            await services.stores.registry.install(app_id, name)
+        await services.stores.registry.purge_memories(app_id)  # a repeatable run
+    step(f"installed {CALENDAR} and {RECIPES}; model {services.models.chat.name}")
 
     for app_id, opener in OPENERS.items():
         await _converse(services, app_id, opener, step)
 
-    app = await services.registry.require(CALENDAR)
+    app = await services.stores.registry.require(CALENDAR)
     context = await services.central.build_context(app, [])
     step("the memory block a new Calendar conversation gets:")
     print("\n".join("    " + line for line in context[-1].content.splitlines()))
-    recipes = await services.registry.require(RECIPES)
-    calendar_memories = [m.content for m in await services.agent.list_memories(CALENDAR)]
+    recipes = await services.stores.registry.require(RECIPES)
+    calendar_memories = [m.content for m in await services.stores.agent.list_memories(CALENDAR)]
     recipes_context = "\n".join(
         m.content for m in await services.central.build_context(recipes, [])
     )
     leaked = any(memory in recipes_context for memory in calendar_memories)
     step(f"Recipes' context holds Calendar's memory block: {leaked} (apps are isolated)")
 
-    limit = services.agent.memory_limit
+    limit = services.stores.agent.memory_limit
     step(f"now more Calendar conversations, until the app passes its cap of {limit}")
     for number, topic in enumerate(calendar_topics(), start=1):
-        held = await services.agent.get_memory_count(CALENDAR)
+        held = await services.stores.agent.get_memory_count(CALENDAR)
         job = await _converse(services, CALENDAR, topic, step, f"[{number}, {held}/{limit} held]")
         if job is not None and job.steps:
             _show_compaction(job)
-            step(f"Calendar holds {await services.agent.get_memory_count(CALENDAR)} memories"
+            step(f"Calendar holds {await services.stores.agent.get_memory_count(CALENDAR)} memories"
                  f" (cap {limit}); see `mnemoloop memories history {CALENDAR}`")
             return 0
         if number == MAX_CALENDAR_CONVERSATIONS:
@@ -91,11 +91,11 @@ async def _converse(
     services: Services, app_id: str, text: str, step: _Steps, label: str = ""
 ) -> MemoryJob | None:
     step(f"{label} {app_id}: the user says {text!r}".strip())
-    conversation_id = await services.conversations.open(app_id)
+    conversation_id = await services.stores.conversations.open(app_id)
     started = time.monotonic()
     print("    assistant: ", end="", flush=True)
     await answer_as_written(services, conversation_id, text)
-    await services.conversations.end(conversation_id, "user")
+    await services.stores.conversations.end(conversation_id, "user")
     print(f"    …writing the memory ({time.monotonic() - started:.0f} s so far)", flush=True)
     job = await services.worker().run_now(conversation_id)
     if job is not None and job.status == "done":

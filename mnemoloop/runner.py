@@ -55,7 +55,7 @@ async def claimed(services: Services) -> AsyncIterator[None]:
     services.database.claim_instance()
     async with anyio.create_task_group() as group:
         group.start_soon(services.listen)
-        group.start_soon(services.energy.write_spending_every)
+        group.start_soon(services.stores.energy.write_spending_every)
         yield
         group.cancel_scope.cancel()
 
@@ -70,8 +70,8 @@ async def serve(settings: Settings) -> None:
             log.info(
                 "mnemoloop: %s, model %s, memory model %s",
                 services.database.describe(),
-                services.chat_model.name,
-                services.memory_model.name,
+                services.models.chat.name,
+                services.models.memory.name,
             )
             model = await services.health.model()
             if not model.ready:
@@ -145,7 +145,7 @@ async def run_worker(settings: Settings) -> None:
         log.info(
             "mnemoloop worker: %s, memory model %s",
             services.database.describe(),
-            services.memory_model.name,
+            services.models.memory.name,
         )
         worker = services.worker()
         async with anyio.create_task_group() as group:

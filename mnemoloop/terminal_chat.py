@@ -22,12 +22,12 @@ HELP = "Type a message and press Enter. /end ends the conversation and writes it
 
 
 async def run_chat(services: Services, app_id: str) -> int:
-    app = await services.registry.get(app_id)
+    app = await services.stores.registry.get(app_id)
     if app is None:
         raise AppNotFound(app_id)
-    conversation_id = await services.conversations.open(app_id)
-    count = await services.agent.get_memory_count(app_id)
-    print(f"{app.name} ({services.chat_model.name}); {count} memories in context. {HELP}")
+    conversation_id = await services.stores.conversations.open(app_id)
+    count = await services.stores.agent.get_memory_count(app_id)
+    print(f"{app.name} ({services.models.chat.name}); {count} memories in context. {HELP}")
     ended = False
     typed = _Lines(sys.stdin.fileno())
     while not ended:
@@ -37,7 +37,7 @@ async def run_chat(services: Services, app_id: str) -> int:
         if not line:
             continue
         if line == "/end":
-            await services.conversations.end(conversation_id, "user")
+            await services.stores.conversations.end(conversation_id, "user")
             break
         print("assistant> ", end="", flush=True)
         answer = await answer_as_written(services, conversation_id, line)
@@ -84,7 +84,7 @@ class _Lines:
 
 async def answer_as_written(services: Services, conversation_id: str, text: str) -> Answer:
     """Post the user's `text` and answer it now, printing the reply as the model writes it."""
-    question = await ask(services.conversations, conversation_id, text)
+    question = await ask(services.stores.conversations, conversation_id, text)
     failure: Exception | None = None
     async with anyio.create_task_group() as group:
         group.start_soon(_print_as_written, question)
@@ -111,7 +111,7 @@ async def _print_as_written(question: Question) -> None:
 
 async def memory_of(services: Services, app_id: str, conversation_id: str) -> Memory | None:
     """The memory that now carries this conversation (it may have been merged into another)."""
-    for memory in await services.agent.list_memories(app_id):
+    for memory in await services.stores.agent.list_memories(app_id):
         if conversation_id in memory.metadata.get("relatedConversations", []):
             return memory
     return None

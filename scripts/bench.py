@@ -111,12 +111,12 @@ async def run_all_jobs(db: Path, model: Any, concurrency: int) -> float:
         async with anyio.create_task_group() as group:
             group.start_soon(worker.run)
             # The job table is the truth about what is left; polling it is the measurement.
-            while await services.jobs.has_waiting() or (  # noqa: ASYNC110
-                    (await services.jobs.counts_by_status())["running"]):
+            while await services.stores.jobs.has_waiting() or (  # noqa: ASYNC110
+                    (await services.stores.jobs.counts_by_status())["running"]):
                 await anyio.sleep(0.05)
             group.cancel_scope.cancel()
         elapsed = time.perf_counter() - started
-        counts = await services.jobs.counts_by_status()
+        counts = await services.stores.jobs.counts_by_status()
         assert counts["done"] == sum(counts.values()), counts
         return elapsed
 
@@ -323,7 +323,7 @@ CONVERSATION = [
 async def model_memory(db: Path, runs: int) -> dict[str, Any]:
     model = LocalChatModel()
     async with open_services(settings(db), chat_model=model, memory_model=model) as services:
-        await services.registry.install("bench", "Bench")
+        await services.stores.registry.install("bench", "Bench")
         timings, tokens, written = [], 0, 0
         recording = TimedModel(inner=model)
         agent = MemorySubAgent(services.database, recording)
@@ -356,17 +356,17 @@ def bench_model(tmp: Path, quick: bool) -> dict[str, Any]:
 async def energy_share(db: Path, conversations: int, model: Any) -> float:
     async with open_services(settings(db, energy_capacity=1e12), chat_model=model,
                              memory_model=model) as services:
-        await services.registry.install("bench", "Bench")
+        await services.stores.registry.install("bench", "Bench")
         worker = services.worker()
         for n in range(conversations):
-            conversation_id = await services.conversations.open("bench")
+            conversation_id = await services.stores.conversations.open("bench")
             for turn in range(6):
-                await services.conversations.add_message(
+                await services.stores.conversations.add_message(
                     conversation_id, "user", f"Turn {turn} of conversation {n}: my note {turn}.")
                 await services.central.answer(conversation_id)
-            await services.conversations.end(conversation_id, "app")
+            await services.stores.conversations.end(conversation_id, "app")
             await worker.run_now(conversation_id)
-        report = await services.energy.report()
+        report = await services.stores.energy.report()
         return report.memory_spent / (report.memory_spent + report.conversation_spent)
 
 

@@ -51,14 +51,15 @@ class ScriptedModel(ChatModel):
 async def latencies(services: Any, app_id: str, questions: int) -> list[float]:
     found = []
     for _ in range(questions):
-        conversation_id = await services.conversations.open(app_id)
+        conversation_id = await services.stores.conversations.open(app_id)
         started = time.perf_counter()
-        await services.conversations.add_message(conversation_id, "user", "Hello?")
+        conversations = services.stores.conversations
+        await conversations.add_message(conversation_id, "user", "Hello?")
         # The loop answers in its own task; the reply is seen by looking at the conversation.
-        while (await services.conversations.get(conversation_id)).messages[-1].role == "user":  # noqa: ASYNC110
+        while (await conversations.get(conversation_id)).messages[-1].role == "user":  # noqa: ASYNC110
             await anyio.sleep(0.002)
         found.append((time.perf_counter() - started) * 1000)
-        await services.conversations.end(conversation_id, "done")
+        await services.stores.conversations.end(conversation_id, "done")
     return found
 
 
@@ -67,13 +68,13 @@ async def measure(questions: int, hanging: int) -> list[float]:
         settings = Settings(db=Path(folder) / "fair.db", llm="local")
         model = ScriptedModel()
         async with open_services(settings, chat_model=model, memory_model=model) as services:
-            await services.registry.install("healthy", "Healthy")
-            await services.registry.install("hanging", HANGING_APP)
+            await services.stores.registry.install("healthy", "Healthy")
+            await services.stores.registry.install("hanging", HANGING_APP)
             async with anyio.create_task_group() as group:
                 group.start_soon(services.central.run)
                 for _ in range(hanging):
-                    conversation_id = await services.conversations.open("hanging")
-                    await services.conversations.add_message(conversation_id, "user", "Hi?")
+                    conversation_id = await services.stores.conversations.open("hanging")
+                    await services.stores.conversations.add_message(conversation_id, "user", "Hi?")
                 await anyio.sleep(0.3)
                 found = await latencies(services, "healthy", questions)
                 group.cancel_scope.cancel()

@@ -88,24 +88,24 @@ class Console:
 
 async def _seed(services: Any) -> None:
     """cal: 11 lasting facts, so its eleventh memory compacts it back to 10; food: two."""
-    await services.registry.install("cal", "Calendar")
-    await services.registry.install("food", "Food planner")
+    await services.stores.registry.install("cal", "Calendar")
+    await services.stores.registry.install("food", "Food planner")
     for app_id, facts in (("cal", range(11)), ("food", range(20, 22))):
         for n in facts:
-            conversation_id = await services.conversations.open(app_id)
-            await services.conversations.add_message(conversation_id, "user", friend_fact(n))
+            conversation_id = await services.stores.conversations.open(app_id)
+            await services.stores.conversations.add_message(conversation_id, "user", friend_fact(n))
             await eventually(lambda c=conversation_id: _answered(services, c))
-            await services.conversations.end(conversation_id, "app")
+            await services.stores.conversations.end(conversation_id, "app")
             await eventually(lambda c=conversation_id: _job_settled(services, c))
 
 
 async def _answered(services: Any, conversation_id: str) -> bool:
-    conversation = await services.conversations.get(conversation_id)
+    conversation = await services.stores.conversations.get(conversation_id)
     return conversation.messages[-1].role == "assistant"
 
 
 async def _job_settled(services: Any, conversation_id: str) -> bool:
-    job = await services.jobs.for_conversation(conversation_id)
+    job = await services.stores.jobs.for_conversation(conversation_id)
     return job is not None and job.status == "done"
 
 
@@ -182,7 +182,7 @@ async def test_an_operator_signs_in_reads_and_changes_memories(db_path, browser,
             await page.get_by_role("button", name="Delete all 9 memories").click()
             await expect(page.get_by_role("status")).to_have_text("Purged: 9 memories deleted.")
             assert await console.memory_count() == 0
-            assert await services.agent.get_memory_count("cal") == 0
+            assert await services.stores.agent.get_memory_count("cal") == 0
 
             # The overview shows the counts changed.
             await page.get_by_role("link", name="Overview").click()
@@ -210,14 +210,15 @@ async def test_an_operator_signs_in_reads_and_changes_memories(db_path, browser,
             await delete_form.locator("input[name=csrf]").evaluate("e => e.remove()")
             await delete_form.get_by_role("button").click()
             await expect(page.get_by_role("heading", name="Form refused")).to_be_visible()
-            assert await services.agent.get_memory_count("food") == 2
+            assert await services.stores.agent.get_memory_count("food") == 2
 
             # The overview refreshes itself: a new memory shows up without a reload.
             await console.open("/console")
             await page.evaluate("window.stillTheSamePage = true")
-            conversation_id = await services.conversations.open("food")
-            await services.conversations.add_message(conversation_id, "user", friend_fact(22))
-            await services.conversations.end(conversation_id, "app")
+            conversations = services.stores.conversations
+            conversation_id = await conversations.open("food")
+            await conversations.add_message(conversation_id, "user", friend_fact(22))
+            await conversations.end(conversation_id, "app")
             await expect(page.locator('tr[data-app="food"] .memory-count')).to_have_text(
                 "3", timeout=15_000
             )

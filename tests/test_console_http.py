@@ -72,7 +72,7 @@ async def test_sign_in_needs_the_admin_token_and_the_forms_own_csrf_token(db_pat
 
 async def test_every_form_needs_the_sessions_csrf_token(db_path):
     async with service(db_path, assistant_model()) as services:
-        await services.registry.install("cal", "Calendar")
+        await services.stores.registry.install("cal", "Calendar")
         client = http_client(services, TOKEN)
         csrf = await _signed_in(client)
         for data in ({}, {"csrf": "forged"}, {"csrf": csrf + "x"}, {"csrf": "é"}):
@@ -81,14 +81,14 @@ async def test_every_form_needs_the_sessions_csrf_token(db_path):
         assert (await client.post(
             "/console/apps", data={"csrf": "", "app_id": "evil", "name": "Evil"}
         )).status_code == 403
-        assert await services.registry.get("evil") is None
+        assert await services.stores.registry.get("evil") is None
 
         installed = await client.post(
             "/console/apps", data={"csrf": csrf, "app_id": "food", "name": "Food"}
         )
         assert installed.status_code == 201
         key = re.search(r'data-testid="api-key">([^<]+)<', installed.text)
-        assert key and await services.registry.app_for_key(key.group(1)) == "food"
+        assert key and await services.stores.registry.app_for_key(key.group(1)) == "food"
         # The key is on that answer only.
         assert key.group(1) not in (await client.get("/console/apps/food")).text
         assert key.group(1) not in (await client.get("/console")).text
@@ -97,28 +97,28 @@ async def test_every_form_needs_the_sessions_csrf_token(db_path):
 async def test_a_purge_confirmed_for_another_count_asks_again(db_path):
     model = assistant_model()
     async with service(db_path, model) as services, running(services):
-        await services.registry.install("cal", "Calendar")
+        await services.stores.registry.install("cal", "Calendar")
         for text in ("I live in Oslo.", "I work at the harbour."):
-            conversation_id = await services.conversations.open("cal")
-            await services.conversations.add_message(conversation_id, "user", text)
-            await services.conversations.end(conversation_id, "app")
+            conversation_id = await services.stores.conversations.open("cal")
+            await services.stores.conversations.add_message(conversation_id, "user", text)
+            await services.stores.conversations.end(conversation_id, "app")
         await eventually(lambda: _count_is(services, "cal", 2))
         client = http_client(services, TOKEN)
         csrf = await _signed_in(client)
 
         stale = await client.post("/console/apps/cal/purge", data={"csrf": csrf, "count": "1"})
         assert stale.status_code == 409 and "Delete all 2 memories" in stale.text
-        assert await services.agent.get_memory_count("cal") == 2
+        assert await services.stores.agent.get_memory_count("cal") == 2
         stale = await client.post(
             "/console/apps/cal/uninstall", data={"csrf": csrf, "count": "3", "memories": "purge"}
         )
         assert stale.status_code == 409 and "all 2, and their text" in stale.text
-        assert (await services.registry.require("cal")).installed
+        assert (await services.stores.registry.require("cal")).installed
         done = await client.post("/console/apps/cal/purge", data={"csrf": csrf, "count": "2"})
         assert done.status_code == 303
         assert done.headers["location"] == "/console/apps/cal?done=purged&n=2"
         assert "Purged: 2 memories deleted." in (await client.get(done.headers["location"])).text
-        assert await services.agent.get_memory_count("cal") == 0
+        assert await services.stores.agent.get_memory_count("cal") == 0
 
         gone = await client.post(
             "/console/apps/cal/uninstall", data={"csrf": csrf, "memories": "keep"}
@@ -135,7 +135,7 @@ async def test_a_purge_confirmed_for_another_count_asks_again(db_path):
 
 
 async def _count_is(services, app_id: str, count: int) -> bool:
-    return await services.agent.get_memory_count(app_id) == count
+    return await services.stores.agent.get_memory_count(app_id) == count
 
 
 async def test_signing_out_or_rotating_the_admin_token_ends_the_session(db_path):
@@ -216,24 +216,24 @@ async def _last_minute_memory(budget: EnergyBudget, units: int) -> bool:
 async def test_compaction_outcomes_are_counted_from_the_jobs_steps(db_path):
     model = assistant_model(compaction=lambda call: "no decision")
     async with service(db_path, model) as services, running(services):
-        await services.registry.install("cal", "Calendar")
+        await services.stores.registry.install("cal", "Calendar")
         for n in range(12):
-            conversation_id = await services.conversations.open("cal")
-            await services.conversations.add_message(
+            conversation_id = await services.stores.conversations.open("cal")
+            await services.stores.conversations.add_message(
                 conversation_id, "user", f"Remember code {n:04d} for locker {n}."
             )
-            await services.conversations.end(conversation_id, "app")
-        await eventually(lambda: _all_done(services.jobs, 12))
-        tally = await services.jobs.compaction_tally()
+            await services.stores.conversations.end(conversation_id, "app")
+        await eventually(lambda: _all_done(services.stores.jobs, 12))
+        tally = await services.stores.jobs.compaction_tally()
         assert tally.jobs == 2
         assert sum(tally.outcomes.values()) == 2
         assert tally.outcomes["delete"] == tally.outcomes["edit"] == 0
         assert sum(tally.fallback_reasons.values()) == 2
 
-        recent = await services.conversations.recent("cal", limit=5)
+        recent = await services.stores.conversations.recent("cal", limit=5)
         assert len(recent) == 5 and all(c.state == "ended" for c in recent)
         assert recent[0].last_activity_at >= recent[-1].last_activity_at
-        assert await services.conversations.recent("other") == []
+        assert await services.stores.conversations.recent("other") == []
 
 
 async def _all_done(jobs: MemoryJobStore, count: int) -> bool:

@@ -63,11 +63,11 @@ def target(tmp_path_factory) -> Iterator[Target]:
             http_client(services, "admin")))
 
         async def seed() -> str:
-            await services.registry.install("cal", "Calendar")
+            await services.stores.registry.install("cal", "Calendar")
             await MemoryStore(services.database).insert("cal", "A fact. Another fact.",
                                               created_at="2025-10-01T00:00:00.000000Z")
-            conversation_id = await services.conversations.open("cal")
-            await services.conversations.add_message(conversation_id, "user", "hi")
+            conversation_id = await services.stores.conversations.open("cal")
+            await services.stores.conversations.add_message(conversation_id, "user", "hi")
             return conversation_id
 
         yield Target(portal, client, db, portal.call(seed))

@@ -28,12 +28,12 @@ async def test_fifty_endings_with_deletes_and_purges_in_flight(db_path):
             running(services):
         async with http_client(services, "admin") as client:
             await client.post("/apps", json={"appId": "cal", "name": "Calendar"}, headers=ADMIN)
+            store = services.stores.conversations
             conversations = []
             for n in range(50):
-                conversation_id = await services.conversations.open("cal")
-                await services.conversations.add_message(conversation_id, "user",
-                                                         friend_fact(n % 32))
-                await services.conversations.add_message(conversation_id, "assistant", "Noted.")
+                conversation_id = await store.open("cal")
+                await store.add_message(conversation_id, "user", friend_fact(n % 32))
+                await store.add_message(conversation_id, "assistant", "Noted.")
                 conversations.append(conversation_id)
 
             statuses: list[int] = []
@@ -82,12 +82,12 @@ async def test_fifty_endings_with_deletes_and_purges_in_flight(db_path):
                 group.start_soon(cli_purge)
 
             async def all_settled() -> bool:
-                counts = await services.jobs.counts_by_status()
+                counts = await services.stores.jobs.counts_by_status()
                 return sum(counts[s] for s in ("done", "skipped", "failed", "cancelled")) == 50
 
             await eventually(all_settled, timeout=60)
 
-        jobs = await services.jobs.list(app_id="cal")
+        jobs = await services.stores.jobs.list(app_id="cal")
         assert all(s < 500 for s in statuses), statuses
         assert not [j.last_error for j in jobs if j.last_error and "locked" in j.last_error]
         # A purge cancels the jobs still waiting or running; every other job is done.
@@ -97,12 +97,12 @@ async def test_fifty_endings_with_deletes_and_purges_in_flight(db_path):
         remaining = await MemoryStore(services.database).list_oldest_first("cal")
         assert len(remaining) <= 10
         assert not {m.id for m in remaining} & set(deleted_ids), "a deleted memory came back"
-        stats = services.agent.stats
+        stats = services.stores.agent.stats
         print(f"\ncreated {stats.memories_created}, compactions {dict(stats.compactions)}, "
               f"admin deletes {len(deleted_ids)}, purged {purged} + cli {cli_purged}, "
               f"left {len(remaining)}")
         # The history accounts for every memory: each one created is deleted once or remains.
-        events = await services.agent.history("cal", limit=10_000)
+        events = await services.stores.agent.history("cal", limit=10_000)
         created = [e.memory_id for e in events if e.event == "created"]
         deleted = [e.memory_id for e in events if e.event == "deleted"]
         assert len(set(created)) == len(created) and len(set(deleted)) == len(deleted)

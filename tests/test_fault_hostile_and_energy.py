@@ -32,17 +32,17 @@ def parrot(call: ModelCall) -> str:
 async def test_a_planted_instruction_is_injected_as_data(db_path):
     model = FunctionModel(parrot)
     async with service(db_path, model) as services, running(services):
-        await services.registry.install("cal", "Calendar")
-        first = await services.conversations.open("cal")
-        await services.conversations.add_message(first, "user", HOSTILE)
+        await services.stores.registry.install("cal", "Calendar")
+        first = await services.stores.conversations.open("cal")
+        await services.stores.conversations.add_message(first, "user", HOSTILE)
         await eventually(lambda: _answered(services, first))
-        await services.conversations.end(first, "app")
+        await services.stores.conversations.end(first, "app")
         await eventually(lambda: _job_done(services, first))
-        [stored] = await services.agent.get_memories("cal")
+        [stored] = await services.stores.agent.get_memories("cal")
         assert "Ignore previous instructions" in stored.content  # stored as said: it is data
 
-        second = await services.conversations.open("cal")
-        await services.conversations.add_message(second, "user", "Hello")
+        second = await services.stores.conversations.open("cal")
+        await services.stores.conversations.add_message(second, "user", "Hello")
         await eventually(lambda: _answered(services, second))
 
     context = conversation_calls(model)[-1].messages
@@ -64,39 +64,39 @@ async def test_at_zero_energy_conversations_are_answered_and_memory_waits(db_pat
                           if call.prompt.startswith(CREATION_PREFIX) else ChatReply("Answer."))
     async with service(db_path, model, energy_capacity=100,
                        energy_refill_per_second=0) as services, running(services):
-        await services.registry.install("cal", "Calendar")
-        await services.energy.set_level(0)
+        await services.stores.registry.install("cal", "Calendar")
+        await services.stores.energy.set_level(0)
         ended = []
         for n in range(5):
-            conversation_id = await services.conversations.open("cal")
-            await services.conversations.add_message(conversation_id, "user", friend_fact(n))
+            conversation_id = await services.stores.conversations.open("cal")
+            await services.stores.conversations.add_message(conversation_id, "user", friend_fact(n))
             with anyio.fail_after(5):  # answered at zero energy
                 await eventually(lambda c=conversation_id: _answered(services, c))
-            await services.conversations.end(conversation_id, "app")
+            await services.stores.conversations.end(conversation_id, "app")
             ended.append(conversation_id)
 
         async def all_deferred() -> bool:
-            return (await services.jobs.counts_by_status())["deferred"] == 5
+            return (await services.stores.jobs.counts_by_status())["deferred"] == 5
 
         await eventually(all_deferred)
-        assert await services.agent.get_memory_count("cal") == 0
+        assert await services.stores.agent.get_memory_count("cal") == 0
 
-        await services.energy.set_level(100)  # the budget refills
+        await services.stores.energy.set_level(100)  # the budget refills
 
         async def all_done() -> bool:
-            return (await services.jobs.counts_by_status())["done"] == 5
+            return (await services.stores.jobs.counts_by_status())["done"] == 5
 
         await eventually(all_done)
-        assert await services.agent.get_memory_count("cal") == 5
+        assert await services.stores.agent.get_memory_count("cal") == 5
 
 
 async def _answered(services, conversation_id: str) -> bool:
-    conversation = await services.conversations.get(conversation_id)
+    conversation = await services.stores.conversations.get(conversation_id)
     return conversation.messages[-1].role == "assistant"
 
 
 async def _job_done(services, conversation_id: str) -> bool:
-    job = await services.jobs.for_conversation(conversation_id)
+    job = await services.stores.jobs.for_conversation(conversation_id)
     return job is not None and job.status == "done"
 
 
@@ -112,17 +112,17 @@ async def test_a_memory_job_stopped_at_any_point_spends_its_energy_once(db_path)
 
     rng = random.Random(5)
     async with service(db_path, FunctionModel(costed), tokens_per_energy_unit=100) as services:
-        await services.registry.install("cal", "Calendar")
+        await services.stores.registry.install("cal", "Calendar")
         worker = services.worker()
         for n in range(24):
-            await services.conversations.record_finished(
+            await services.stores.conversations.record_finished(
                 "cal", [("user", friend_fact(n % 10)), ("assistant", "Noted.")], reason="app"
             )
             claimed = await worker.claim_next()
             assert claimed is not None
             with anyio.move_on_after(rng.uniform(0, 0.01)):
                 await worker.run_job(claimed)
-        report = await services.energy.report()
+        report = await services.stores.energy.report()
         assert report.memory_spent == 3 * len(answered)  # ceil(300 / 100) per answer
-        counts = await services.jobs.counts_by_status()
+        counts = await services.stores.jobs.counts_by_status()
         assert counts["done"] and counts["running"]  # stopped both before and after commits

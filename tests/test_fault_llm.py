@@ -77,7 +77,7 @@ async def test_model_fault_ends_in_its_documented_outcome(db_path, caplog, fault
                            memory_job_attempts=1) as services, \
                 running(services):
             for app in ("other", "victim", "bystander"):
-                await services.registry.install(app, app.title())
+                await services.stores.registry.install(app, app.title())
             await MemoryStore(services.database).insert("other", "Other app fact. Not yours.",
                                               created_at="2025-09-01T00:00:00.000000Z")
             for n in range(10):
@@ -85,17 +85,17 @@ async def test_model_fault_ends_in_its_documented_outcome(db_path, caplog, fault
                     "victim", f"The user chatted about the weather, part {chr(97 + n)}.",
                     created_at=f"2025-09-{n + 2:02d}T00:00:00.000000Z")
 
-            conversation_id = await services.conversations.open("victim")
-            await services.conversations.add_message(
+            conversation_id = await services.stores.conversations.open("victim")
+            await services.stores.conversations.add_message(
                 conversation_id, "user", "My friend Alice lives in Oslo.")
             await eventually(lambda: _last_role_is(services, conversation_id, "assistant"))
-            await services.conversations.end(conversation_id, "app")
+            await services.stores.conversations.end(conversation_id, "app")
             job = await eventually(lambda: _settled(services, conversation_id))
             assert job.status == job_status, job.last_error
 
             # The loop keeps answering other conversations.
-            other = await services.conversations.open("bystander")
-            await services.conversations.add_message(other, "user", "Still there?")
+            other = await services.stores.conversations.open("bystander")
+            await services.stores.conversations.add_message(other, "user", "Still there?")
             await eventually(lambda: _last_role_is(services, other, "assistant"))
 
             async with http_client(services, "admin") as client:
@@ -114,10 +114,10 @@ async def test_model_fault_ends_in_its_documented_outcome(db_path, caplog, fault
 
 
 async def _last_role_is(services, conversation_id: str, role: str) -> bool:
-    conversation = await services.conversations.get(conversation_id)
+    conversation = await services.stores.conversations.get(conversation_id)
     return bool(conversation.messages) and conversation.messages[-1].role == role
 
 
 async def _settled(services, conversation_id: str):
-    job = await services.jobs.for_conversation(conversation_id)
+    job = await services.stores.jobs.for_conversation(conversation_id)
     return job if job and job.status in ("done", "skipped", "failed") else None

@@ -55,7 +55,7 @@ async def remember(client, services, app_id: str, text: str) -> str:
     assert ended.status_code == 202
 
     async def done() -> bool:
-        job = await services.jobs.for_conversation(conversation_id)
+        job = await services.stores.jobs.for_conversation(conversation_id)
         return job is not None and job.status == "done"
 
     await eventually(done)

@@ -16,21 +16,21 @@ ADMIN = {"Authorization": "Bearer admin"}
 
 
 async def talk_and_end(services, app_id: str, text: str) -> str:
-    conversation_id = await services.conversations.open(app_id)
-    await services.conversations.add_message(conversation_id, "user", text)
-    await services.conversations.add_message(conversation_id, "assistant", "Noted.")
-    await services.conversations.end(conversation_id, "app")
+    conversation_id = await services.stores.conversations.open(app_id)
+    await services.stores.conversations.add_message(conversation_id, "user", text)
+    await services.stores.conversations.add_message(conversation_id, "assistant", "Noted.")
+    await services.stores.conversations.end(conversation_id, "app")
     return conversation_id
 
 
 async def settled(services, conversation_id: str) -> str | None:
-    job = await services.jobs.for_conversation(conversation_id)
+    job = await services.stores.jobs.for_conversation(conversation_id)
     return job.status if job and job.status not in ("pending", "running") else None
 
 
 async def three_memories(services) -> None:
     """Install cal and write three memories of it, each job settled."""
-    await services.registry.install("cal", "Calendar")
+    await services.stores.registry.install("cal", "Calendar")
     for n in range(3):
         done = await talk_and_end(services, "cal", friend_fact(n))
         await eventually(lambda c=done: settled(services, c))
@@ -73,7 +73,7 @@ async def test_memory_jobs_show_what_they_wrote_and_their_compaction_steps(db_pa
     model = assistant_model(compaction=lambda call: "I cannot decide.")
     async with service(db_path, model) as services, running(services), \
             http_client(services, "admin") as client:
-        await services.registry.install("cal", "Calendar")
+        await services.stores.registry.install("cal", "Calendar")
         ids = []
         for n in range(11):
             ids.append(await talk_and_end(services, "cal", friend_fact(n)))
@@ -113,7 +113,7 @@ async def test_purge_cancels_jobs_and_a_job_talking_to_the_model_writes_nothing(
 
     async with service(db_path, FunctionModel(slow_memory), max_concurrent_memory_jobs=1) \
             as services, running(services), http_client(services, "admin") as client:
-        await services.registry.install("priv", "Private")
+        await services.stores.registry.install("priv", "Private")
         running_job = await talk_and_end(services, "priv", friend_fact(0))
         with anyio.fail_after(5):
             await writing.wait()  # the worker's only slot is busy with the model
@@ -126,9 +126,9 @@ async def test_purge_cancels_jobs_and_a_job_talking_to_the_model_writes_nothing(
         for conversation_id in (running_job, waiting_job):
             assert await eventually(lambda c=conversation_id: settled(services, c)) == "cancelled"
         await anyio.sleep(0.3)
-        assert await services.agent.get_memory_count("priv") == 0
-        assert await services.agent.history("priv") == []
-        job = await services.jobs.for_conversation(running_job)
+        assert await services.stores.agent.get_memory_count("priv") == 0
+        assert await services.stores.agent.history("priv") == []
+        job = await services.stores.jobs.for_conversation(running_job)
         assert job is not None and "purged" in (job.last_error or "")
 
 
@@ -146,15 +146,15 @@ async def test_purged_text_leaves_no_byte_in_the_database_files(db_path):
     secret = "Zanzibar Quokka 7781"
     model = FunctionModel(lambda call: "" if call.prompt.startswith(CREATION_PREFIX) else "no")
     async with service(db_path, model) as services:
-        await services.registry.install("vault", "Vault")
+        await services.stores.registry.install("vault", "Vault")
         for n, text in enumerate([f"My vault phrase is {secret} and my rent is 1650 a month.",
                                   "I work as a nurse at St Mary's.",
                                   "The landlord raised my rent. It is 1900 a month now."]):
-            await services.agent.create_memory(MemoryCreationRequest(
+            await services.stores.agent.create_memory(MemoryCreationRequest(
                 "vault", f"c{n}", [ChatMessage("user", text), ChatMessage("assistant", "Ok.")]))
-        history = await services.agent.history("vault")
+        history = await services.stores.agent.history("vault")
         assert any(secret in (e.content_before or "") for e in history)
-        assert await services.registry.purge_memories("vault") == 2
+        assert await services.stores.registry.purge_memories("vault") == 2
     files = [p for p in db_path.parent.iterdir() if p.name.startswith(db_path.name)]
     assert files
     for path in files:
@@ -175,22 +175,22 @@ async def test_a_stale_claim_cannot_commit_after_the_job_was_claimed_again(db_pa
         return "Noted."
 
     async with service(db_path, FunctionModel(slow_memory)) as services:
-        await services.registry.install("cal", "Calendar")
+        await services.stores.registry.install("cal", "Calendar")
         conversation_id = await talk_and_end(services, "cal", friend_fact(1))
-        stale = await services.jobs.claim_for_conversation(conversation_id)
+        stale = await services.stores.jobs.claim_for_conversation(conversation_id)
         assert stale is not None
         async with anyio.create_task_group() as group:
-            messages = await services.conversations.chat_messages(conversation_id)
+            messages = await services.stores.conversations.chat_messages(conversation_id)
             group.start_soon(services.worker().run_job, ClaimedJob(stale, messages))
             await anyio.sleep(0.1)
-            await services.jobs.recover_interrupted()  # as a restart would
-            current = await services.jobs.claim_for_conversation(conversation_id)
+            await services.stores.jobs.recover_interrupted()  # as a restart would
+            current = await services.stores.jobs.claim_for_conversation(conversation_id)
             assert current is not None and current.attempts == stale.attempts + 1
             release.set()
-        assert await services.agent.get_memory_count("cal") == 0
+        assert await services.stores.agent.get_memory_count("cal") == 0
         await services.worker().run_job(ClaimedJob(current, messages))
-        assert await services.agent.get_memory_count("cal") == 1
-        job = await services.jobs.for_conversation(conversation_id)
+        assert await services.stores.agent.get_memory_count("cal") == 1
+        job = await services.stores.jobs.for_conversation(conversation_id)
         assert job is not None and (job.status, job.attempts) == ("done", 2)
 
 
@@ -223,7 +223,8 @@ async def test_export_and_import_round_trip_in_the_apis_json(db_path):
         history = (await client.get("/apps/copy/history", headers=ADMIN)).json()["events"]
         assert [(e["event"], e["actor"]) for e in history] == [("created", "import")] * 3
         # Imported memories are the app's own: found by search, in the model's context.
-        assert await services.agent.search_memories("copy", document["memories"][0]["content"])
+        first = document["memories"][0]["content"]
+        assert await services.stores.agent.search_memories("copy", first)
 
 
 async def test_an_import_past_the_cap_is_refused_whole_or_replaces_when_asked(db_path):
@@ -238,7 +239,7 @@ async def test_an_import_past_the_cap_is_refused_whole_or_replaces_when_asked(db
         refused = await client.post("/apps/cal/memories/import", json=document, headers=ADMIN)
         assert refused.status_code == 409
         assert "above its limit of 10: import at most 7" in refused.json()["detail"]
-        assert await services.agent.get_memory_count("cal") == 3
+        assert await services.stores.agent.get_memory_count("cal") == 3
 
         replaced = await client.post("/apps/cal/memories/import?replace=true", json=document,
                                      headers=ADMIN)
@@ -272,7 +273,7 @@ async def test_a_bad_import_names_the_memory_and_stores_nothing(db_path):
                                          json={"memories": [good, memory]}, headers=ADMIN)
             assert response.status_code == 400, response.text
             assert named in response.json()["detail"]
-        assert await services.agent.get_memory_count("cal") == 0
+        assert await services.stores.agent.get_memory_count("cal") == 0
 
         # The app's own key exports its memories, but only the admin imports.
         assert (await client.get("/apps/cal/memories/export", headers=key)).status_code == 200

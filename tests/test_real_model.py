@@ -89,7 +89,7 @@ async def conversation(client, services, app_id: str, text: str) -> str:
     await client.post(f"/conversations/{conversation_id}/end", headers=ADMIN)
 
     async def settled() -> str | None:
-        job = await services.jobs.for_conversation(conversation_id)
+        job = await services.stores.jobs.for_conversation(conversation_id)
         return job.status if job and job.status in ("done", "skipped", "failed") else None
 
     return str(await eventually(settled, timeout=120))
@@ -150,7 +150,7 @@ async def test_compacts_back_to_ten_after_the_eleventh(client, services):
             break
     assert "done" in statuses
     assert len(await memories(client, "cal")) == 10
-    outcomes = services.agent.stats.compactions
+    outcomes = services.stores.agent.stats.compactions
     assert sum(outcomes.values()) == 1 and set(outcomes) <= {"delete", "edit", "fifo"}
 
 

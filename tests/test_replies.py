@@ -216,10 +216,10 @@ async def test_a_reply_written_by_another_instance_comes_as_one_piece(db_path) -
     """This instance's loop does not run: another (a second store with its own owner name)
     answers, and the waiting question finds the reply in the database."""
     async with service(db_path, assistant_model()) as services:
-        await services.registry.install("cal", "Calendar")
-        conversation_id = await services.conversations.open("cal")
+        await services.stores.registry.install("cal", "Calendar")
+        conversation_id = await services.stores.conversations.open("cal")
         other = ConversationStore(services.database, services.clock, owner="other-instance")
-        question = await ask(services.conversations, conversation_id, "Hello")
+        question = await ask(services.stores.conversations, conversation_id, "Hello")
 
         async def answer_elsewhere() -> None:
             await anyio.sleep(0.2)

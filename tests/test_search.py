@@ -28,7 +28,7 @@ async def seeded(services) -> dict[str, int]:
     """Install the apps and store the memories; returns each memory's id by its text."""
     ids = {}
     for app_id, texts in MEMORIES.items():
-        await services.registry.install(app_id, app_id.title())
+        await services.stores.registry.install(app_id, app_id.title())
         store = MemoryStore(services.database)
         for text in texts:
             ids[text] = (await store.insert(app_id, text, created_at=STAMP)).id
@@ -94,7 +94,7 @@ async def test_empty_wordless_and_long_queries_are_400_saying_why(db_path, query
 async def test_the_index_follows_edits_deletes_and_purges_in_their_transactions(db_path):
     async with service(db_path, assistant_model()) as services:
         ids = await seeded(services)
-        agent, store = services.agent, MemoryStore(services.database)
+        agent, store = services.stores.agent, MemoryStore(services.database)
         tennis = ids[MEMORIES["cal"][1]]
         async with services.database.transaction() as tx:
             await store.within(tx).update_content(
@@ -113,7 +113,7 @@ async def test_the_index_follows_edits_deletes_and_purges_in_their_transactions(
                 raise RuntimeError("rolled back")
         assert await agent.search_memories("cal", "bees") == []
 
-        assert await services.registry.purge_memories("cal") == 3
+        assert await services.stores.registry.purge_memories("cal") == 3
         assert await agent.search_memories("cal", "daughter peanut rent") == []
         assert len(await agent.search_memories("notes", "daughter")) == 1
 
@@ -130,7 +130,7 @@ async def test_the_agent_refuses_queries_it_cannot_search_saying_why(db_path, qu
     async with service(db_path, assistant_model()) as services:
         await seeded(services)
         with pytest.raises(InvalidSearchQuery, match=says):
-            await services.agent.search_memories("cal", query)
+            await services.stores.agent.search_memories("cal", query)
 
 
 def test_the_cli_searches_an_apps_memories(db_path):

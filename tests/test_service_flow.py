@@ -16,21 +16,21 @@ pytestmark = pytest.mark.anyio
 
 
 async def talk(services, app_id: str, text: str, *, end: bool = True) -> str:
-    conversation_id = await services.conversations.open(app_id)
-    await services.conversations.add_message(conversation_id, "user", text)
+    conversation_id = await services.stores.conversations.open(app_id)
+    await services.stores.conversations.add_message(conversation_id, "user", text)
     await eventually(lambda: _answered(services, conversation_id))
     if end:
-        await services.conversations.end(conversation_id, "app")
+        await services.stores.conversations.end(conversation_id, "app")
     return conversation_id
 
 
 async def _answered(services, conversation_id: str) -> bool:
-    conversation = await services.conversations.get(conversation_id)
+    conversation = await services.stores.conversations.get(conversation_id)
     return conversation.status == "ended" or conversation.messages[-1].role == "assistant"
 
 
 async def job_status(services, conversation_id: str) -> str | None:
-    job = await services.jobs.for_conversation(conversation_id)
+    job = await services.stores.jobs.for_conversation(conversation_id)
     return job.status if job else None
 
 
@@ -41,23 +41,23 @@ async def settled(services, conversation_id: str) -> str | None:
 
 async def test_a_memory_is_created_when_the_app_ends_the_conversation(db_path):
     async with service(db_path, assistant_model()) as services, running(services):
-        await services.registry.install("cal", "Calendar")
+        await services.stores.registry.install("cal", "Calendar")
         conversation_id = await talk(services, "cal", "Meetings after 2pm please.")
         assert await eventually(lambda: settled(services, conversation_id)) == "done"
-        [memory] = await services.agent.get_memories("cal")
+        [memory] = await services.stores.agent.get_memories("cal")
         assert memory.content == 'The user said: "Meetings after 2pm please."'
         assert memory.source_conversation_id == conversation_id
-        conversation = await services.conversations.get(conversation_id)
+        conversation = await services.stores.conversations.get(conversation_id)
         assert (conversation.status, conversation.end_reason) == ("ended", "app")
 
 
 async def test_the_end_conversation_tool_call_ends_it_and_writes_the_memory(db_path):
     model = assistant_model(end_on="bye")
     async with service(db_path, model) as services, running(services):
-        await services.registry.install("cal", "Calendar")
+        await services.stores.registry.install("cal", "Calendar")
         conversation_id = await talk(services, "cal", "Thanks, bye", end=False)
         assert await eventually(lambda: settled(services, conversation_id)) == "done"
-        conversation = await services.conversations.get(conversation_id)
+        conversation = await services.stores.conversations.get(conversation_id)
         assert conversation.end_reason == "end_conversation"
         assert conversation.messages[-1].content == "Goodbye!"
         assert conversation_calls(model)[0].tools[0].name == "end_conversation"
@@ -66,18 +66,18 @@ async def test_the_end_conversation_tool_call_ends_it_and_writes_the_memory(db_p
 async def test_an_idle_conversation_is_ended_by_the_loop(db_path):
     async with service(db_path, assistant_model(), idle_end_seconds=0.3) as services, \
             running(services):
-        await services.registry.install("cal", "Calendar")
+        await services.stores.registry.install("cal", "Calendar")
         conversation_id = await talk(services, "cal", "Hello there", end=False)
         assert await eventually(lambda: settled(services, conversation_id)) == "done"
-        conversation = await services.conversations.get(conversation_id)
+        conversation = await services.stores.conversations.get(conversation_id)
         assert conversation.end_reason == "idle"
 
 
 async def test_memories_are_in_the_context_of_the_same_app_only(db_path):
     model = assistant_model()
     async with service(db_path, model) as services, running(services):
-        await services.registry.install("cal", "Calendar")
-        await services.registry.install("food", "Recipes")
+        await services.stores.registry.install("cal", "Calendar")
+        await services.stores.registry.install("food", "Recipes")
         first = await talk(services, "cal", "I work on project Phoenix")
         await eventually(lambda: settled(services, first))
 
@@ -97,47 +97,46 @@ async def test_memories_are_in_the_context_of_the_same_app_only(db_path):
 async def test_the_eleventh_memory_compacts_the_app_back_to_ten(db_path):
     model = assistant_model(compaction=lambda call: decision("delete", ids_in_prompt(call)[0]))
     async with service(db_path, model) as services, running(services):
-        await services.registry.install("cal", "Calendar")
+        await services.stores.registry.install("cal", "Calendar")
         ids = [await talk(services, "cal", friend_fact(n)) for n in range(11)]
         for conversation_id in ids:
             await eventually(lambda c=conversation_id: settled(services, c))
-        assert await services.agent.get_memory_count("cal") == 10
+        assert await services.stores.agent.get_memory_count("cal") == 10
         # Deleting a friend's only record would lose a fact: the policy merges two instead.
-        assert services.agent.stats.compactions["fifo"] == 1
-        contents = " ".join(m.content for m in await services.agent.get_memories("cal"))
+        assert services.stores.agent.stats.compactions["fifo"] == 1
+        contents = " ".join(m.content for m in await services.stores.agent.get_memories("cal"))
         assert all(FRIENDS[n] in contents for n in range(11))
 
 
 async def test_uninstall_keeps_memories_purge_removes_them_and_reinstall_restores(db_path):
     async with service(db_path, assistant_model()) as services, running(services):
-        await services.registry.install("cal", "Calendar")
+        await services.stores.registry.install("cal", "Calendar")
         conversation_id = await talk(services, "cal", "Remember my locker code is 4417.")
         await eventually(lambda: settled(services, conversation_id))
 
-        assert await services.registry.uninstall("cal") == 0
-        assert await services.agent.get_memory_count("cal") == 1
+        assert await services.stores.registry.uninstall("cal") == 0
+        assert await services.stores.agent.get_memory_count("cal") == 1
         with pytest.raises(AppNotInstalled):
-            await services.conversations.open("cal")
+            await services.stores.conversations.open("cal")
 
-        await services.registry.install("cal", "Calendar")
-        assert await services.agent.get_memory_count("cal") == 1
+        await services.stores.registry.install("cal", "Calendar")
+        assert await services.stores.agent.get_memory_count("cal") == 1
 
-        assert await services.registry.uninstall("cal", purge_memories=True) == 1
-        assert await services.agent.get_memory_count("cal") == 0
+        assert await services.stores.registry.uninstall("cal", purge_memories=True) == 1
+        assert await services.stores.agent.get_memory_count("cal") == 0
 
 
 async def test_memories_and_energy_persist_across_a_restart(db_path):
     async with service(db_path, assistant_model()) as services, running(services):
-        await services.registry.install("cal", "Calendar")
+        await services.stores.registry.install("cal", "Calendar")
         conversation_id = await talk(services, "cal", "My budget is 500 dollars a month.")
         await eventually(lambda: settled(services, conversation_id))
-        spent = await services.energy.report()
+        spent = await services.stores.energy.report()
 
     async with service(db_path, assistant_model()) as services:
-        assert [m.source_conversation_id for m in await services.agent.get_memories("cal")] == [
-            conversation_id
-        ]
-        after = await services.energy.report()
+        memories = await services.stores.agent.get_memories("cal")
+        assert [m.source_conversation_id for m in memories] == [conversation_id]
+        after = await services.stores.energy.report()
         assert (after.memory_spent, after.conversation_spent) == (
             spent.memory_spent, spent.conversation_spent)
         assert spent.memory_spent > 0 and spent.conversation_spent > 0
@@ -146,16 +145,16 @@ async def test_memories_and_energy_persist_across_a_restart(db_path):
 async def test_jobs_below_the_energy_floor_wait_deferred_and_run_when_it_recovers(db_path):
     async with service(db_path, assistant_model(), energy_capacity=100,
                        energy_refill_per_second=0) as services, running(services):
-        await services.registry.install("cal", "Calendar")
-        await services.energy.set_level(10)  # below the 20 % floor; no refill
+        await services.stores.registry.install("cal", "Calendar")
+        await services.stores.energy.set_level(10)  # below the 20 % floor; no refill
         conversation_id = await talk(services, "cal", "My gym is on Baker Street.")
         assert await eventually(
             lambda: _is(job_status(services, conversation_id), "deferred"))
-        assert await services.agent.get_memory_count("cal") == 0
+        assert await services.stores.agent.get_memory_count("cal") == 0
 
-        await services.energy.set_level(100)
+        await services.stores.energy.set_level(100)
         assert await eventually(lambda: settled(services, conversation_id)) == "done"
-        assert await services.agent.get_memory_count("cal") == 1
+        assert await services.stores.agent.get_memory_count("cal") == 1
 
 
 async def _is(status, wanted: str) -> bool:
@@ -174,10 +173,10 @@ async def test_a_job_interrupted_by_a_crash_is_completed_after_restart(db_path):
     # On PostgreSQL the job is taken over when the dead worker's lease runs out (on SQLite,
     # at once: the restarted process is the only one on the file).
     async with service(db_path, FunctionModel(hangs_on_memory), lease_seconds=1) as services:
-        await services.registry.install("cal", "Calendar")
-        conversation_id = await services.conversations.open("cal")
-        await services.conversations.add_message(conversation_id, "user", friend_fact(1))
-        await services.conversations.end(conversation_id, "app")
+        await services.stores.registry.install("cal", "Calendar")
+        conversation_id = await services.stores.conversations.open("cal")
+        await services.stores.conversations.add_message(conversation_id, "user", friend_fact(1))
+        await services.stores.conversations.end(conversation_id, "app")
         with anyio.move_on_after(5):
             async with anyio.create_task_group() as group:
                 group.start_soon(services.worker().run)
@@ -188,9 +187,9 @@ async def test_a_job_interrupted_by_a_crash_is_completed_after_restart(db_path):
     async with service(db_path, assistant_model(), lease_seconds=1) as services, \
             running(services):
         assert await eventually(lambda: settled(services, conversation_id)) == "done"
-        job = await services.jobs.for_conversation(conversation_id)
+        job = await services.stores.jobs.for_conversation(conversation_id)
         assert job is not None and job.attempts == 2
-        assert await services.agent.get_memory_count("cal") == 1
+        assert await services.stores.agent.get_memory_count("cal") == 1
 
 
 async def test_answering_never_waits_for_memory_work(db_path):
@@ -204,13 +203,13 @@ async def test_answering_never_waits_for_memory_work(db_path):
 
     model = FunctionModel(slow_memory)
     async with service(db_path, model) as services, running(services):
-        await services.registry.install("cal", "Calendar")
+        await services.stores.registry.install("cal", "Calendar")
         first = await talk(services, "cal", friend_fact(1))
         await eventually(lambda: _is(job_status(services, first), "running"))
 
         with anyio.fail_after(5):
             second = await talk(services, "cal", "Second", end=False)
-        conversation = await services.conversations.get(second)
+        conversation = await services.stores.conversations.get(second)
         assert conversation.messages[-1].content == "Quick answer."
         assert await job_status(services, first) == "running"
         release.set()
@@ -219,13 +218,13 @@ async def test_answering_never_waits_for_memory_work(db_path):
 
 async def test_ending_twice_queues_one_job_and_messages_after_end_are_refused(db_path):
     async with service(db_path, assistant_model()) as services:
-        await services.registry.install("cal", "Calendar")
-        conversation_id = await services.conversations.open("cal")
-        assert await services.conversations.end(conversation_id, "app") is True
-        assert await services.conversations.end(conversation_id, "app") is False
-        assert len(await services.jobs.list(app_id="cal")) == 1
+        await services.stores.registry.install("cal", "Calendar")
+        conversation_id = await services.stores.conversations.open("cal")
+        assert await services.stores.conversations.end(conversation_id, "app") is True
+        assert await services.stores.conversations.end(conversation_id, "app") is False
+        assert len(await services.stores.jobs.list(app_id="cal")) == 1
         with pytest.raises(ConversationEnded):
-            await services.conversations.add_message(conversation_id, "user", "late")
+            await services.stores.conversations.add_message(conversation_id, "user", "late")
 
 
 async def test_a_permanent_model_error_skips_the_job_with_the_reason(db_path):
@@ -235,13 +234,13 @@ async def test_a_permanent_model_error_skips_the_job_with_the_reason(db_path):
         return "Fine."
 
     async with service(db_path, FunctionModel(no_memory)) as services, running(services):
-        await services.registry.install("cal", "Calendar")
+        await services.stores.registry.install("cal", "Calendar")
         conversation_id = await talk(services, "cal", friend_fact(1))
         assert await eventually(lambda: settled(services, conversation_id)) == "skipped"
-        job = await services.jobs.for_conversation(conversation_id)
+        job = await services.stores.jobs.for_conversation(conversation_id)
         assert job is not None and job.attempts == 1
         assert "ChatModelResponseError: model 'x' not found" in (job.last_error or "")
-        conversation = await services.conversations.get(conversation_id)
+        conversation = await services.stores.conversations.get(conversation_id)
         assert conversation.status == "ended"
 
 
@@ -257,14 +256,14 @@ async def test_a_slow_or_unreachable_model_is_retried_with_back_off_then_writes(
 
     async with service(db_path, FunctionModel(flaky), memory_retry_base_seconds=0.2) as services, \
             running(services):
-        await services.registry.install("cal", "Calendar")
+        await services.stores.registry.install("cal", "Calendar")
         conversation_id = await talk(services, "cal", friend_fact(1))
-        pending = await eventually(lambda: services.jobs.for_conversation(conversation_id))
+        pending = await eventually(lambda: services.stores.jobs.for_conversation(conversation_id))
         assert await eventually(lambda: settled(services, conversation_id)) == "done"
-        job = await services.jobs.for_conversation(conversation_id)
+        job = await services.stores.jobs.for_conversation(conversation_id)
         assert job is not None and job.attempts == 3 and job.last_error is None
         assert pending.status in ("pending", "running")
-        assert await services.agent.get_memory_count("cal") == 1
+        assert await services.stores.agent.get_memory_count("cal") == 1
 
 
 async def test_a_job_that_stays_unreachable_is_skipped_after_its_attempts(db_path):
@@ -275,10 +274,10 @@ async def test_a_job_that_stays_unreachable_is_skipped_after_its_attempts(db_pat
 
     async with service(db_path, FunctionModel(down), memory_job_attempts=3,
                        memory_retry_base_seconds=0.05) as services, running(services):
-        await services.registry.install("cal", "Calendar")
+        await services.stores.registry.install("cal", "Calendar")
         conversation_id = await talk(services, "cal", friend_fact(1))
         assert await eventually(lambda: settled(services, conversation_id)) == "skipped"
-        job = await services.jobs.for_conversation(conversation_id)
+        job = await services.stores.jobs.for_conversation(conversation_id)
         assert job is not None and job.attempts == 3
         assert "connection refused" in (job.last_error or "")
 
@@ -293,9 +292,9 @@ async def test_conversation_and_memory_spending_are_charged_separately(db_path):
 
     async with service(db_path, FunctionModel(costed), tokens_per_energy_unit=100) as services, \
             running(services):
-        await services.registry.install("cal", "Calendar")
+        await services.stores.registry.install("cal", "Calendar")
         conversation_id = await talk(services, "cal", friend_fact(1))
         await eventually(lambda: settled(services, conversation_id))
-        report = await services.energy.report()
+        report = await services.stores.energy.report()
         assert (report.conversation_spent, report.memory_spent) == (2, 3)
         assert report.level == pytest.approx(1000 - 5, abs=2)

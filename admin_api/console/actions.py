@@ -8,13 +8,13 @@ from typing import Annotated, Any
 from urllib.parse import quote
 
 from litestar import Request, Response, get, post
-from litestar.di import NamedDependency
 from litestar.params import FromPath, PathParameter
 from litestar.response import Redirect
 
 from admin_api.console.render import page
+from admin_api.dependencies import Provided
 from loop.errors import AppNotInstalled, MemoryCountChanged
-from loop.service import Services
+from loop.service import Stores
 from memory_agent.models import MAX_MEMORY_ID
 
 
@@ -28,79 +28,79 @@ MemoryId = Annotated[int, PathParameter(ge=1, le=MAX_MEMORY_ID)]
 
 @post("/apps/{app_id:str}/memories/{memory_id:int}/delete", include_in_schema=False)
 async def delete_memory(
-    services: NamedDependency[Services], app_id: FromPath[str], memory_id: MemoryId
+    stores: Provided[Stores], app_id: FromPath[str], memory_id: MemoryId
 ) -> Redirect:
-    await services.registry.require(app_id)
-    deleted = await services.agent.delete_memory(app_id, memory_id)
+    await stores.registry.require(app_id)
+    deleted = await stores.agent.delete_memory(app_id, memory_id)
     return _back_to_app(app_id, "deleted" if deleted else "gone", memory_id)
 
 
 async def _confirmation(
     request: Request[Any, Any, Any],
-    services: Services,
+    stores: Stores,
     app_id: str,
     template: str,
     status: int = 200,
     **context: Any,
 ) -> Response[Any]:
     """A page asking to confirm a change to the app, naming how many memories it holds now."""
-    app = await services.registry.require(app_id)
-    count = await services.agent.get_memory_count(app_id)
+    app = await stores.registry.require(app_id)
+    count = await stores.agent.get_memory_count(app_id)
     return page(request, template, status=status, app=app, count=count, **context)
 
 
 @get("/apps/{app_id:str}/purge", include_in_schema=False)
 async def confirm_purge(
-    request: Request[Any, Any, Any], services: NamedDependency[Services], app_id: FromPath[str]
+    request: Request[Any, Any, Any], stores: Provided[Stores], app_id: FromPath[str]
 ) -> Response[Any]:
-    return await _confirmation(request, services, app_id, "confirm_purge.html")
+    return await _confirmation(request, stores, app_id, "confirm_purge.html")
 
 
 @post("/apps/{app_id:str}/purge", include_in_schema=False)
 async def purge(
-    request: Request[Any, Any, Any], services: NamedDependency[Services], app_id: FromPath[str]
+    request: Request[Any, Any, Any], stores: Provided[Stores], app_id: FromPath[str]
 ) -> Response[Any]:
     try:
-        deleted = await services.registry.purge_memories(
+        deleted = await stores.registry.purge_memories(
             app_id, confirmed_count=await _confirmed_count(request)
         )
     except MemoryCountChanged:
         # Memories came or went since the confirmation was shown: it named another number.
         return await _confirmation(
-            request, services, app_id, "confirm_purge.html", status=409, changed=True
+            request, stores, app_id, "confirm_purge.html", status=409, changed=True
         )
     return _back_to_app(app_id, "purged", deleted)
 
 
 @get("/apps/{app_id:str}/uninstall", include_in_schema=False)
 async def confirm_uninstall(
-    request: Request[Any, Any, Any], services: NamedDependency[Services], app_id: FromPath[str]
+    request: Request[Any, Any, Any], stores: Provided[Stores], app_id: FromPath[str]
 ) -> Response[Any]:
-    await _require_installed(services, app_id)
-    return await _confirmation(request, services, app_id, "confirm_uninstall.html")
+    await _require_installed(stores, app_id)
+    return await _confirmation(request, stores, app_id, "confirm_uninstall.html")
 
 
 @post("/apps/{app_id:str}/uninstall", include_in_schema=False)
 async def uninstall(
-    request: Request[Any, Any, Any], services: NamedDependency[Services], app_id: FromPath[str]
+    request: Request[Any, Any, Any], stores: Provided[Stores], app_id: FromPath[str]
 ) -> Response[Any]:
-    await _require_installed(services, app_id)
+    await _require_installed(stores, app_id)
     if (await request.form()).get("memories") != "purge":
-        await services.registry.uninstall(app_id)
+        await stores.registry.uninstall(app_id)
         return _back_to_app(app_id, "uninstalled-kept", 0)
     try:
-        purged = await services.registry.uninstall(
+        purged = await stores.registry.uninstall(
             app_id, purge_memories=True, confirmed_count=await _confirmed_count(request)
         )
     except MemoryCountChanged:
         return await _confirmation(
-            request, services, app_id, "confirm_uninstall.html", status=409, changed=True
+            request, stores, app_id, "confirm_uninstall.html", status=409, changed=True
         )
     return _back_to_app(app_id, "uninstalled-purged", purged)
 
 
-async def _require_installed(services: Services, app_id: str) -> None:
-    if not (await services.registry.require(app_id)).installed:
+async def _require_installed(stores: Stores, app_id: str) -> None:
+    if not (await stores.registry.require(app_id)).installed:
         raise AppNotInstalled(app_id)
 
 
@@ -112,13 +112,13 @@ async def _confirmed_count(request: Request[Any, Any, Any]) -> int:
 
 @post("/apps", include_in_schema=False)
 async def install(
-    request: Request[Any, Any, Any], services: NamedDependency[Services]
+    request: Request[Any, Any, Any], stores: Provided[Stores]
 ) -> Response[Any]:
     form = await request.form()
     app_id = str(form.get("app_id") or "").strip()
-    existing = await services.registry.get(app_id)
+    existing = await stores.registry.get(app_id)
     # No name given: the one it had before (a re-install), else its id.
     name = str(form.get("name") or "").strip() or (existing.name if existing else app_id)
-    installed = await services.registry.install(app_id, name)
+    installed = await stores.registry.install(app_id, name)
     # The key is shown on this answer only: it is stored as a hash, and no page shows it again.
     return page(request, "installed.html", status=201, installed=installed)

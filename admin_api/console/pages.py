@@ -6,14 +6,15 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from litestar import Request, get
-from litestar.di import NamedDependency
 from litestar.params import FromPath, QueryParameter
 from litestar.response import Template
 
 from admin_api.console.chart import spending_chart
 from admin_api.console.render import page
+from admin_api.dependencies import Provided
+from loop.health import HealthChecks
 from loop.jobs import JOB_STATUSES
-from loop.service import Services
+from loop.service import Stores
 from memory_agent.errors import InvalidSearchQuery
 
 CHART_MINUTES = 60
@@ -34,44 +35,46 @@ AppFilter = Annotated[str | None, QueryParameter(name="app", max_length=64)]
 
 @get("/", include_in_schema=False)
 async def overview(
-    request: Request[Any, Any, Any], services: NamedDependency[Services]
+    request: Request[Any, Any, Any],
+    stores: Provided[Stores],
+    health_checks: Provided[HealthChecks],
 ) -> Template:
-    energy = await services.energy.report()
+    energy = await stores.energy.report()
     return page(
         request,
         "overview.html",
-        apps=await services.registry.list(),
-        cap=services.agent.memory_limit,
-        jobs=await services.jobs.counts_by_status(),
-        compaction=await services.jobs.compaction_tally(),
+        apps=await stores.registry.list(),
+        cap=stores.agent.memory_limit,
+        jobs=await stores.jobs.counts_by_status(),
+        compaction=await stores.jobs.compaction_tally(),
         energy=energy,
-        chart=spending_chart(await services.energy.spending(CHART_MINUTES)),
-        health=await services.health.check(),
+        chart=spending_chart(await stores.energy.spending(CHART_MINUTES)),
+        health=await health_checks.check(),
     )
 
 
 @get("/apps/{app_id:str}", include_in_schema=False)
 async def app_page(
     request: Request[Any, Any, Any],
-    services: NamedDependency[Services],
+    stores: Provided[Stores],
     app_id: FromPath[str],
     q: Annotated[str | None, QueryParameter(max_length=1000)] = None,
     done: Annotated[str | None, QueryParameter(max_length=40)] = None,
     n: Annotated[int, QueryParameter(ge=0, le=2**53)] = 0,
 ) -> Template:
-    app = await services.registry.require(app_id)
+    app = await stores.registry.require(app_id)
     search_error = None
     if q:
         try:
-            memories = await services.agent.search_memories(app_id, q, limit=LIST_LIMIT)
+            memories = await stores.agent.search_memories(app_id, q, limit=LIST_LIMIT)
         except InvalidSearchQuery as error:
             memories, search_error = [], str(error)
     else:
-        memories = await services.agent.list_memories(app_id)
+        memories = await stores.agent.list_memories(app_id)
     # Each memory's latest changes, oldest of them first.
     histories = {
         memory.id: (
-            await services.agent.history(
+            await stores.agent.history(
                 app_id, memory_id=memory.id, limit=HISTORY_LIMIT, newest_first=True
             )
         )[::-1]
@@ -81,12 +84,12 @@ async def app_page(
         request,
         "app.html",
         app=app,
-        cap=services.agent.memory_limit,
+        cap=stores.agent.memory_limit,
         memories=memories,
-        count=await services.agent.get_memory_count(app_id),
+        count=await stores.agent.get_memory_count(app_id),
         histories=histories,
         history_limit=HISTORY_LIMIT,
-        changes=await services.agent.history(app_id, limit=50, newest_first=True),
+        changes=await stores.agent.history(app_id, limit=50, newest_first=True),
         q=q or "",
         search_error=search_error,
         done=NOTICES[done].format(n=n) if done in NOTICES else None,
@@ -96,7 +99,7 @@ async def app_page(
 @get("/jobs", include_in_schema=False)
 async def jobs_page(
     request: Request[Any, Any, Any],
-    services: NamedDependency[Services],
+    stores: Provided[Stores],
     app_id: AppFilter = None,
     status: Annotated[str | None, QueryParameter(max_length=20)] = None,
 ) -> Template:
@@ -109,8 +112,8 @@ async def jobs_page(
     return page(
         request,
         "jobs.html",
-        jobs=await services.jobs.list(app_id=app_id, status=status, limit=LIST_LIMIT),
-        apps=await services.registry.list(),
+        jobs=await stores.jobs.list(app_id=app_id, status=status, limit=LIST_LIMIT),
+        apps=await stores.registry.list(),
         statuses=JOB_STATUSES,
         app_id=app_id or "",
         status_filter=status or "",
@@ -119,14 +122,14 @@ async def jobs_page(
 
 @get("/conversations", include_in_schema=False)
 async def conversations_page(
-    request: Request[Any, Any, Any], services: NamedDependency[Services], app_id: AppFilter = None
+    request: Request[Any, Any, Any], stores: Provided[Stores], app_id: AppFilter = None
 ) -> Template:
     app_id = app_id or None
     return page(
         request,
         "conversations.html",
-        conversations=await services.conversations.recent(app_id, limit=LIST_LIMIT),
-        apps=await services.registry.list(),
+        conversations=await stores.conversations.recent(app_id, limit=LIST_LIMIT),
+        apps=await stores.registry.list(),
         app_id=app_id or "",
     )
 
@@ -134,13 +137,13 @@ async def conversations_page(
 @get("/conversations/{conversation_id:str}", include_in_schema=False)
 async def conversation_page(
     request: Request[Any, Any, Any],
-    services: NamedDependency[Services],
+    stores: Provided[Stores],
     conversation_id: FromPath[str],
 ) -> Template:
-    conversation = await services.conversations.get(conversation_id)
+    conversation = await stores.conversations.get(conversation_id)
     return page(
         request,
         "conversation.html",
         conversation=conversation,
-        job=await services.jobs.for_conversation(conversation_id),
+        job=await stores.jobs.for_conversation(conversation_id),
     )

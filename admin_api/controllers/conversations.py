@@ -6,12 +6,12 @@ from typing import Annotated, Any
 
 from litestar import Controller, Request, Response, get, post
 from litestar.background_tasks import BackgroundTask
-from litestar.di import NamedDependency
 from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import FromPath, JSONBody, Parameter
 from litestar.response import ServerSentEvent, ServerSentEventMessage
 
 from admin_api.auth import admin_or_own_app
+from admin_api.dependencies import Provided
 from admin_api.errors import problem_body
 from admin_api.schemas import (
     AcceptedOut,
@@ -25,7 +25,7 @@ from admin_api.schemas import (
 )
 from loop.conversations import Message, ReplyStatus
 from loop.replies import Question, Retrying, ask
-from loop.service import Services
+from loop.service import Stores
 
 MAX_WAIT_SECONDS = 300
 EVENT_STREAM = "text/event-stream"
@@ -34,7 +34,7 @@ EVENT_STREAM = "text/event-stream"
 class ConversationsController(Controller):
     path = "/"
     tags = ["conversations"]
-    guards = [admin_or_own_app]
+    before_request = staticmethod(admin_or_own_app)
 
     @post(
         "/apps/{app_id:str}/conversations",
@@ -42,9 +42,9 @@ class ConversationsController(Controller):
         responses=problems(401, 403, 404, 409),
     )
     async def open_conversation(
-        self, app_id: FromPath[str], services: NamedDependency[Services]
+        self, app_id: FromPath[str], stores: Provided[Stores]
     ) -> ConversationCreatedOut:
-        return ConversationCreatedOut(await services.conversations.open(app_id))
+        return ConversationCreatedOut(await stores.conversations.open(app_id))
 
     @post(
         "/conversations/{conversation_id:str}/messages",
@@ -69,7 +69,7 @@ class ConversationsController(Controller):
         request: Request[Any, Any, Any],
         conversation_id: FromPath[str],
         data: JSONBody[PostMessage],
-        services: NamedDependency[Services],
+        stores: Provided[Stores],
         wait: Annotated[
             float | None,
             Parameter(
@@ -79,7 +79,7 @@ class ConversationsController(Controller):
             ),
         ] = None,
     ) -> Response[PostedOut] | ServerSentEvent:
-        question = await ask(services.conversations, conversation_id, data.content)
+        question = await ask(stores.conversations, conversation_id, data.content)
         if EVENT_STREAM in request.headers.get("accept", ""):
             # Closed after the response too: a client gone before the stream started never
             # runs the generator's own clean-up.
@@ -99,9 +99,9 @@ class ConversationsController(Controller):
         responses=problems(401, 403, 404),
     )
     async def get_conversation(
-        self, conversation_id: FromPath[str], services: NamedDependency[Services]
+        self, conversation_id: FromPath[str], stores: Provided[Stores]
     ) -> ConversationOut:
-        conversation = await services.conversations.get(conversation_id)
+        conversation = await stores.conversations.get(conversation_id)
         return ConversationOut(
             conversation.conversation_id,
             conversation.app_id,
@@ -119,9 +119,9 @@ class ConversationsController(Controller):
         responses=problems(401, 403, 404),
     )
     async def retry_answer(
-        self, conversation_id: FromPath[str], services: NamedDependency[Services]
+        self, conversation_id: FromPath[str], stores: Provided[Stores]
     ) -> AcceptedOut:
-        await services.conversations.retry_answer(conversation_id)
+        await stores.conversations.retry_answer(conversation_id)
         return AcceptedOut(True)
 
     @post(
@@ -133,10 +133,10 @@ class ConversationsController(Controller):
     async def end_conversation(
         self,
         conversation_id: FromPath[str],
-        services: NamedDependency[Services],
+        stores: Provided[Stores],
         data: JSONBody[EndConversation | None] = None,
     ) -> AcceptedOut:
-        await services.conversations.end(conversation_id, (data or EndConversation()).reason)
+        await stores.conversations.end(conversation_id, (data or EndConversation()).reason)
         return AcceptedOut(True)
 
 

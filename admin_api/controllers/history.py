@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import Annotated
 
 from litestar import Controller, get
-from litestar.di import NamedDependency
 from litestar.params import FromPath, QueryParameter
 
 from admin_api.auth import admin_or_own_app
+from admin_api.dependencies import Provided
 from admin_api.schemas import MAX_ID, HistoryOut, MemoryId, memory_event_out, problems
-from loop.service import Services
+from loop.service import Stores
 from memory_agent.errors import MemoryNotFound
 from memory_agent.models import MemoryEvent
 
@@ -25,7 +25,7 @@ class HistoryController(Controller):
     path = "/apps/{app_id:str}"
     tags = ["memories"]
     # An app's key reads its own app's history too.
-    guards = [admin_or_own_app]
+    before_request = staticmethod(admin_or_own_app)
 
     @get(
         "/history",
@@ -35,12 +35,12 @@ class HistoryController(Controller):
     async def app_history(
         self,
         app_id: FromPath[str],
-        services: NamedDependency[Services],
+        stores: Provided[Stores],
         since: Since = 0,
         limit: Limit = 100,
     ) -> HistoryOut:
-        await services.registry.require(app_id)
-        events = await services.agent.history(app_id, after_id=since, limit=limit)
+        await stores.registry.require(app_id)
+        events = await stores.agent.history(app_id, after_id=since, limit=limit)
         return page(events, limit)
 
     @get(
@@ -52,15 +52,15 @@ class HistoryController(Controller):
         self,
         app_id: FromPath[str],
         memory_id: MemoryId,
-        services: NamedDependency[Services],
+        stores: Provided[Stores],
         since: Since = 0,
         limit: Limit = 100,
     ) -> HistoryOut:
-        await services.registry.require(app_id)
-        events = await services.agent.history(
+        await stores.registry.require(app_id)
+        events = await stores.agent.history(
             app_id, memory_id=memory_id, after_id=since, limit=limit
         )
-        if not events and since == 0 and not await services.agent.has_memory(app_id, memory_id):
+        if not events and since == 0 and not await stores.agent.has_memory(app_id, memory_id):
             raise MemoryNotFound(app_id, memory_id)
         return page(events, limit)
 

@@ -3,10 +3,10 @@ from __future__ import annotations
 from typing import Annotated
 
 from litestar import Controller, delete, get, post
-from litestar.di import NamedDependency
 from litestar.params import FromPath, JSONBody, QueryParameter
 
 from admin_api.auth import admin_only, admin_or_own_app
+from admin_api.dependencies import Provided
 from admin_api.schemas import (
     ExportOut,
     ImportedOut,
@@ -20,9 +20,9 @@ from admin_api.schemas import (
     memory_out,
     problems,
 )
-from loop.service import Services
+from loop.service import Stores
 from memory_agent.errors import MemoryNotFound
-from memory_agent.ports import now_text
+from memory_agent.ports import Clock, now_text
 from memory_agent.search import MAX_QUERY_CHARS
 
 MAX_IMPORT_BYTES = 32 * 1024 * 1024
@@ -34,14 +34,14 @@ class MemoriesController(Controller):
 
     @get(
         "/",
-        guards=[admin_or_own_app],
+        before_request=admin_or_own_app,
         summary="An app's memories, newest first; with `q`, those matching it, best first",
         responses=problems(400, 401, 403, 404),
     )
     async def list_memories(
         self,
         app_id: FromPath[str],
-        services: NamedDependency[Services],
+        stores: Provided[Stores],
         q: Annotated[
             str | None,
             QueryParameter(
@@ -56,31 +56,33 @@ class MemoriesController(Controller):
         limit: Annotated[int, QueryParameter(ge=1, le=1000, description="with `q`")] = 20,
     ) -> MemoriesOut:
         if q is not None:
-            await services.registry.require(app_id)
-            memories = await services.agent.search_memories(app_id, q, limit=limit)
+            await stores.registry.require(app_id)
+            memories = await stores.agent.search_memories(app_id, q, limit=limit)
         else:
-            memories = await services.agent.list_memories(app_id)
+            memories = await stores.agent.list_memories(app_id)
             if not memories:
-                await services.registry.require(app_id)  # no memories: is there such an app?
+                await stores.registry.require(app_id)  # no memories: is there such an app?
         return MemoriesOut([memory_out(m) for m in memories])
 
     @get(
         "/export",
-        guards=[admin_or_own_app],
+        before_request=admin_or_own_app,
         summary="An app's memories as a document that `POST .../memories/import` takes back",
         responses=problems(401, 403, 404),
     )
-    async def export(self, app_id: FromPath[str], services: NamedDependency[Services]) -> ExportOut:
-        await services.registry.require(app_id)
-        memories = await services.agent.list_memories(app_id)
-        return export_out(app_id, now_text(services.clock), memories)
+    async def export(
+        self, app_id: FromPath[str], stores: Provided[Stores], clock: Provided[Clock]
+    ) -> ExportOut:
+        await stores.registry.require(app_id)
+        memories = await stores.agent.list_memories(app_id)
+        return export_out(app_id, now_text(clock), memories)
 
     @post(
         "/import",
         status_code=201,
         # An export of an app at its largest settings (1000 memories of 10 000 characters).
         request_max_body_size=MAX_IMPORT_BYTES,
-        guards=[admin_only],
+        before_request=admin_only,
         summary="Store memories from an export, all or none",
         description=(
             "Takes the document `GET .../memories/export` gives (of this app or another)."
@@ -96,37 +98,37 @@ class MemoriesController(Controller):
         self,
         app_id: FromPath[str],
         data: JSONBody[ImportMemories],
-        services: NamedDependency[Services],
+        stores: Provided[Stores],
         replace: Annotated[
             bool, QueryParameter(description="delete the app's memories first")
         ] = False,
     ) -> ImportedOut:
-        await services.registry.require(app_id)
+        await stores.registry.require(app_id)
         memories = imported_memories(data)
-        count = await services.agent.import_memories(app_id, memories, replace=replace)
+        count = await stores.agent.import_memories(app_id, memories, replace=replace)
         return ImportedOut(len(memories), count)
 
     @delete(
         "/",
         status_code=200,
-        guards=[admin_only],
+        before_request=admin_only,
         summary="Purge all of an app's memories",
         responses=problems(401, 403, 404),
     )
-    async def purge(self, app_id: FromPath[str], services: NamedDependency[Services]) -> PurgedOut:
-        return PurgedOut(True, await services.registry.purge_memories(app_id))
+    async def purge(self, app_id: FromPath[str], stores: Provided[Stores]) -> PurgedOut:
+        return PurgedOut(True, await stores.registry.purge_memories(app_id))
 
     @delete(
         "/{memory_id:int}",
         status_code=200,
-        guards=[admin_only],
+        before_request=admin_only,
         summary="Delete one memory of this app",
         responses=problems(400, 401, 403, 404),
     )
     async def delete_one(
-        self, app_id: FromPath[str], memory_id: MemoryId, services: NamedDependency[Services]
+        self, app_id: FromPath[str], memory_id: MemoryId, stores: Provided[Stores]
     ) -> SuccessOut:
-        await services.registry.require(app_id)
-        if not await services.agent.delete_memory(app_id, memory_id):
+        await stores.registry.require(app_id)
+        if not await stores.agent.delete_memory(app_id, memory_id):
             raise MemoryNotFound(app_id, memory_id)
         return SuccessOut(True)

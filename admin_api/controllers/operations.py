@@ -5,16 +5,16 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 from litestar import Controller, MediaType, Response, get
-from litestar.di import NamedDependency
 from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import FromQuery, QueryParameter
 from litestar.response import Redirect
 
 from admin_api.auth import admin_only
+from admin_api.dependencies import Provided
 from admin_api.schemas import EnergyOut, HealthOut, JobsOut, PartHealthOut, job_out, problems
-from loop.health import PartHealth
-from loop.metrics import CONTENT_TYPE
-from loop.service import Services
+from loop.health import HealthChecks, PartHealth
+from loop.metrics import CONTENT_TYPE, Metrics
+from loop.service import Stores
 
 JobStatusFilter = Literal[
     "pending", "running", "deferred", "done", "skipped", "failed", "cancelled"
@@ -36,8 +36,8 @@ async def home() -> Redirect:
     " `degraded`, and each part not ready says why.",
     responses={503: ResponseSpec(HealthOut, description="A part is not ready.")},
 )
-async def health(services: NamedDependency[Services]) -> Response[HealthOut]:
-    checked = await services.health.check()
+async def health(health_checks: Provided[HealthChecks]) -> Response[HealthOut]:
+    checked = await health_checks.check()
     body = HealthOut(
         "ok" if checked.ready else "degraded",
         _part(checked.model),
@@ -54,7 +54,7 @@ def _part(part: PartHealth) -> PartHealthOut:
 class OperationsController(Controller):
     path = "/"
     tags = ["operations"]
-    guards = [admin_only]
+    before_request = staticmethod(admin_only)
 
     @get(
         "/memory-jobs",
@@ -63,12 +63,12 @@ class OperationsController(Controller):
     )
     async def list_jobs(
         self,
-        services: NamedDependency[Services],
+        stores: Provided[Stores],
         app_id: Annotated[str | None, QueryParameter(name="appId", max_length=64)] = None,
         status: FromQuery[JobStatusFilter | None] = None,
         limit: Annotated[int, QueryParameter(ge=1, le=10_000)] = 1000,
     ) -> JobsOut:
-        jobs = await services.jobs.list(app_id=app_id, status=status, limit=limit)
+        jobs = await stores.jobs.list(app_id=app_id, status=status, limit=limit)
         return JobsOut([job_out(j) for j in jobs])
 
     @get(
@@ -76,8 +76,8 @@ class OperationsController(Controller):
         summary="The energy budget and what memory and conversations spent",
         responses=problems(401, 403),
     )
-    async def energy(self, services: NamedDependency[Services]) -> EnergyOut:
-        report = await services.energy.report()
+    async def energy(self, stores: Provided[Stores]) -> EnergyOut:
+        report = await stores.energy.report()
         return EnergyOut(
             report.capacity, report.level, report.memory_spent, report.conversation_spent
         )
@@ -88,5 +88,16 @@ class OperationsController(Controller):
         summary="Prometheus metrics",
         responses=problems(401, 403),
     )
-    async def metrics(self, services: NamedDependency[Services]) -> Response[bytes]:
-        return Response(await services.metrics_text(), media_type=CONTENT_TYPE)
+    async def metrics(
+        self, stores: Provided[Stores], metrics: Provided[Metrics]
+    ) -> Response[bytes]:
+        apps = await stores.registry.list()
+        energy = await stores.energy.report()
+        text = metrics.render(
+            stats=stores.agent.stats,
+            jobs_by_status=await stores.jobs.counts_by_status(),
+            energy_spent={"memory": energy.memory_spent, "conversation": energy.conversation_spent},
+            apps_with_memories=sum(1 for app in apps if app.memory_count),
+            apps=len(apps),
+        )
+        return Response(text, media_type=CONTENT_TYPE)
