@@ -1,7 +1,7 @@
 """Benchmarks of the running code on this machine; prints one JSON object.
 
-    .venv/bin/python scripts/bench.py            # full run (a few minutes)
-    .venv/bin/python scripts/bench.py --quick    # under a minute, smaller data
+    .venv/bin/python scripts/bench.py            # full run (ten minutes or so)
+    .venv/bin/python scripts/bench.py --quick    # a few minutes, smaller data
     .venv/bin/python scripts/bench.py --json     # the same object on one line
 
 Every figure is measured in the same run as its reference, so ratios hold on a noisy machine.
