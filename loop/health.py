@@ -37,16 +37,14 @@ class Health:
 
 
 class HealthChecks:
-    def __init__(self, database: Database, models: list[ChatModel]) -> None:
+    def __init__(
+        self, database: Database, models: list[ChatModel], worker: MemoryWorker
+    ) -> None:
         self._database = database
         self._models = list(dict.fromkeys(models))  # the chat and memory models, once each
-        self._worker: MemoryWorker | None = None
+        self._worker = worker
         self._model_health = PartHealth(False, "not checked yet")
         self._model_checked_at = -MODEL_CHECK_EVERY
-
-    def watch(self, worker: MemoryWorker) -> None:
-        """The memory worker whose state to report."""
-        self._worker = worker
 
     async def check(self) -> Health:
         return Health(await self.model(), await self._database_health(), self._worker_health())
@@ -77,6 +75,6 @@ class HealthChecks:
         return PartHealth(False, f"the database did not answer within {CHECK_SECONDS:g} s")
 
     def _worker_health(self) -> PartHealth:
-        if self._worker is None or not self._worker.running:
+        if not self._worker.running:
             return PartHealth(False, "the memory worker is not running")
         return PartHealth(True)

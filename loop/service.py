@@ -54,8 +54,9 @@ class Stores:
 
 @dataclass(frozen=True)
 class Services:
-    """The running system: its stores, the loop that answers, what watches and reports on it,
-    and what they stand on."""
+    """The running system: its stores, the loop that answers and the worker that writes
+    memories (each run by whoever runs the service), what watches and reports on them, and
+    what they stand on."""
 
     settings: Settings
     database: Engine
@@ -63,26 +64,10 @@ class Services:
     models: Models
     stores: Stores
     central: CentralLoop
+    worker: MemoryWorker
     admin_token: AdminToken
     health: HealthChecks
     metrics: Metrics
-
-    def worker(self) -> MemoryWorker:
-        """A memory worker on this service's parts; its state is what the health check tells."""
-        stores = self.stores
-        worker = MemoryWorker(
-            jobs=stores.jobs,
-            conversations=stores.conversations,
-            agent=stores.agent,
-            energy=stores.energy,
-            metrics=self.metrics,
-            max_concurrent=self.settings.max_concurrent_memory_jobs,
-            attempts=self.settings.memory_job_attempts,
-            retry_base_seconds=self.settings.memory_retry_base_seconds,
-            recover_on_start=not self.database.shared,
-        )
-        self.health.watch(worker)
-        return worker
 
     async def listen(self) -> None:
         """Wake this instance's loop and worker when another instance has work for them."""
@@ -181,6 +166,17 @@ async def open_services(
             prompt_budget=prompt_budget(settings, chat_model),
             recover_on_start=not database.shared,
         )
+        worker = MemoryWorker(
+            jobs=jobs,
+            conversations=conversations,
+            agent=agent,
+            energy=energy,
+            metrics=metrics,
+            max_concurrent=settings.max_concurrent_memory_jobs,
+            attempts=settings.memory_job_attempts,
+            retry_base_seconds=settings.memory_retry_base_seconds,
+            recover_on_start=not database.shared,
+        )
         yield Services(
             settings,
             database,
@@ -188,8 +184,9 @@ async def open_services(
             Models(chat_model, memory_model),
             stores,
             central,
+            worker,
             AdminToken(database, clock, configured=_configured_token(settings)),
-            HealthChecks(database, [chat_model, memory_model]),
+            HealthChecks(database, [chat_model, memory_model], worker),
             metrics,
         )
     finally:

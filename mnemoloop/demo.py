@@ -97,7 +97,7 @@ async def _converse(
     await answer_as_written(services, conversation_id, text)
     await services.stores.conversations.end(conversation_id, "user")
     print(f"    …writing the memory ({time.monotonic() - started:.0f} s so far)", flush=True)
-    job = await services.worker().run_now(conversation_id)
+    job = await services.worker.run_now(conversation_id)
     if job is not None and job.status == "done":
         print(f"    memory: {describe(await memory_of(services, app_id, conversation_id))}")
     else:

@@ -102,7 +102,7 @@ async def _announce_admin_token(services: Services) -> None:
 
 async def _run_until_signalled(services: Services, app: Any, sock: socket.socket) -> None:
     server = http_server(app, sock)
-    worker = services.worker()
+    worker = services.worker
     server_stopped = anyio.Event()
 
     async def run_server() -> None:
@@ -147,7 +147,7 @@ async def run_worker(settings: Settings) -> None:
             services.database.describe(),
             services.models.memory.name,
         )
-        worker = services.worker()
+        worker = services.worker
         async with anyio.create_task_group() as group:
             group.start_soon(worker.run)
             print("mnemoloop: worker running", flush=True)

@@ -45,7 +45,7 @@ async def run_chat(services: Services, app_id: str) -> int:
             print("(the assistant ended the conversation)")
             ended = True
     print("  …writing the memory of this conversation", flush=True)
-    job = await services.worker().run_now(conversation_id)
+    job = await services.worker.run_now(conversation_id)
     if job is None or job.status in ("pending", "deferred"):
         print("memory: deferred until energy recovers; `mnemoloop serve` will write it")
     elif job.status != "done":

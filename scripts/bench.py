@@ -106,7 +106,7 @@ async def run_all_jobs(db: Path, model: Any, concurrency: int) -> float:
     async with open_services(settings(db, max_concurrent_memory_jobs=concurrency,
                                       energy_capacity=1e12),
                              chat_model=model, memory_model=model) as services:
-        worker = services.worker()
+        worker = services.worker
         started = time.perf_counter()
         async with anyio.create_task_group() as group:
             group.start_soon(worker.run)
@@ -134,7 +134,7 @@ async def job_overhead(db: Path, jobs: int) -> float:
     model = TimedModel()
     async with open_services(settings(db, energy_capacity=1e12), chat_model=model,
                              memory_model=model) as services:
-        worker = services.worker()
+        worker = services.worker
         total = 0.0
         for _ in range(jobs):
             started = time.perf_counter()  # what the worker does per job: claim, run, record
@@ -357,7 +357,7 @@ async def energy_share(db: Path, conversations: int, model: Any) -> float:
     async with open_services(settings(db, energy_capacity=1e12), chat_model=model,
                              memory_model=model) as services:
         await services.stores.registry.install("bench", "Bench")
-        worker = services.worker()
+        worker = services.worker
         for n in range(conversations):
             conversation_id = await services.stores.conversations.open("bench")
             for turn in range(6):

@@ -180,7 +180,7 @@ def worker(db: str) -> None:
         model = TimedModel()
         settings = Settings(db=db, llm="local", energy_capacity=1e12)
         async with open_services(settings, chat_model=model, memory_model=model) as services:
-            worker = services.worker()
+            worker = services.worker
             async with anyio.create_task_group() as group:
                 group.start_soon(worker.run)
                 group.start_soon(services.listen)

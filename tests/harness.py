@@ -44,7 +44,7 @@ async def service(
 @asynccontextmanager
 async def running(services: Services) -> AsyncIterator[Services]:
     """The central loop and the memory worker running in the background, as `serve` runs them."""
-    worker = services.worker()
+    worker = services.worker
     async with anyio.create_task_group() as group:
         group.start_soon(services.central.run)
         group.start_soon(worker.run)

@@ -113,7 +113,7 @@ async def test_a_memory_job_stopped_at_any_point_spends_its_energy_once(db_path)
     rng = random.Random(5)
     async with service(db_path, FunctionModel(costed), tokens_per_energy_unit=100) as services:
         await services.stores.registry.install("cal", "Calendar")
-        worker = services.worker()
+        worker = services.worker
         for n in range(24):
             await services.stores.conversations.record_finished(
                 "cal", [("user", friend_fact(n % 10)), ("assistant", "Noted.")], reason="app"

@@ -181,14 +181,14 @@ async def test_a_stale_claim_cannot_commit_after_the_job_was_claimed_again(db_pa
         assert stale is not None
         async with anyio.create_task_group() as group:
             messages = await services.stores.conversations.chat_messages(conversation_id)
-            group.start_soon(services.worker().run_job, ClaimedJob(stale, messages))
+            group.start_soon(services.worker.run_job, ClaimedJob(stale, messages))
             await anyio.sleep(0.1)
             await services.stores.jobs.recover_interrupted()  # as a restart would
             current = await services.stores.jobs.claim_for_conversation(conversation_id)
             assert current is not None and current.attempts == stale.attempts + 1
             release.set()
         assert await services.stores.agent.get_memory_count("cal") == 0
-        await services.worker().run_job(ClaimedJob(current, messages))
+        await services.worker.run_job(ClaimedJob(current, messages))
         assert await services.stores.agent.get_memory_count("cal") == 1
         job = await services.stores.jobs.for_conversation(conversation_id)
         assert job is not None and (job.status, job.attempts) == ("done", 2)

@@ -179,7 +179,7 @@ async def test_a_job_interrupted_by_a_crash_is_completed_after_restart(db_path):
         await services.stores.conversations.end(conversation_id, "app")
         with anyio.move_on_after(5):
             async with anyio.create_task_group() as group:
-                group.start_soon(services.worker().run)
+                group.start_soon(services.worker.run)
                 await stuck.wait()
                 group.cancel_scope.cancel()  # the worker dies mid-job
         assert await job_status(services, conversation_id) == "running"
