@@ -24,15 +24,8 @@ async def while_renewing(
     """Run `work`, renewing its lease every `every` seconds until it returns. A lost lease
     or a failed renewal is logged and the work carries on: its final write checks the claim
     and stores nothing if another instance took the work over."""
-    result: list[T] = []
-    failure: list[Exception] = []
-
-    async def run_work() -> None:
-        try:
-            result.append(await work())
-        except Exception as error:  # raised below as itself, not inside an ExceptionGroup
-            failure.append(error)
-        group.cancel_scope.cancel()
+    # The work runs in the caller's task and the renewals in one child task: a job that
+    # ends before its first renewal costs one task, not two.
 
     async def keep_renewing() -> None:
         while True:
@@ -44,9 +37,14 @@ async def while_renewing(
             except MnemoloopError as error:
                 log.warning("%s: could not renew the claim: %s", what, error)
 
+    failure: Exception | None = None
     async with anyio.create_task_group() as group:
-        group.start_soon(run_work)
         group.start_soon(keep_renewing)
-    if failure:
-        raise failure[0]
-    return result[0]
+        try:
+            result = await work()
+        except Exception as error:  # raised below as itself, not inside an ExceptionGroup
+            failure = error
+        group.cancel_scope.cancel()
+    if failure is not None:
+        raise failure
+    return result

@@ -42,7 +42,10 @@ class MemoryStore:
     async def lock_app(self, app_id: str) -> None:
         """Inside a transaction: hold the app's row until commit, so that the app's memory
         writes (from any instance) run one after another. Portable to PostgreSQL-compatible
-        distributed engines; on SQLite the write transaction already holds the database."""
+        distributed engines; on SQLite the write transaction already holds the database, and
+        nothing is read."""
+        if not self._db.dialect.lock_rows:
+            return
         await self._db.fetch_one(
             f"SELECT app_id FROM apps WHERE app_id = ?{self._db.dialect.lock_rows}", (app_id,)
         )

@@ -4,6 +4,9 @@ Any number of instances (`serve`, `worker`) on any machines use one database; th
 claims (leases on jobs and answers, row locks on apps) keep each piece of work to one of
 them. Statements are written with `?` placeholders, as for SQLite, and numbered here.
 
+At most `READS_IN_FLIGHT` reads outside a transaction are sent at once; the rest wait their turn
+on the event loop, which then resumes a few requests per turn rather than every one at once.
+
 When the server is out of reach, every call fails with a transient `StorageError` (the HTTP
 API answers 503); the pool opens fresh connections once it is back.
 """
@@ -64,6 +67,12 @@ def _storage_error(error: BaseException, doing: str) -> StorageError:
     return storage_error
 
 
+# Reads (outside a transaction) sent at once; the others wait their turn on the event loop.
+# Sent all at once (32 requests' reads under HTTP load), their answers came back together and
+# the loop resumed every one of those requests in one turn: it woke a task 4–8 ms late at p99,
+# 2–3.6 ms with eight in flight. The server runs reads side by side, so fewer cost requests
+# per second: eight about a tenth at most, four a sixth.
+READS_IN_FLIGHT = 8
 # How long a statement may wait for a connection from the pool.
 _ACQUIRE_SECONDS = 10.0
 _DRIVER_ERRORS = (
@@ -105,6 +114,7 @@ class PostgresDatabase:
         self.url = url
         self._pool_size = pool_size
         self._pool: asyncpg.Pool | None = None
+        self._reads = anyio.Semaphore(READS_IN_FLIGHT, fast_acquire=True)
 
     def describe(self) -> str:
         return f"PostgreSQL {redacted(self.url)}"
@@ -180,19 +190,20 @@ class PostgresDatabase:
             raise _storage_error(error, doing) from None
 
     async def fetch_all(self, sql: str, params: Params = ()) -> list[Row]:
-        async with self._connection("read") as connection:
+        async with self._reads, self._connection("read") as connection:
             return await _Session(connection).fetch_all(sql, params)
 
     async def fetch_one(self, sql: str, params: Params = ()) -> Row | None:
-        async with self._connection("read") as connection:
-            return await _Session(connection).fetch_one(sql, params)
+        rows = await self.fetch_all(sql, params)
+        return rows[0] if rows else None
 
     async def execute(self, sql: str, params: Params = ()) -> int:
         async with self._connection("write") as connection:
             return await _Session(connection).execute(sql, params)
 
     async def execute_returning(self, sql: str, params: Params = ()) -> list[Row]:
-        return await self.fetch_all(sql, params)
+        async with self._connection("write") as connection:
+            return await _Session(connection).fetch_all(sql, params)
 
     async def notify(self, channel: str) -> None:
         await self.execute("SELECT pg_notify(?, '')", (channel,))
