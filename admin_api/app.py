@@ -44,7 +44,8 @@ def create_app(services: Services, admin_token: AdminToken | str | None = None) 
     elif isinstance(admin_token, str):
         admin_token = AdminToken.fixed(admin_token)
 
-    guarded = Router(
+    # Each controller or handler in it checks the bearer token (admin_api/auth.py).
+    api = Router(
         path="/",
         route_handlers=[
             AppsController,
@@ -57,7 +58,7 @@ def create_app(services: Services, admin_token: AdminToken | str | None = None) 
     )
     mcp_endpoint, mcp_sessions = _mcp_mount(services, admin_token)
     app = Litestar(
-        route_handlers=[home, health, guarded, mcp_endpoint, *console_routes()],
+        route_handlers=[home, health, api, mcp_endpoint, *console_routes()],
         template_config=template_config(),
         # The MCP sessions' task group lives as long as the app.
         lifespan=[lambda _: mcp_sessions.run()],

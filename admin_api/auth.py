@@ -1,10 +1,12 @@
 """Bearer-token checks: the admin token opens everything; an app's key opens only its own
 app's conversation routes and the reading of its memories and their history.
 
-They run as before-request hooks (`before_request=admin_only`), not as Litestar guards: a
-guard is handed a copy of the route handler on every call, some 15 µs of each request. (On a
-controller: `before_request = staticmethod(admin_only)`, as a function set on a class would be
-bound to it.)"""
+They run as before-request hooks (`before_request=admin_only` on a handler,
+`before_request = staticmethod(admin_only)` on a controller, for the type checker), not as
+Litestar guards: a guard is handed a copy of the route handler on every call, some 15 µs of
+each request. A hook is one slot, not a list: the innermost layer's replaces the others', so a
+route that needs a hook of its own must call these itself. A test checks that every API route
+resolves to one of them."""
 
 from __future__ import annotations
 

@@ -19,8 +19,9 @@ Provided: TypeAlias = NamedDependency[SkipValidation[T]]
 
 
 def dependencies(services: Services) -> dict[str, Provide]:
-    # One name for all the stores: a handler given two or more is slower, as Litestar resolves
-    # them in a task group of their own on every request.
+    # One name for all the stores: a handler given two or more dependencies is slower, as
+    # Litestar resolves them in a task group of their own on every request (the routes that
+    # take two, such as the export, are not the busy ones).
     parts: dict[str, object] = {
         "stores": services.stores,
         "clock": services.clock,

@@ -10,7 +10,8 @@ from prometheus_client.registry import Collector
 
 from memory_agent.agent import AgentStats
 
-CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+# Litestar adds the charset.
+CONTENT_TYPE = "text/plain; version=0.0.4"
 
 
 class Metrics:

@@ -6,6 +6,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from admin_api import create_app
+from admin_api.auth import admin_only, admin_or_own_app
 from tests.fakes import friend_fact
 from tests.harness import assistant_model, eventually, http_client, running, service
 
@@ -267,7 +269,7 @@ async def test_energy_and_metrics_report_the_work_done(client, services):
     assert set(energy) == {"capacity", "level", "memorySpent", "conversationSpent"}
     assert energy["memorySpent"] > 0 and energy["conversationSpent"] > 0
     metrics = await client.get("/metrics", headers=ADMIN)
-    assert metrics.headers["content-type"].startswith("text/plain")
+    assert metrics.headers["content-type"] == "text/plain; version=0.0.4; charset=utf-8"
     text = metrics.text
     assert "mnemoloop_memories_created_total 1.0" in text
     assert 'mnemoloop_compactions_total{outcome="fifo"} 0.0' in text
@@ -275,3 +277,24 @@ async def test_energy_and_metrics_report_the_work_done(client, services):
     assert 'mnemoloop_energy_spent_total{kind="memory"}' in text
     assert "mnemoloop_memory_retrieval_seconds_bucket" in text
     assert 'mnemoloop_apps{with_memories="true"} 1.0' in text
+
+
+async def test_every_api_route_checks_the_bearer_token(services):
+    # A before-request hook is one slot: a handler or controller that set another would
+    # silently drop the token check. Only these routes are open (or have their own check).
+    open_paths = ("/", "/health", "/schema", "/console", "/mcp")
+    app = create_app(services, "admin")
+    checked = 0
+    for route in app.routes:
+        if route.path in open_paths or route.path.startswith(("/schema/", "/console/")):
+            continue
+        for handler in getattr(route, "route_handlers", []):
+            if handler.http_methods == {"OPTIONS"}:
+                continue  # Litestar's own answer to a preflight
+            assert handler.resolve_before_request() in (admin_only, admin_or_own_app), (
+                route.path, handler.http_methods)
+            checked += 1
+    # Every operation the API documents but /health was looked at.
+    documented = sum(len(operations) for path, operations in
+                     app.openapi_schema.to_schema()["paths"].items() if path != "/health")
+    assert checked == documented
