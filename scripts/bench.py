@@ -353,16 +353,21 @@ def bench_model(tmp: Path, quick: bool) -> dict[str, Any]:
     return anyio.run(model_memory, tmp / "model.db", 3 if quick else 10)
 
 
+_FRIENDS = ("Ana", "Ben", "Caro", "Dev", "Eli", "Fay")
+_CITIES = ("Lisbon", "Oslo", "Quito", "Perth", "Cairo", "Lima")
+
+
 async def energy_share(db: Path, conversations: int, model: Any) -> float:
     async with open_services(settings(db, energy_capacity=1e12), chat_model=model,
                              memory_model=model) as services:
         await services.stores.registry.install("bench", "Bench")
         worker = services.worker
-        for n in range(conversations):
+        for _ in range(conversations):
             conversation_id = await services.stores.conversations.open("bench")
             for turn in range(6):
-                await services.stores.conversations.add_message(
-                    conversation_id, "user", f"Turn {turn} of conversation {n}: my note {turn}.")
+                # Each turn states a lasting fact, so the memory model has one to write.
+                fact = f"My friend {_FRIENDS[turn]} lives in {_CITIES[turn]}."
+                await services.stores.conversations.add_message(conversation_id, "user", fact)
                 await services.central.answer(conversation_id)
             await services.stores.conversations.end(conversation_id, "app")
             await worker.run_now(conversation_id)

@@ -29,3 +29,5 @@ def test_bench_quick_prints_every_key():
     measured = {key for key in KEYS if figures[key] is not None}
     assert {"retrieval_p99_ms", "jobs_per_s", "overhead_pct", "http_rps", "rss_mb"} <= measured
     assert figures["http_errors"] == 0 and figures["pg_http_errors"] == 0
+    # The energy workload's conversations hold facts, so memory work spends some energy.
+    assert figures["energy_memory_share"] > 0
