@@ -128,10 +128,7 @@ class AppRegistry:
             f"SELECT app_id FROM apps WHERE app_id = ?{tx.dialect.lock_rows}", (app_id,)
         )
         if confirmed_count is not None:
-            row = await tx.fetch_one(
-                "SELECT COUNT(*) FROM app_memories WHERE app_id = ?", (app_id,)
-            )
-            count = int(row[0]) if row else 0
+            count = await self._agent.get_memory_count(app_id, tx=tx)
             if count != confirmed_count:
                 raise MemoryCountChanged(app_id, confirmed_count, count)
         jobs = self._jobs.within(tx)

@@ -260,8 +260,10 @@ class MemorySubAgent:
     async def has_memory(self, app_id: str, memory_id: int) -> bool:
         return await self._store.get(app_id, memory_id) is not None
 
-    async def get_memory_count(self, app_id: str) -> int:
-        return await self._store.count(app_id)
+    async def get_memory_count(self, app_id: str, *, tx: SqlTransaction | None = None) -> int:
+        """How many memories the app holds (inside the caller's transaction when one is given)."""
+        store = self._store.within(tx) if tx is not None else self._store
+        return await store.count(app_id)
 
     async def history(
         self,
