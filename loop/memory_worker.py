@@ -52,6 +52,7 @@ class MemoryWorker:
         self.running = False  # inside `run`: taking jobs
         # Jobs may have been deferred before a restart; after one resume we know.
         self._may_have_deferred = True
+        self._next_exhaustion_check = 0.0  # on anyio's clock
 
     async def run(self) -> None:
         # The only instance on its database takes back at once what it left `running`;
@@ -101,7 +102,7 @@ class MemoryWorker:
             resumed = await self._jobs.resume_deferred()
             if resumed:
                 log.info("resumed %d deferred memory jobs", resumed)
-        await self._jobs.fail_exhausted()
+        await self._fail_exhausted_now_and_then()
         while len(self._running_apps) < self._max_concurrent and not self._stopping:
             claimed = await self.claim_next()
             if claimed is None:
@@ -109,6 +110,13 @@ class MemoryWorker:
             self._running_apps.add(claimed.job.app_id)
             group.start_soon(self._run_and_release, claimed)
         return self._poll_interval
+
+    async def _fail_exhausted_now_and_then(self) -> None:
+        # A claim runs out a whole lease after it was taken or last renewed, so looking a few
+        # times a lease is enough; looking each time a job ends was one more write per job.
+        if anyio.current_time() >= self._next_exhaustion_check:
+            await self._jobs.fail_exhausted()
+            self._next_exhaustion_check = anyio.current_time() + self._jobs.lease_seconds / 3
 
     async def claim_next(self) -> ClaimedJob | None:
         """The next job for an app with none running here, with its conversation's messages."""

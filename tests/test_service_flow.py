@@ -7,9 +7,19 @@ import anyio
 import pytest
 
 from loop.errors import AppNotInstalled, ConversationEnded
+from loop.jobs import MAX_INTERRUPTIONS
 from memory_agent import ChatReply
 from memory_agent.errors import ChatModelResponseError, ChatModelTimeout, ChatModelUnavailable
-from tests.fakes import FRIENDS, FunctionModel, ModelCall, decision, friend_fact, ids_in_prompt
+from tests.db_query import query
+from tests.fakes import (
+    CREATION_PREFIX,
+    FRIENDS,
+    FunctionModel,
+    ModelCall,
+    decision,
+    friend_fact,
+    ids_in_prompt,
+)
 from tests.harness import assistant_model, conversation_calls, eventually, running, service
 
 pytestmark = pytest.mark.anyio
@@ -190,6 +200,32 @@ async def test_a_job_interrupted_by_a_crash_is_completed_after_restart(db_path):
         job = await services.stores.jobs.for_conversation(conversation_id)
         assert job is not None and job.attempts == 2
         assert await services.stores.agent.get_memory_count("cal") == 1
+
+
+async def test_a_job_whose_claims_keep_running_out_is_failed_not_tried_forever(db_path):
+    # It killed or froze each instance that took it: its lease ran out MAX_INTERRUPTIONS
+    # times. Found by the restarted instance (SQLite) or by a poll once the lease is gone
+    # (PostgreSQL), it ends `failed`, saying why, and no model is asked again.
+    model = assistant_model()
+    async with service(db_path, model, lease_seconds=1) as services:
+        await services.stores.registry.install("cal", "Calendar")
+        conversation_id = await services.stores.conversations.open("cal")
+        await services.stores.conversations.add_message(conversation_id, "user", friend_fact(1))
+        await services.stores.conversations.end(conversation_id, "app")
+    query(
+        db_path,
+        "UPDATE memory_jobs SET status = 'running', attempts = ?, lease_owner = 'gone',"
+        " lease_until = '2000-01-01T00:00:00.000000Z' WHERE conversation_id = ?",
+        (MAX_INTERRUPTIONS, conversation_id),
+    )
+    async with service(db_path, model, lease_seconds=1) as services, running(services):
+        assert await eventually(lambda: settled(services, conversation_id)) == "failed"
+        job = await services.stores.jobs.for_conversation(conversation_id)
+        assert job is not None
+        assert (job.attempts, job.last_error) == (
+            MAX_INTERRUPTIONS, f"interrupted {MAX_INTERRUPTIONS} times")
+        assert await services.stores.agent.get_memory_count("cal") == 0
+    assert model.calls_starting_with(CREATION_PREFIX) == []
 
 
 async def test_answering_never_waits_for_memory_work(db_path):
