@@ -11,8 +11,9 @@ from datetime import timedelta
 import anyio
 from anyio.abc import TaskGroup
 
+from loop.answer_claims import AnswerClaims, Unanswered
 from loop.backoff import backoff_seconds
-from loop.conversations import ConversationStore, Unanswered
+from loop.conversations import ConversationStore
 from loop.energy import EnergyBudget
 from loop.errors import AnswerTaken, ConversationEnded, ConversationNotFound
 from loop.leases import while_renewing
@@ -86,6 +87,7 @@ class CentralLoop:
         self,
         *,
         conversations: ConversationStore,
+        answers: AnswerClaims,
         registry: AppRegistry,
         agent: MemorySubAgent,
         energy: EnergyBudget,
@@ -103,6 +105,7 @@ class CentralLoop:
         recover_on_start: bool = True,
     ) -> None:
         self._conversations = conversations
+        self._answers = answers
         self._registry = registry
         self._agent = agent
         self._energy = energy
@@ -128,7 +131,7 @@ class CentralLoop:
         # The only instance on its database takes back at once what it left `answering`;
         # instances sharing one wait for the claims to run out.
         if self._recover_on_start:
-            recovered = await self._conversations.recover_answering()
+            recovered = await self._answers.recover_interrupted()
             if recovered:
                 log.info("answering %d conversations interrupted by a stop again", recovered)
         async with anyio.create_task_group() as group:
@@ -155,7 +158,7 @@ class CentralLoop:
         self._retry_after = {c: t for c, t in self._retry_after.items() if t > now}
         # Room for the conversations in back-off besides an app's share of slots.
         per_app = self._max_per_app + len(self._retry_after) + 1
-        for waiting in await self._conversations.unanswered(limit=200, per_app=per_app):
+        for waiting in await self._answers.unanswered(limit=200, per_app=per_app):
             if len(self._in_flight) >= self._max_concurrent:
                 break
             if waiting.conversation_id in self._in_flight:
@@ -208,7 +211,7 @@ class CentralLoop:
                     failure.message,
                 )
                 self._retry_after[waiting.conversation_id] = time.monotonic() + delay
-            await self._conversations.release_answer(
+            await self._answers.release(
                 waiting.conversation_id, failed=final, error=failure.message
             )
         except MnemoloopError as error:
@@ -229,7 +232,7 @@ class CentralLoop:
         except BaseException as error:
             message = f"{type(error).__name__}: {error}"
             with anyio.CancelScope(shield=True):
-                await self._conversations.release_answer(
+                await self._answers.release(
                     conversation_id, failed=False, error=message
                 )
             self._settled(answering, message, final=False)
@@ -240,17 +243,17 @@ class CentralLoop:
         if the claim still holds: `AnswerTaken` when another instance is answering it (or
         took it over meanwhile)."""
         conversation_id = answering.conversation_id
-        if not await self._conversations.claim_answer(conversation_id):
+        if not await self._answers.claim(conversation_id):
             raise AnswerTaken(conversation_id)
         answer = await while_renewing(
             lambda: self._compose(answering),
-            lambda: self._conversations.renew_answer(conversation_id),
-            every=self._conversations.lease_seconds / 3,
+            lambda: self._answers.renew(conversation_id),
+            every=self._answers.lease_seconds / 3,
             what=f"the answer to conversation {conversation_id}",
         )
         end_reason = END_REASON_TOOL if answer.ended else None
         reply = answer.text or (None if answer.ended else "(the model gave no answer)")
-        stored = await self._conversations.store_answer(
+        stored = await self._answers.store(
             conversation_id, reply, end_reason, answers_up_to=answering.answers_up_to
         )
         if not stored:

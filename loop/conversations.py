@@ -1,9 +1,5 @@
-"""Conversations and their messages. Ending one queues its memory job in the same transaction.
-
-An answer is claimed before it is written: the claim names the instance (`owner`) and holds
-until `answer_lease_until` unless renewed. The reply is stored only by the claim that still
-holds it, so however many instances share the database, each question is answered once; an
-instance that dies leaves the question to the others when its lease runs out.
+"""Conversations and their messages, as apps see them. Ending one queues its memory job in
+the same transaction. The central loop's claims on answers are in `loop.answer_claims`.
 """
 
 from __future__ import annotations
@@ -77,12 +73,6 @@ class ConversationSummary:
 
 
 @dataclass(frozen=True)
-class StoredAnswer:
-    message_id: int | None  # None when the model only ended the conversation
-    ended: bool
-
-
-@dataclass(frozen=True)
 class ReplyStatus:
     """Where the answer to a user message stands: its reply once stored, else the
     conversation's state (open, answering, failed with `error`, or ended without one)."""
@@ -101,16 +91,8 @@ class ReplyStatus:
         return self.state == "ended"
 
 
-@dataclass(frozen=True)
-class Unanswered:
-    conversation_id: str
-    app_id: str
-    answer_attempts: int
-
-
-# An answer nobody is writing: none claimed, or the claim ran out.
-_UNCLAIMED = "(answer_state IS NULL OR (answer_state = 'answering' AND answer_lease_until < ?))"
-_RELEASE = "answer_owner = NULL, answer_lease_until = NULL"
+# Clears an answer's claim (ending a conversation drops the claim on its answer).
+RELEASE_ANSWER = "answer_owner = NULL, answer_lease_until = NULL"
 # The conversation in order: each reply right after the newest message its answer saw (a
 # question posted while the answer to an earlier one was written comes after that answer).
 _IN_ORDER = (
@@ -119,13 +101,9 @@ _IN_ORDER = (
 
 
 class ConversationStore:
-    def __init__(
-        self, database: Database, clock: Clock, *, owner: str = "", lease_seconds: float = 30.0
-    ) -> None:
+    def __init__(self, database: Database, clock: Clock) -> None:
         self._db = database
         self._clock = clock
-        self.owner = owner
-        self.lease_seconds = lease_seconds
         # Set here for this instance's own waiters, and by notifications from the others.
         self.message_posted = Wakeup()
         self.job_queued = Wakeup()
@@ -146,8 +124,8 @@ class ConversationStore:
             conversation_id = await self._open(tx, app_id)
             now = now_text(self._clock)
             for role, content in turns:
-                await self._insert_message(tx, conversation_id, role, content, now)
-            await self._end(tx, conversation_id, reason)
+                await insert_message(tx, conversation_id, role, content, now)
+            await end_within(tx, conversation_id, reason, now)
             row = await tx.fetch_one(
                 "SELECT * FROM memory_jobs WHERE conversation_id = ?", (conversation_id,)
             )
@@ -165,29 +143,12 @@ class ConversationStore:
         )
         return conversation_id
 
-    async def _insert_message(
-        self,
-        tx: SqlTransaction,
-        conversation_id: str,
-        role: Role,
-        content: str,
-        now: str,
-        in_reply_to: int | None = None,
-    ) -> int:
-        row = await tx.fetch_one(
-            "INSERT INTO messages (conversation_id, role, content, created_at, in_reply_to)"
-            " VALUES (?, ?, ?, ?, ?) RETURNING id",
-            (conversation_id, role, content, now, in_reply_to),
-        )
-        assert row is not None
-        return int(row[0])
-
     async def add_message(self, conversation_id: str, role: Role, content: str) -> int:
         """Add a message to an open conversation; returns its id."""
         now = now_text(self._clock)
         async with self._db.transaction() as tx:
             await self._require_open(tx, conversation_id)
-            message_id = await self._insert_message(tx, conversation_id, role, content, now)
+            message_id = await insert_message(tx, conversation_id, role, content, now)
             # A new user message is a new question: a failed answer is tried afresh.
             # (An answer being written stays claimed; this message, newer than what that
             # answer saw, waits for the next one: see `answered_up_to`.)
@@ -212,35 +173,10 @@ class ConversationStore:
         Returns False (and queues nothing) when it had already ended.
         """
         async with self._db.transaction() as tx:
-            ended = await self._end(tx, conversation_id, reason)
+            ended = await end_within(tx, conversation_id, reason, now_text(self._clock))
         if ended:
             self.job_queued.set()
         return ended
-
-    async def _end(self, tx: SqlTransaction, conversation_id: str, reason: str) -> bool:
-        now = now_text(self._clock)
-        # Locks the row (PostgreSQL): two instances ending it at once queue one job.
-        row = await tx.fetch_one(
-            "SELECT app_id, status FROM conversations WHERE conversation_id = ?"
-            f"{tx.dialect.lock_rows}",
-            (conversation_id,),
-        )
-        if row is None:
-            raise ConversationNotFound(conversation_id)
-        if row["status"] == "ended":
-            return False
-        await tx.execute(
-            "UPDATE conversations SET status = 'ended', end_reason = ?, ended_at = ?,"
-            f" last_activity_at = ?, answer_state = NULL, {_RELEASE} WHERE conversation_id = ?",
-            (reason, now, now, conversation_id),
-        )
-        await tx.execute(
-            "INSERT INTO memory_jobs (app_id, conversation_id, status, created_at, updated_at)"
-            " VALUES (?, ?, 'pending', ?, ?)",
-            (row["app_id"], conversation_id, now, now),
-        )
-        await tx.notify(JOBS_CHANNEL)
-        return True
 
     async def get(self, conversation_id: str) -> Conversation:
         row = await self._db.fetch_one(
@@ -304,24 +240,6 @@ class ConversationStore:
 
         return await self._db.run_transaction(claim_and_read)
 
-    async def unanswered(self, limit: int = 100, per_app: int = 20) -> list[Unanswered]:
-        """Open conversations with a user message newer than what their last answer saw,
-        whose answer has not failed for good, oldest activity first: at most `per_app` of
-        each app, so one app's flood cannot hide every other app's conversations."""
-        rows = await self._db.fetch_all(
-            "SELECT conversation_id, app_id, answer_attempts FROM ("
-            " SELECT c.conversation_id, c.app_id, c.answer_attempts, c.last_activity_at,"
-            "  ROW_NUMBER() OVER (PARTITION BY c.app_id ORDER BY c.last_activity_at) AS turn"
-            " FROM conversations c"
-            f" WHERE c.status = 'open' AND {_UNCLAIMED} AND"
-            # Only the messages after the last answer's are looked at (the index's range).
-            " EXISTS (SELECT 1 FROM messages m WHERE m.conversation_id = c.conversation_id"
-            "  AND m.id > c.answered_up_to AND m.role = 'user')"
-            ") AS waiting WHERE turn <= ? ORDER BY last_activity_at LIMIT ?",
-            (now_text(self._clock), per_app, limit),
-        )
-        return [Unanswered(row[0], row[1], row[2]) for row in rows]
-
     async def idle_since(self, idle_for: timedelta) -> list[str]:
         """Open conversations with no activity for `idle_for`, but for those whose answer is
         being written: a conversation waiting for its answer is not idle."""
@@ -333,60 +251,6 @@ class ConversationStore:
             (cutoff, now_text(self._clock)),
         )
         return [row[0] for row in rows]
-
-    # -- answering ----------------------------------------------------------------------------
-
-    async def claim_answer(self, conversation_id: str) -> bool:
-        """Claim the answer for this instance (one more try), if nobody is writing it."""
-        claimed = await self._db.execute(
-            "UPDATE conversations SET answer_state = 'answering',"
-            " answer_attempts = answer_attempts + 1, answer_owner = ?, answer_lease_until = ?"
-            f" WHERE conversation_id = ? AND status = 'open' AND {_UNCLAIMED}",
-            (self.owner, self._lease_end(), conversation_id, now_text(self._clock)),
-        )
-        return claimed == 1
-
-    async def renew_answer(self, conversation_id: str) -> bool:
-        """Extend the claim; False when this instance no longer holds it."""
-        renewed = await self._db.execute(
-            "UPDATE conversations SET answer_lease_until = ? WHERE conversation_id = ?"
-            " AND answer_state = 'answering' AND answer_owner = ?",
-            (self._lease_end(), conversation_id, self.owner),
-        )
-        return renewed == 1
-
-    async def store_answer(
-        self,
-        conversation_id: str,
-        text: str | None,
-        end_reason: str | None,
-        *,
-        answers_up_to: int,
-    ) -> StoredAnswer | None:
-        """Store the reply (if any) to the messages up to `answers_up_to` and end the
-        conversation (if `end_reason`), in one transaction, if this instance still holds the
-        claim. None: it does not (the lease ran out and another instance took the question
-        over), and nothing was stored."""
-        now = now_text(self._clock)
-        message_id = None
-        async with self._db.transaction() as tx:
-            released = await tx.execute(
-                f"UPDATE conversations SET answer_state = NULL, answer_error = NULL, {_RELEASE},"
-                f" last_activity_at = ?, answered_up_to = {tx.dialect.greatest}(answered_up_to, ?)"
-                " WHERE conversation_id = ? AND status = 'open'"
-                " AND answer_state = 'answering' AND answer_owner = ?",
-                (now, answers_up_to, conversation_id, self.owner),
-            )
-            if released != 1:
-                return None
-            if text is not None:
-                message_id = await self._insert_message(
-                    tx, conversation_id, "assistant", text, now, in_reply_to=answers_up_to
-                )
-            ended = end_reason is not None and await self._end(tx, conversation_id, end_reason)
-        if ended:
-            self.job_queued.set()
-        return StoredAnswer(message_id, ended)
 
     async def reply_status(self, conversation_id: str, message_id: int) -> ReplyStatus:
         """Where the answer to message `message_id` stands: the first reply whose answer saw
@@ -410,25 +274,6 @@ class ConversationStore:
             Message(reply["id"], reply["role"], reply["content"], reply["created_at"])
             if reply
             else None,
-        )
-
-    async def release_answer(
-        self, conversation_id: str, *, failed: bool, error: str | None
-    ) -> None:
-        """Give the claim back after a failed try: `failed` for good (with the error), or
-        waiting for another try."""
-        await self._db.execute(
-            f"UPDATE conversations SET answer_state = ?, answer_error = ?, {_RELEASE}"
-            " WHERE conversation_id = ? AND answer_state = 'answering' AND answer_owner = ?",
-            ("failed" if failed else None, error, conversation_id, self.owner),
-        )
-
-    async def recover_answering(self) -> int:
-        """At the start of the only instance on a database (SQLite): answers it left
-        `answering` are waiting again at once, not after their lease."""
-        return await self._db.execute(
-            f"UPDATE conversations SET answer_state = NULL, {_RELEASE}"
-            " WHERE answer_state = 'answering'"
         )
 
     async def retry_answer(self, conversation_id: str) -> None:
@@ -460,13 +305,53 @@ class ConversationStore:
             raise ConversationEnded(conversation_id)
 
 
-    def _lease_end(self) -> str:
-        return format_timestamp(self._clock.now() + timedelta(seconds=self.lease_seconds))
-
-
 async def _chat_messages(session: SqlSession, conversation_id: str) -> list[ChatMessage]:
     rows = await session.fetch_all(
         "SELECT role, content FROM messages WHERE conversation_id = ?" + _IN_ORDER,
         (conversation_id,),
     )
     return [ChatMessage(row["role"], row["content"]) for row in rows]
+
+
+async def insert_message(
+    tx: SqlTransaction,
+    conversation_id: str,
+    role: Role,
+    content: str,
+    now: str,
+    in_reply_to: int | None = None,
+) -> int:
+    row = await tx.fetch_one(
+        "INSERT INTO messages (conversation_id, role, content, created_at, in_reply_to)"
+        " VALUES (?, ?, ?, ?, ?) RETURNING id",
+        (conversation_id, role, content, now, in_reply_to),
+    )
+    assert row is not None
+    return int(row[0])
+
+
+async def end_within(tx: SqlTransaction, conversation_id: str, reason: str, now: str) -> bool:
+    """End the conversation inside `tx` and queue its memory job; False when it had
+    already ended. The caller sets `job_queued` once `tx` has committed."""
+    # Locks the row (PostgreSQL): two instances ending it at once queue one job.
+    row = await tx.fetch_one(
+        "SELECT app_id, status FROM conversations WHERE conversation_id = ?"
+        f"{tx.dialect.lock_rows}",
+        (conversation_id,),
+    )
+    if row is None:
+        raise ConversationNotFound(conversation_id)
+    if row["status"] == "ended":
+        return False
+    await tx.execute(
+        "UPDATE conversations SET status = 'ended', end_reason = ?, ended_at = ?,"
+        f" last_activity_at = ?, answer_state = NULL, {RELEASE_ANSWER} WHERE conversation_id = ?",
+        (reason, now, now, conversation_id),
+    )
+    await tx.execute(
+        "INSERT INTO memory_jobs (app_id, conversation_id, status, created_at, updated_at)"
+        " VALUES (?, ?, 'pending', ?, ?)",
+        (row["app_id"], conversation_id, now, now),
+    )
+    await tx.notify(JOBS_CHANNEL)
+    return True

@@ -11,6 +11,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 from loop.admin_token import AdminToken
+from loop.answer_claims import AnswerClaims
 from loop.central import CentralLoop
 from loop.conversations import ConversationStore
 from loop.energy import EnergyBudget
@@ -145,13 +146,17 @@ async def open_services(
         )
         await energy.load()
         lease = settings.lease_seconds
-        conversations = ConversationStore(database, clock, owner=owner, lease_seconds=lease)
+        conversations = ConversationStore(database, clock)
+        answers = AnswerClaims(
+            database, clock, job_queued=conversations.job_queued, owner=owner, lease_seconds=lease
+        )
         jobs = MemoryJobStore(database, clock, owner=owner, lease_seconds=lease)
         registry = AppRegistry(database, agent, jobs, clock)
         metrics = Metrics()
         stores = Stores(registry, conversations, agent, jobs, energy)
         central = CentralLoop(
             conversations=conversations,
+            answers=answers,
             registry=registry,
             agent=agent,
             energy=energy,

@@ -10,7 +10,7 @@ import anyio
 import httpx
 import pytest
 
-from loop.conversations import ConversationStore
+from loop.answer_claims import AnswerClaims
 from loop.replies import ask
 from memory_agent.errors import ChatModelResponseError, ChatModelTimeout
 from tests.fakes import PIECES, FunctionModel, ModelCall, PieceByPieceModel
@@ -218,14 +218,15 @@ async def test_a_reply_written_by_another_instance_comes_as_one_piece(db_path) -
     async with service(db_path, assistant_model()) as services:
         await services.stores.registry.install("cal", "Calendar")
         conversation_id = await services.stores.conversations.open("cal")
-        other = ConversationStore(services.database, services.clock, owner="other-instance")
+        other = AnswerClaims(services.database, services.clock, owner="other-instance",
+                             job_queued=services.stores.conversations.job_queued)
         question = await ask(services.stores.conversations, conversation_id, "Hello")
 
         async def answer_elsewhere() -> None:
             await anyio.sleep(0.2)
-            assert await other.claim_answer(conversation_id)
-            await other.store_answer(conversation_id, "Hi from elsewhere.", None,
-                                     answers_up_to=question.message_id)
+            assert await other.claim(conversation_id)
+            await other.store(conversation_id, "Hi from elsewhere.", None,
+                               answers_up_to=question.message_id)
 
         events = []
         async with anyio.create_task_group() as group:
