@@ -278,6 +278,12 @@ class MemorySubAgent:
             app_id, memory_id=memory_id, after_id=after_id, limit=limit, newest_first=newest_first
         )
 
+    async def latest_history_of(
+        self, app_id: str, memory_ids: Sequence[int], limit: int
+    ) -> dict[int, list[MemoryEvent]]:
+        """Each memory's newest `limit` events, oldest first."""
+        return await self._store.latest_history_of(app_id, memory_ids, limit)
+
     def format_memories_for_context(self, app_name: str, memories: Sequence[Memory]) -> str:
         return format_memories_for_context(app_name, memories)
 

@@ -4,12 +4,13 @@ statement its own transaction) or a transaction, when the store is made `within(
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from memory_agent import search
 from memory_agent.models import Memory, MemoryActor, MemoryEvent, MemoryEventKind
-from memory_agent.ports import SqlSession
+from memory_agent.ports import Row, SqlSession
 
 # The order Memory.from_row reads them in.
 _COLUMNS = "id, app_id, content, created_at, updated_at, source_conversation_id, metadata"
@@ -221,10 +222,31 @@ class MemoryStore:
             f" ORDER BY id {'DESC' if newest_first else ''} LIMIT ?",
             (*params, limit),
         )
-        return [
-            MemoryEvent(
-                row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7], row[8], row[9],
-                row[10], row[11], bool(row[12]),
-            )
-            for row in rows
-        ]
+        return [_event(row) for row in rows]
+
+    async def latest_history_of(
+        self, app_id: str, memory_ids: Sequence[int], limit: int
+    ) -> dict[int, list[MemoryEvent]]:
+        """The newest `limit` events of each of these memories, oldest first, in one read
+        (a page of memories would otherwise take a read each)."""
+        histories: dict[int, list[MemoryEvent]] = {memory_id: [] for memory_id in memory_ids}
+        if not memory_ids:
+            return histories
+        placeholders = ",".join("?" * len(memory_ids))
+        rows = await self._db.fetch_all(
+            f"SELECT {_EVENT_COLUMNS} FROM (SELECT {_EVENT_COLUMNS}, ROW_NUMBER() OVER"
+            " (PARTITION BY memory_id ORDER BY id DESC) AS newer FROM memory_events"
+            f" WHERE app_id = ? AND memory_id IN ({placeholders})) AS latest"
+            " WHERE newer <= ? ORDER BY id",
+            (app_id, *memory_ids, limit),
+        )
+        for row in rows:
+            histories[row[2]].append(_event(row))
+        return histories
+
+
+def _event(row: Row) -> MemoryEvent:
+    return MemoryEvent(
+        row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7], row[8], row[9],
+        row[10], row[11], bool(row[12]),
+    )

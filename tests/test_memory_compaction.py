@@ -5,7 +5,7 @@ import pytest
 
 from memory_agent import ChatMessage, ChatReply, MemoryCreationRequest, MemorySubAgent
 from memory_agent.errors import ChatModelResponseError, MemoryWriteRefused
-from memory_agent.store import MemoryStore
+from memory_agent.store import EventSource, MemoryStore
 from tests.conftest import install_app
 from tests.fakes import (
     CITIES,
@@ -327,6 +327,33 @@ async def test_history_records_creation_and_compaction_with_reasons(database, cl
     assert edited.reason == "both are friends" and edited.conversation_id == "c11"
     page = await agent.history("app", after_id=events[0].id, limit=3)
     assert len(page) == 3 and page[0].id > events[0].id
+
+
+async def test_latest_history_of_a_page_of_memories_is_each_ones_own_newest_events(
+    database, clock
+):
+    await install_app(database, "app")
+    agent = agent_with(database, clock, "not json")
+    await fill(agent, 3)
+    memories = await agent.list_memories("app")
+    ids = [memory.id for memory in memories]
+    store = MemoryStore(database)
+    # The memories' events interleaved: four more edits of the first, one of the last.
+    for n, memory_id in enumerate([ids[0], ids[2], ids[0], ids[0], ids[0]]):
+        await store.record_event(
+            "app", memory_id, "edited", "admin", EventSource(f"2026-01-0{n + 1}"), after=f"v{n}"
+        )
+
+    histories = await agent.latest_history_of("app", [*ids, 999_999], limit=3)
+    for memory_id in ids:
+        own = await agent.history("app", memory_id=memory_id, limit=3, newest_first=True)
+        assert histories[memory_id] == own[::-1]
+    assert [event.content_after for event in histories[ids[0]]] == ["v2", "v3", "v4"]
+    assert [event.event for event in histories[ids[1]]] == ["created"]
+    assert [event.content_after for event in histories[ids[2]]][1:] == ["v1"]
+    assert histories[999_999] == []
+    assert await agent.latest_history_of("app", [], limit=3) == {}
+    assert await agent.latest_history_of("other", ids, limit=3) == {i: [] for i in ids}
 
 
 async def test_a_refused_commit_writes_nothing(database, clock):

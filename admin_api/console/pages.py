@@ -72,14 +72,9 @@ async def app_page(
     else:
         memories = await stores.agent.list_memories(app_id)
     # Each memory's latest changes, oldest of them first.
-    histories = {
-        memory.id: (
-            await stores.agent.history(
-                app_id, memory_id=memory.id, limit=HISTORY_LIMIT, newest_first=True
-            )
-        )[::-1]
-        for memory in memories
-    }
+    histories = await stores.agent.latest_history_of(
+        app_id, [memory.id for memory in memories], HISTORY_LIMIT
+    )
     return page(
         request,
         "app.html",
