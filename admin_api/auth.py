@@ -6,15 +6,22 @@ They run as before-request hooks (`before_request=admin_only` on a handler,
 Litestar guards: a guard is handed a copy of the route handler on every call, some 15 µs of
 each request. A hook is one slot, not a list: the innermost layer's replaces the others', so a
 route that needs a hook of its own must call these itself. A test checks that every API route
-resolves to one of them."""
+resolves to one of them. An address that sends too many wrong tokens is refused for a while
+(admin_api/throttle.py)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from litestar.connection import ASGIConnection
-from litestar.exceptions import NotAuthorizedException, NotFoundException, PermissionDeniedException
+from litestar.exceptions import (
+    NotAuthorizedException,
+    NotFoundException,
+    PermissionDeniedException,
+    TooManyRequestsException,
+)
 
+from admin_api.throttle import WrongTokens, refusal_detail
 from loop.admin_token import AdminToken
 from loop.registry import AppRegistry
 
@@ -32,11 +39,35 @@ def bearer_token(authorization: str) -> str:
     return token.strip() if scheme.lower() == "bearer" else ""
 
 
+def client_address(connection: ASGIConnection[Any, Any, Any, Any]) -> str:
+    return connection.client.host if connection.client else ""
+
+
+def wrong_tokens(connection: ASGIConnection[Any, Any, Any, Any]) -> WrongTokens:
+    throttle: WrongTokens = connection.app.state.wrong_tokens
+    return throttle
+
+
+def refuse_if_throttled(connection: ASGIConnection[Any, Any, Any, Any]) -> None:
+    """429 when this address has sent too many wrong tokens (admin_api/throttle.py)."""
+    seconds = wrong_tokens(connection).refused_for(client_address(connection))
+    if seconds is not None:
+        raise TooManyRequestsException(
+            refusal_detail(seconds), headers={"Retry-After": str(seconds)}
+        )
+
+
 def _bearer(connection: ASGIConnection[Any, Any, Any, Any]) -> str:
     token = bearer_token(connection.headers.get("authorization", ""))
     if not token:
         raise NotAuthorizedException("send Authorization: Bearer <token>", headers=CHALLENGE)
+    refuse_if_throttled(connection)
     return token
+
+
+def _not_valid(connection: ASGIConnection[Any, Any, Any, Any]) -> NotAuthorizedException:
+    wrong_tokens(connection).record(client_address(connection))
+    return NotAuthorizedException("the token is not valid", headers=CHALLENGE)
 
 
 async def _is_admin(connection: ASGIConnection[Any, Any, Any, Any], token: str) -> bool:
@@ -53,7 +84,7 @@ async def admin_only(connection: ASGIConnection[Any, Any, Any, Any]) -> None:
             "this route needs the admin token: an app key opens only its own app's"
             " conversations and the reading of its memories"
         )
-    raise NotAuthorizedException("the token is not valid", headers=CHALLENGE)
+    raise _not_valid(connection)
 
 
 async def admin_or_own_app(connection: ASGIConnection[Any, Any, Any, Any]) -> None:
@@ -63,7 +94,7 @@ async def admin_or_own_app(connection: ASGIConnection[Any, Any, Any, Any]) -> No
     registry = _registry(connection)
     key_app = await registry.app_for_key(token)
     if key_app is None:
-        raise NotAuthorizedException("the token is not valid", headers=CHALLENGE)
+        raise _not_valid(connection)
     if "app_id" in connection.path_params:
         if connection.path_params["app_id"] != key_app:
             raise PermissionDeniedException("this key belongs to another app")

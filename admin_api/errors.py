@@ -55,6 +55,7 @@ TITLES = {
     405: "Method Not Allowed",
     409: "Conflict",
     413: "Content Too Large",
+    429: "Too Many Requests",
     500: "Internal Server Error",
     502: "Bad Gateway",
     503: "Service Unavailable",

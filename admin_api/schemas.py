@@ -302,12 +302,17 @@ _PROBLEM_DESCRIPTIONS = {
     409: "The app is uninstalled (or, to install, already installed), the conversation has"
     " ended, or an import would leave the app above its memory limit.",
     413: "The body is larger than 64 KiB.",
+    429: "This address sent too many wrong tokens; try again after `Retry-After` seconds.",
 }
 
 
 def problems(*codes: int) -> dict[int, Any]:
-    """OpenAPI descriptions of the errors a route can answer, as problem+json."""
+    """OpenAPI descriptions of the errors a route can answer, as problem+json. A route that
+    checks a token (401) can also refuse an address that guesses (429)."""
     from litestar.openapi.datastructures import ResponseSpec
+
+    if 401 in codes:
+        codes = (*codes, 429)
 
     return {
         code: ResponseSpec(
