@@ -1,7 +1,7 @@
 """Benchmarks of the running code on this machine; prints one JSON object.
 
     .venv/bin/python scripts/bench.py            # full run (ten minutes or so)
-    .venv/bin/python scripts/bench.py --quick    # a few minutes, smaller data
+    .venv/bin/python scripts/bench.py --quick    # about a minute: smaller data, shorter loads
     .venv/bin/python scripts/bench.py --json     # the same object on one line
 
 Every figure is measured in the same run as its reference, so ratios hold on a noisy machine.
@@ -83,8 +83,8 @@ async def retrieval_latencies(dbs: dict[int, Path | str], samples: int, rounds: 
 
 
 def bench_retrieval(tmp: Path, quick: bool) -> dict[str, Any]:
-    main_apps, small_apps, large_apps = (2_000, 100, 20_000) if quick else (10_000, 100, 100_000)
-    samples = 5_000 if quick else 20_000
+    main_apps, small_apps, large_apps = (2_000, 100, 10_000) if quick else (10_000, 100, 100_000)
+    samples = 3_000 if quick else 20_000
     dbs: dict[int, Path | str] = {}
     for apps in sorted({main_apps, small_apps, large_apps}):
         dbs[apps] = tmp / f"retrieval-{apps}.db"
@@ -203,7 +203,7 @@ def http_figures(tmp: Path, db: Path | str, apps: int, quick: bool, prefix: str 
                  ) -> dict[str, Any]:
     """Requests per second for an app's memories against a floor (a handler that reads
     nothing) in the same run, and the event loop's lag while the memories are served."""
-    seconds = 4 if quick else 10
+    seconds = 2 if quick else 10
     results, lag_file = {}, tmp / f"{prefix}lag.json"
     window = (0.0, 0.0)
     for kind, template in (("floor", "/floor"), ("memories", "/apps/app{n}/memories")):
@@ -248,14 +248,14 @@ def bench_postgres(tmp: Path, quick: bool) -> dict[str, Any]:
         seed_memories(seeded, apps=apps, per_app=10)
         reads = database("reads")
         anyio.run(copy_to_postgres, seeded, reads)
-        samples = 5_000 if quick else 20_000
+        samples = 3_000 if quick else 20_000
         timings = anyio.run(retrieval_latencies, {apps: reads}, samples)[apps]
         results: dict[str, Any] = {
             "pg_retrieval_p50_ms": round(percentile(timings, 50) * 1000, 4),
             "pg_retrieval_p99_ms": round(percentile(timings, 99) * 1000, 4),
         }
         results.update(http_figures(tmp, reads, apps, quick, prefix="pg_"))
-        jobs = 200 if quick else 600
+        jobs = 100 if quick else 600
         rates = {}
         for workers in (1, 4):
             db = database(f"jobs{workers}")
@@ -350,7 +350,7 @@ def bench_model(tmp: Path, quick: bool) -> dict[str, Any]:
     if not local_backend_available():
         return {"model_memory_s": None, "model_tokens_per_s": None,
                 "model_memories_written": None}
-    return anyio.run(model_memory, tmp / "model.db", 3 if quick else 10)
+    return anyio.run(model_memory, tmp / "model.db", 2 if quick else 10)
 
 
 _FRIENDS = ("Ana", "Ben", "Caro", "Dev", "Eli", "Fay")
@@ -391,7 +391,7 @@ def bench_energy(tmp: Path, quick: bool) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="smaller data, under a minute")
+    parser.add_argument("--quick", action="store_true", help="about a minute: smaller data")
     parser.add_argument("--json", action="store_true", help="print the object on one line")
     args = parser.parse_args()
     logging.disable(logging.WARNING)  # the 🧠 lines are per retrieval; keep them out of timings
