@@ -4,8 +4,6 @@ machine without internet (Litestar's default Redoc page fetches its script from 
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from html import escape
@@ -14,27 +12,25 @@ from typing import Any
 from litestar import Request
 from litestar.openapi.plugins import OpenAPIRenderPlugin
 
-Json = dict[str, Any]
+from admin_api.reference_schemas import (
+    Json,
+    constraints_text,
+    fields_table,
+    inline,
+    inline_objects,
+    notes,
+    paragraph,
+    ref_link,
+    schema_anchor,
+    schema_parts,
+    slug,
+    table,
+    type_label,
+    yes_no,
+)
 
 HTTP_METHODS = ("get", "put", "post", "patch", "delete", "head", "options", "trace")
 UNTAGGED = "other"
-_SCHEMA_REF = "#/components/schemas/"
-# Constraint keywords of JSON Schema, in the order and words the page shows them.
-_CONSTRAINT_WORDS = (
-    ("minimum", "minimum"),
-    ("exclusiveMinimum", "greater than"),
-    ("maximum", "maximum"),
-    ("exclusiveMaximum", "less than"),
-    ("multipleOf", "multiple of"),
-    ("minLength", "min length"),
-    ("maxLength", "max length"),
-    ("minItems", "min items"),
-    ("maxItems", "max items"),
-    ("uniqueItems", "unique items"),
-    ("const", "exactly"),
-    ("default", "default"),
-)
-
 _CSS = """
 body{font:16px/1.5 system-ui,sans-serif;color:#1f2328;max-width:62rem;margin:0 auto;padding:1rem}
 a{color:#0969da}
@@ -81,7 +77,7 @@ class Operation:
     parameters: list[Json]
 
     def anchor(self, tag: str) -> str:
-        return _slug(f"{tag}-{self.method}-{self.path}")
+        return slug(f"{tag}-{self.method}-{self.path}")
 
 
 def render_reference_page(document: Json, openapi_json_url: str) -> str:
@@ -160,14 +156,6 @@ def _pointed_at(document: Json, ref: str) -> Any:
     return node
 
 
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_]+", "-", text).strip("-")
-
-
-def _schema_anchor(name: str) -> str:
-    return "schema-" + _slug(name)
-
-
 # Page parts, from the top.
 
 
@@ -177,7 +165,7 @@ def _header(document: Json, openapi_json_url: str) -> str:
     parts = [
         f"<header><h1>{escape(str(info.get('title', 'API')))} ",
         f"<small>{escape(str(info.get('version', '')))}</small></h1>",
-        _paragraph(info.get("description")),
+        paragraph(info.get("description")),
         f'<p>The OpenAPI {escape(str(document.get("openapi", "")))} document: ',
         f'<a href="{url}"><code>{url}</code></a></p></header>',
     ]
@@ -189,10 +177,10 @@ def _contents(groups: dict[str, list[Operation]]) -> str:
     for tag, operations in groups.items():
         links = "".join(
             f'<li><a href="#{op.anchor(tag)}">{_method_badge(op.method)} '
-            f"<code>{escape(op.path)}</code></a> {_inline(op.spec.get('summary'))}</li>"
+            f"<code>{escape(op.path)}</code></a> {inline(op.spec.get('summary'))}</li>"
             for op in operations
         )
-        tags.append(f'<li><a href="#{_slug("tag-" + tag)}">{escape(tag)}</a><ul>{links}</ul></li>')
+        tags.append(f'<li><a href="#{slug("tag-" + tag)}">{escape(tag)}</a><ul>{links}</ul></li>')
     return (
         f"<nav><h2>Operations</h2><ul>{''.join(tags)}</ul>"
         '<p><a href="#schemas">Schemas</a></p></nav>'
@@ -203,8 +191,8 @@ def _tag_section(document: Json, tag: str, operations: list[Operation]) -> str:
     declared = {t["name"]: t for t in document.get("tags", [])}
     description = declared.get(tag, {}).get("description")
     return "".join([
-        f'<section id="{_slug("tag-" + tag)}"><h2>{escape(tag)}</h2>',
-        _paragraph(description),
+        f'<section id="{slug("tag-" + tag)}"><h2>{escape(tag)}</h2>',
+        paragraph(description),
         *(_operation_section(document, tag, op) for op in operations),
         "</section>",
     ])
@@ -215,8 +203,8 @@ def _operation_section(document: Json, tag: str, op: Operation) -> str:
     return "".join([
         f'<section class="op" id="{op.anchor(tag)}">',
         f"<h3>{_method_badge(op.method)} <code>{escape(op.path)}</code></h3>",
-        f"<p><strong>{_inline(spec.get('summary'))}</strong></p>" if spec.get("summary") else "",
-        _paragraph(spec.get("description")),
+        f"<p><strong>{inline(spec.get('summary'))}</strong></p>" if spec.get("summary") else "",
+        paragraph(spec.get("description")),
         '<p class="note">Deprecated.</p>' if spec.get("deprecated") else "",
         f"<p>Auth: {_security_text(document, spec)}</p>",
         _parameters(op.parameters),
@@ -266,13 +254,13 @@ def _parameters(parameters: list[Json]) -> str:
         (
             f"<code>{escape(str(p.get('name', '')))}</code>",
             escape(str(p.get("in", ""))),
-            _type_label(p.get("schema", {})),
-            _yes_no(p.get("required", False)),
-            _notes(p.get("description"), p.get("schema", {})),
+            type_label(p.get("schema", {})),
+            yes_no(p.get("required", False)),
+            notes(p.get("description"), p.get("schema", {})),
         )
         for p in parameters
     ]
-    return "<h4>Parameters</h4>" + _table(("Name", "In", "Type", "Required", "Description"), rows)
+    return "<h4>Parameters</h4>" + table(("Name", "In", "Type", "Required", "Description"), rows)
 
 
 def _request_body(document: Json, body: Json | None) -> str:
@@ -283,7 +271,7 @@ def _request_body(document: Json, body: Json | None) -> str:
     contents = (body.get("content") or {}).items()
     return "".join([
         f"<h4>Request body <small>({needed})</small></h4>",
-        _paragraph(body.get("description")),
+        paragraph(body.get("description")),
         *(_body(document, media_type, media, shown=True) for media_type, media in contents),
     ])
 
@@ -297,7 +285,7 @@ def _responses(document: Json, responses: Json) -> str:
         success = code.startswith("2")
         items.append("".join([
             f'<p><span class="status s{code[:1]}">{code}</span> ',
-            f"{_inline(resolved.get('description'))}</p>",
+            f"{inline(resolved.get('description'))}</p>",
             *(_body(document, media_type, media, shown=success) for media_type, media in contents),
         ]))
     return "<h4>Responses</h4>" + "".join(items) if items else ""
@@ -307,11 +295,11 @@ def _body(document: Json, media_type: str, media: Json, *, shown: bool) -> str:
     """A body's media type and type, with the fields of the objects it is made of; folded
     (a <details> element) unless `shown`."""
     schema = media.get("schema", {})
-    summary = f"<code>{escape(media_type)}</code>: {_type_label(schema)}"
+    summary = f"<code>{escape(media_type)}</code>: {type_label(schema)}"
     objects = _body_objects(document, schema)
     fields = "".join(
-        (f"<p>Fields of {_ref_link(ref)}:</p>" if ref and len(objects) > 1 else "")
-        + _fields_table(obj)
+        (f"<p>Fields of {ref_link(ref)}:</p>" if ref and len(objects) > 1 else "")
+        + fields_table(obj)
         for ref, obj in objects
     )
     if not fields:
@@ -338,7 +326,7 @@ def _body_objects(
     if "properties" in schema:
         return [(None, schema)]
     return [
-        found for member in _parts(schema) for found in _body_objects(document, member, seen)
+        found for member in schema_parts(schema) for found in _body_objects(document, member, seen)
     ]
 
 
@@ -348,151 +336,13 @@ def _schemas_section(document: Json) -> str:
         return ""
     parts = ['<section id="schemas"><h2>Schemas</h2>']
     for name, schema in sorted(schemas.items()):
-        parts.append(f'<div id="{_schema_anchor(name)}"><h3>{escape(name)}</h3>')
-        parts.append(_paragraph(schema.get("description")))
+        parts.append(f'<div id="{schema_anchor(name)}"><h3>{escape(name)}</h3>')
+        parts.append(paragraph(schema.get("description")))
         if "properties" not in schema:
-            parts.append(f"<p>{_type_label(schema)}</p>")
-            if constraints := _constraints_text(schema):
+            parts.append(f"<p>{type_label(schema)}</p>")
+            if constraints := constraints_text(schema):
                 parts.append(f"<p>{constraints}</p>")
-        parts.extend(_fields_table(obj) for obj in _inline_objects(schema))
+        parts.extend(fields_table(obj) for obj in inline_objects(schema))
         parts.append("</div>")
     parts.append("</section>")
     return "".join(parts)
-
-
-# Schemas: fields, types and constraints.
-
-
-def _fields_table(schema: Json) -> str:
-    properties: Json = schema.get("properties") or {}
-    if not properties:
-        return '<p class="note">No fields.</p>'
-    required = set(schema.get("required", []))
-    rows = [
-        (
-            f"<code>{escape(name)}</code>",
-            _type_label(field),
-            _yes_no(name in required),
-            _notes(field.get("description"), field),
-        )
-        for name, field in properties.items()
-    ]
-    return _table(("Field", "Type", "Required", "Description"), rows)
-
-
-def _notes(description: str | None, schema: Json) -> str:
-    """A field's or parameter's description and constraints, and the fields of an object
-    written out in place (not behind a $ref)."""
-    parts = [_inline(description), _constraints_text(schema)]
-    parts.extend(_fields_table(obj) for obj in _inline_objects(schema))
-    return "".join(f"<div>{part}</div>" for part in parts if part)
-
-
-def _inline_objects(schema: Json) -> list[Json]:
-    if "$ref" in schema:
-        return []
-    if "properties" in schema:
-        return [schema]
-    return [obj for member in _parts(schema) for obj in _inline_objects(member)]
-
-
-def _parts(schema: Json) -> list[Json]:
-    """A union's or intersection's members and an array's items."""
-    items = schema.get("items")
-    return [*_members(schema), items] if isinstance(items, dict) else _members(schema)
-
-
-def _members(schema: Json) -> list[Json]:
-    return [*schema.get("oneOf", []), *schema.get("anyOf", []), *schema.get("allOf", [])]
-
-
-def _type_label(schema: Json) -> str:
-    if "$ref" in schema:
-        return _ref_link(schema["$ref"])
-    for keyword, joiner in (("oneOf", " or "), ("anyOf", " or "), ("allOf", " and ")):
-        if keyword in schema:
-            return joiner.join(_type_label(member) for member in schema[keyword])
-    kinds = schema.get("type")
-    if kinds is None:
-        return "object" if "properties" in schema else "any"
-    if isinstance(kinds, list):
-        return " or ".join(_single_type_label(schema, str(kind)) for kind in kinds)
-    return _single_type_label(schema, str(kinds))
-
-
-def _single_type_label(schema: Json, kind: str) -> str:
-    if kind == "array":
-        items = schema.get("items")
-        return f"array of {_type_label(items)}" if isinstance(items, dict) else "array"
-    if kind == "object" and "properties" not in schema and "additionalProperties" in schema:
-        values = schema["additionalProperties"]
-        if isinstance(values, dict) and values:
-            return f"object of {_type_label(values)} values"
-        return "object with any keys" if values is not False else "empty object"
-    fmt = schema.get("format")
-    return escape(kind) + (f" ({escape(str(fmt))})" if fmt else "")
-
-
-def _ref_link(ref: str) -> str:
-    if not ref.startswith(_SCHEMA_REF):
-        return f"<code>{escape(ref)}</code>"
-    name = ref[len(_SCHEMA_REF):].replace("~1", "/").replace("~0", "~")
-    return f'<a href="#{_schema_anchor(name)}">{escape(name)}</a>'
-
-
-def _constraints_text(schema: Json) -> str:
-    """Constraints of the schema and of its members written out in place (Litestar puts an
-    optional parameter's constraints beside its `oneOf`)."""
-    found: list[str] = []
-    for source in [schema, *(m for m in _members(schema) if "$ref" not in m)]:
-        found.extend(_own_constraints(source))
-    return "; ".join(found)
-
-
-def _own_constraints(schema: Json) -> list[str]:
-    found = [
-        f"{words}: {_literal(schema[keyword])}"
-        for keyword, words in _CONSTRAINT_WORDS
-        if keyword in schema
-    ]
-    if "pattern" in schema:
-        found.append(f"pattern: <code>{escape(str(schema['pattern']))}</code>")
-    if "enum" in schema:
-        found.append("one of: " + ", ".join(_literal(value) for value in schema["enum"]))
-    return found
-
-
-def _literal(value: Any) -> str:
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    return f"<code>{escape(json.dumps(value, ensure_ascii=False, default=str))}</code>"
-
-
-# HTML pieces.
-
-
-def _table(headings: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    labels = [escape(heading) for heading in headings]
-    head = "".join(f"<th>{label}</th>" for label in labels)
-    body = "".join(
-        "<tr>"
-        + "".join(f'<td data-label="{h}">{cell}</td>' for h, cell in zip(labels, row, strict=True))
-        + "</tr>"
-        for row in rows
-    )
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-
-
-def _yes_no(flag: Any) -> str:
-    return "yes" if flag else "no"
-
-
-def _inline(text: str | None) -> str:
-    """Escaped text, with `backticked` spans as code."""
-    if not text:
-        return ""
-    return re.sub(r"`([^`]+)`", r"<code>\1</code>", escape(str(text)))
-
-
-def _paragraph(text: str | None) -> str:
-    return f'<p class="text">{_inline(text)}</p>' if text else ""

@@ -9,6 +9,7 @@ import msgspec
 import pytest
 
 from admin_api.schemas import MemoryOut
+from admin_api.throttle import MAX_WRONG
 from memory_agent.errors import ChatModelResponseError
 from mnemoloop.client import (
     ApiError,
@@ -20,6 +21,7 @@ from mnemoloop.client import (
     ReplyDelta,
     ReplyDone,
     ReplyError,
+    TooManyRequests,
     Unauthorized,
 )
 from tests.fakes import PIECES, FunctionModel, ModelCall, PieceByPieceModel
@@ -218,6 +220,18 @@ async def test_an_app_key_opens_nothing_of_another_app(server, admin) -> None:
     async with AsyncClient(server, "not-a-token") as stranger:
         with pytest.raises(Unauthorized):
             await stranger.apps.list()
+
+
+async def test_guessing_tokens_raises_too_many_requests_with_the_wait(server) -> None:
+    async with AsyncClient(server, "a-guess") as guesser:
+        for _ in range(MAX_WRONG):
+            with pytest.raises(Unauthorized):
+                await guesser.apps.list()
+        with pytest.raises(TooManyRequests) as refused:
+            await guesser.apps.list()
+    assert refused.value.status == 429
+    assert refused.value.retry_after is not None and 0 < refused.value.retry_after <= 60
+    assert "too many wrong tokens" in refused.value.detail
 
 
 async def test_the_blocking_client_talks_to_the_same_api(server) -> None:

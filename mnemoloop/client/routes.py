@@ -1,0 +1,265 @@
+"""The API's routes, in groups, and the two clients that run them."""
+
+from __future__ import annotations
+
+from typing import Any, Self, TypeVar
+
+import httpx
+
+from admin_api.schemas import (
+    AcceptedOut,
+    AppOut,
+    AppsOut,
+    ConversationCreatedOut,
+    ConversationOut,
+    EndConversation,
+    EnergyOut,
+    ExportOut,
+    HealthOut,
+    HistoryOut,
+    ImportedOut,
+    ImportMemories,
+    InstallApp,
+    InstalledAppOut,
+    JobOut,
+    JobsOut,
+    MemoriesOut,
+    MemoryOut,
+    PostedOut,
+    PostMessage,
+    PurgedOut,
+    SuccessOut,
+    UninstalledOut,
+)
+from mnemoloop.client.calls import (
+    AsyncSession,
+    Call,
+    Group,
+    SyncSession,
+    decoded_as,
+    event_stream,
+    nothing,
+    picked,
+    query_params,
+    route,
+    segment,
+)
+
+DEFAULT_TIMEOUT = 30.0
+# How much longer than `wait` the client waits for the server's answer.
+WAIT_MARGIN = 10.0
+
+S = TypeVar("S")
+AppList = list[AppOut]
+MemoryList = list[MemoryOut]
+JobList = list[JobOut]
+
+
+class Apps(Group[S]):
+    """Installing and uninstalling apps (admin token)."""
+
+    @route
+    def install(self, app_id: str, name: str) -> Call[InstalledAppOut]:
+        """Install an app (or re-install an uninstalled one); its API key is in this answer
+        only. An app already installed raises `Conflict` (its key stays valid)."""
+        return Call("POST", "/apps", decoded_as(InstalledAppOut), body=InstallApp(app_id, name))
+
+    @route
+    def uninstall(self, app_id: str, purge_memories: bool = False) -> Call[UninstalledOut]:
+        params = query_params(purgeMemories=purge_memories)
+        return Call("DELETE", f"/apps/{segment(app_id)}", decoded_as(UninstalledOut), params)
+
+    @route
+    def list(self) -> Call[AppList]:
+        return Call("GET", "/apps", picked(AppsOut, lambda out: out.apps))
+
+
+class Conversations(Group[S]):
+    """Conversations and their messages (admin token or the app's key)."""
+
+    @route
+    def open(self, app_id: str) -> Call[str]:
+        """Open a conversation; returns its id."""
+        path = f"/apps/{segment(app_id)}/conversations"
+        return Call("POST", path, picked(ConversationCreatedOut, lambda out: out.conversation_id))
+
+    @route
+    def send(
+        self, conversation_id: str, content: str, wait: float | None = None
+    ) -> Call[PostedOut]:
+        """Post a user message. With `wait`, wait up to that many seconds for the reply."""
+        return _message(conversation_id, content, wait)
+
+    @event_stream
+    def stream(self, conversation_id: str, content: str) -> Call[Any]:
+        """Post a user message and follow its reply: `ReplyDelta`s, then `ReplyDone` or
+        `ReplyError`."""
+        return _message(conversation_id, content, None)
+
+    @route
+    def get(self, conversation_id: str) -> Call[ConversationOut]:
+        return Call("GET", _conversation(conversation_id), decoded_as(ConversationOut))
+
+    @route
+    def end(self, conversation_id: str, reason: str = "app") -> Call[None]:
+        """End a conversation (again is fine); its memory is written in the background."""
+        path = f"{_conversation(conversation_id)}/end"
+        return Call("POST", path, picked(AcceptedOut, nothing), body=EndConversation(reason))
+
+    @route
+    def retry(self, conversation_id: str) -> Call[None]:
+        """Try again to answer a conversation whose answer failed."""
+        path = f"{_conversation(conversation_id)}/retry"
+        return Call("POST", path, picked(AcceptedOut, nothing))
+
+
+def _conversation(conversation_id: str) -> str:
+    return f"/conversations/{segment(conversation_id)}"
+
+
+def _message(conversation_id: str, content: str, wait: float | None) -> Call[PostedOut]:
+    return Call(
+        "POST",
+        f"{_conversation(conversation_id)}/messages",
+        decoded_as(PostedOut),
+        params=query_params(wait=wait),
+        body=PostMessage(content),
+        min_timeout=0.0 if wait is None else wait + WAIT_MARGIN,
+    )
+
+
+class Memories(Group[S]):
+    """An app's memories and their history: an app's key reads its own; deleting needs the
+    admin token."""
+
+    @route
+    def list(self, app_id: str) -> Call[MemoryList]:
+        """The app's memories, newest first."""
+        return Call("GET", _memories(app_id), picked(MemoriesOut, lambda out: out.memories))
+
+    @route
+    def search(self, app_id: str, query: str, limit: int | None = None) -> Call[MemoryList]:
+        """The app's memories matching any word of `query`, best first."""
+        params = query_params(q=query, limit=limit)
+        return Call(
+            "GET", _memories(app_id), picked(MemoriesOut, lambda out: out.memories), params
+        )
+
+    @route
+    def delete(self, app_id: str, memory_id: int) -> Call[None]:
+        path = f"{_memories(app_id)}/{memory_id}"
+        return Call("DELETE", path, picked(SuccessOut, nothing))
+
+    @route
+    def export(self, app_id: str) -> Call[ExportOut]:
+        """The app's memories as a document `import_` takes back (here or elsewhere)."""
+        return Call("GET", f"{_memories(app_id)}/export", decoded_as(ExportOut))
+
+    @route
+    def import_(
+        self, app_id: str, document: ExportOut | ImportMemories, *, replace: bool = False
+    ) -> Call[ImportedOut]:
+        """Store the memories of an export, all or none (admin token). Refused (`Conflict`)
+        when the app would hold more than its limit; `replace` deletes its memories first."""
+        params = query_params(replace="true") if replace else {}
+        path = f"{_memories(app_id)}/import"
+        return Call("POST", path, decoded_as(ImportedOut), params, body=document)
+
+    @route
+    def purge(self, app_id: str) -> Call[PurgedOut]:
+        """Delete all of the app's memories."""
+        return Call("DELETE", _memories(app_id), decoded_as(PurgedOut))
+
+    @route
+    def history(
+        self,
+        app_id: str,
+        memory_id: int | None = None,
+        *,
+        since: int | None = None,
+        limit: int | None = None,
+    ) -> Call[HistoryOut]:
+        """Every change to the app's memories (or to one memory), oldest first; pass the
+        answer's `next_cursor` as `since` for the next page."""
+        path = f"/apps/{segment(app_id)}/history"
+        if memory_id is not None:
+            path = f"{_memories(app_id)}/{memory_id}/history"
+        return Call("GET", path, decoded_as(HistoryOut), query_params(since=since, limit=limit))
+
+
+def _memories(app_id: str) -> str:
+    return f"/apps/{segment(app_id)}/memories"
+
+
+class _Api(Group[S]):
+    """Every route, in groups; `Client` and `AsyncClient` say how they are run."""
+
+    def __init__(self, session: S) -> None:
+        super().__init__(session)
+        self.apps = Apps(session)
+        self.conversations = Conversations(session)
+        self.memories = Memories(session)
+
+    @route
+    def health(self) -> Call[HealthOut]:
+        return Call("GET", "/health", decoded_as(HealthOut))
+
+    @route
+    def energy(self) -> Call[EnergyOut]:
+        """The energy budget, and what memory work and conversations spent of it."""
+        return Call("GET", "/energy", decoded_as(EnergyOut))
+
+    @route
+    def jobs(self, app_id: str | None = None, status: str | None = None) -> Call[JobList]:
+        """Memory jobs, newest first; `status` is pending, running, deferred, done, skipped,
+        failed or cancelled."""
+        params = query_params(appId=app_id, status=status)
+        return Call("GET", "/memory-jobs", picked(JobsOut, lambda out: out.jobs), params)
+
+
+class Client(_Api[SyncSession]):
+    """The API, blocking. `token` is the admin token or an app's key; `http_client`, if
+    given, is used as it is (and not closed by `close()`)."""
+
+    def __init__(
+        self,
+        base_url: str,
+        token: str,
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        http_client: httpx.Client | None = None,
+    ) -> None:
+        super().__init__(SyncSession(base_url, token, timeout, http_client))
+
+    def close(self) -> None:
+        self._session.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+class AsyncClient(_Api[AsyncSession]):
+    """The API, async. `token` is the admin token or an app's key; `http_client`, if given,
+    is used as it is (and not closed by `aclose()`)."""
+
+    def __init__(
+        self,
+        base_url: str,
+        token: str,
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        http_client: httpx.AsyncClient | None = None,
+    ) -> None:
+        super().__init__(AsyncSession(base_url, token, timeout, http_client))
+
+    async def aclose(self) -> None:
+        await self._session.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
