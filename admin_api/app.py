@@ -28,7 +28,7 @@ from admin_api.mcp_server import (
     caller_for_token,
 )
 from admin_api.reference_page import ReferencePagePlugin
-from admin_api.throttle import WrongTokens, refusal_detail
+from admin_api.throttle import Refused, WrongTokens
 from loop.admin_token import AdminToken
 from loop.console_sessions import ConsoleSessions
 from loop.service import Services
@@ -57,8 +57,7 @@ def create_app(services: Services, admin_token: AdminToken | str | None = None) 
         ],
         security=[{"bearer": []}],
     )
-    wrong_tokens = WrongTokens()
-    mcp_endpoint, mcp_sessions = _mcp_mount(services, admin_token, wrong_tokens)
+    mcp_endpoint, mcp_sessions = _mcp_mount(services, admin_token)
     app = Litestar(
         route_handlers=[home, health, api, mcp_endpoint, *console_routes()],
         template_config=template_config(),
@@ -86,14 +85,12 @@ def create_app(services: Services, admin_token: AdminToken | str | None = None) 
     )
     app.state.registry = services.stores.registry
     app.state.admin_token = admin_token
-    app.state.wrong_tokens = wrong_tokens
+    app.state.wrong_tokens = WrongTokens()
     app.state.console_sessions = ConsoleSessions(services.database, services.clock, admin_token)
     return app
 
 
-def _mcp_mount(
-    services: Services, admin_token: AdminToken, wrong_tokens: WrongTokens
-) -> tuple[Any, Any]:
+def _mcp_mount(services: Services, admin_token: AdminToken) -> tuple[Any, Any]:
     """The MCP server at /mcp (streamable HTTP), open to a bearer token only, and its
     session manager (to run for the app's lifetime)."""
 
@@ -113,17 +110,21 @@ def _mcp_mount(
     async def mcp_endpoint(scope: Scope, receive: Receive, send: Send) -> None:
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
         token = bearer_token(headers.get("authorization", ""))
-        client = scope.get("client")
-        address = client[0] if client else ""
-        if token and (seconds := wrong_tokens.refused_for(address)) is not None:
-            await _problem(
-                send, 429, refusal_detail(seconds), [(b"retry-after", str(seconds).encode())]
-            )
-            return
-        caller = await caller_for_token(services.stores.registry, admin_token, token)
+        caller = None
+        if token:
+            throttle: WrongTokens = scope["app"].state.wrong_tokens
+            client = scope.get("client")
+            try:
+                async with throttle.checking(client[0] if client else "") as check:
+                    caller = await caller_for_token(services.stores.registry, admin_token, token)
+                    if caller is None:
+                        check.wrong()
+            except Refused as refused:
+                await _problem(
+                    send, 429, str(refused), [(b"retry-after", str(refused.seconds).encode())]
+                )
+                return
         if caller is None:
-            if token:
-                wrong_tokens.record(address)
             await _problem(
                 send, 401, "send Authorization: Bearer <token> (an app key or the admin token)",
                 [(b"www-authenticate", b'Bearer realm="mnemoloop"')],

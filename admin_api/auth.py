@@ -11,6 +11,8 @@ resolves to one of them. An address that sends too many wrong tokens is refused 
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 from litestar.connection import ASGIConnection
@@ -21,7 +23,7 @@ from litestar.exceptions import (
     TooManyRequestsException,
 )
 
-from admin_api.throttle import WrongTokens, refusal_detail
+from admin_api.throttle import Refused, TokenCheck, WrongTokens
 from loop.admin_token import AdminToken
 from loop.registry import AppRegistry
 
@@ -48,59 +50,54 @@ def wrong_tokens(connection: ASGIConnection[Any, Any, Any, Any]) -> WrongTokens:
     return throttle
 
 
-def refuse_if_throttled(connection: ASGIConnection[Any, Any, Any, Any]) -> None:
-    """429 when this address has sent too many wrong tokens (admin_api/throttle.py)."""
-    seconds = wrong_tokens(connection).refused_for(client_address(connection))
-    if seconds is not None:
+@asynccontextmanager
+async def token_check(connection: ASGIConnection[Any, Any, Any, Any]) -> AsyncIterator[TokenCheck]:
+    """Around checking a token this connection presented: 429 when its address has sent too
+    many wrong ones (admin_api/throttle.py); the body calls `wrong()` on a wrong one."""
+    try:
+        async with wrong_tokens(connection).checking(client_address(connection)) as check:
+            yield check
+    except Refused as refused:
         raise TooManyRequestsException(
-            refusal_detail(seconds), headers={"Retry-After": str(seconds)}
-        )
+            str(refused), headers={"Retry-After": str(refused.seconds)}
+        ) from None
 
 
-def _bearer(connection: ASGIConnection[Any, Any, Any, Any]) -> str:
+async def _token_owner(connection: ASGIConnection[Any, Any, Any, Any]) -> str | None:
+    """None for the admin token, else the app whose key the bearer token is; 401 when it is
+    neither (or there is none)."""
     token = bearer_token(connection.headers.get("authorization", ""))
     if not token:
         raise NotAuthorizedException("send Authorization: Bearer <token>", headers=CHALLENGE)
-    refuse_if_throttled(connection)
-    return token
-
-
-def _not_valid(connection: ASGIConnection[Any, Any, Any, Any]) -> NotAuthorizedException:
-    wrong_tokens(connection).record(client_address(connection))
-    return NotAuthorizedException("the token is not valid", headers=CHALLENGE)
-
-
-async def _is_admin(connection: ASGIConnection[Any, Any, Any, Any], token: str) -> bool:
-    admin_token: AdminToken = connection.app.state.admin_token
-    return await admin_token.matches(token)
+    async with token_check(connection) as check:
+        admin_token: AdminToken = connection.app.state.admin_token
+        if await admin_token.matches(token):
+            return None
+        app_id = await _registry(connection).app_for_key(token)
+        if app_id is None:
+            check.wrong()
+            raise NotAuthorizedException("the token is not valid", headers=CHALLENGE)
+        return app_id
 
 
 async def admin_only(connection: ASGIConnection[Any, Any, Any, Any]) -> None:
-    token = _bearer(connection)
-    if await _is_admin(connection, token):
-        return
-    if await _registry(connection).app_for_key(token):
+    if await _token_owner(connection) is not None:
         raise PermissionDeniedException(
             "this route needs the admin token: an app key opens only its own app's"
             " conversations and the reading of its memories"
         )
-    raise _not_valid(connection)
 
 
 async def admin_or_own_app(connection: ASGIConnection[Any, Any, Any, Any]) -> None:
-    token = _bearer(connection)
-    if await _is_admin(connection, token):
-        return
-    registry = _registry(connection)
-    key_app = await registry.app_for_key(token)
+    key_app = await _token_owner(connection)
     if key_app is None:
-        raise _not_valid(connection)
+        return
     if "app_id" in connection.path_params:
         if connection.path_params["app_id"] != key_app:
             raise PermissionDeniedException("this key belongs to another app")
         return
     conversation_id = connection.path_params.get("conversation_id", "")
-    owner = await registry.get_app_id_for_conversation(conversation_id)
+    owner = await _registry(connection).get_app_id_for_conversation(conversation_id)
     if owner != key_app:
         # Another app's conversation answers as if it did not exist.
         raise NotFoundException(f"conversation {conversation_id!r} not found")

@@ -6,20 +6,55 @@ an operator's own `MNEMOLOOP_ADMIN_TOKEN` may be short. So an address that prese
 token-bearing request, the right token's too, until the oldest of them is a window old. The
 refusal comes before the check, or trying on would still tell right from wrong.
 
-Behind a reverse proxy every client has the proxy's address: there the proxy should limit.
+Checks in flight count too: an address has at most `MAX_WRONG` minus its wrong tokens checked
+at once, and a further request waits for one of them to end. Otherwise a burst sent at once
+would be checked in full before its first failure was counted (checking an app's key reads
+the database). An IPv6 address counts by its /64, which one host usually holds whole.
+
+The count is this process's: N instances on one database allow N times as many. The address
+is the connecting peer's (the server does not read `X-Forwarded-For`), so behind a reverse
+proxy every client shares the proxy's address: limit there instead.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import math
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+
+import anyio
 
 MAX_WRONG = 30
 WINDOW_SECONDS = 60.0
-# Addresses kept at most; past that, those with nothing in the window are forgotten first.
+# Addresses kept at most; past that, the least recently seen are forgotten.
 _MAX_ADDRESSES = 10_000
+
+
+class Refused(Exception):
+    def __init__(self, seconds: int) -> None:
+        super().__init__(refusal_detail(seconds))
+        self.seconds = seconds  # until the address may try again
+
+
+class TokenCheck:
+    """One check of a presented token; `wrong()` when it did not match."""
+
+    def __init__(self) -> None:
+        self.was_wrong = False
+
+    def wrong(self) -> None:
+        self.was_wrong = True
+
+
+@dataclass
+class _Address:
+    wrong: deque[float] = field(default_factory=deque)  # when, oldest first
+    checking: int = 0
+    check_ended: anyio.Event | None = None  # made when a request waits for one
 
 
 class WrongTokens:
@@ -33,41 +68,70 @@ class WrongTokens:
         self._max = max_wrong
         self._window = window_seconds
         self._clock = clock
-        self._by_address: dict[str, deque[float]] = {}
+        self._addresses: dict[str, _Address] = {}  # least recently seen first
+
+    @asynccontextmanager
+    async def checking(self, address: str) -> AsyncIterator[TokenCheck]:
+        """Around one token check from `address`: raises `Refused` when the address has
+        sent too many wrong tokens, waits while too many of its checks are in flight, and
+        counts the check as wrong if the body called `wrong()` (raising or not)."""
+        key = address_key(address)
+        while True:
+            state = self._seen(key)
+            if (seconds := self._refusal(state)) is not None:
+                raise Refused(seconds)
+            if len(state.wrong) + state.checking < self._max:
+                break
+            state.check_ended = state.check_ended or anyio.Event()
+            await state.check_ended.wait()
+        state.checking += 1
+        check = TokenCheck()
+        try:
+            yield check
+        finally:
+            state.checking -= 1
+            if check.was_wrong:
+                state.wrong.append(self._clock())
+            if state.check_ended is not None:
+                state.check_ended.set()
+                state.check_ended = None
+            if not state.wrong and not state.checking and self._addresses.get(key) is state:
+                del self._addresses[key]  # nothing to remember of a right token
 
     def refused_for(self, address: str) -> int | None:
         """Whole seconds until `address` may try again; None when it may now."""
-        recent = self._recent(address)
-        if recent is None or len(recent) < self._max:
-            return None
-        return max(1, math.ceil(recent[0] + self._window - self._clock()))
+        state = self._addresses.get(address_key(address))
+        return None if state is None else self._refusal(state)
 
-    def record(self, address: str) -> None:
-        recent = self._recent(address)
-        if recent is None:
-            if len(self._by_address) >= _MAX_ADDRESSES:
-                self._forget_quiet_addresses()
-            recent = self._by_address[address] = deque(maxlen=self._max)
-        recent.append(self._clock())
-
-    def _recent(self, address: str) -> deque[float] | None:
-        recent = self._by_address.get(address)
-        if recent is None:
-            return None
+    def _refusal(self, state: _Address) -> int | None:
         cutoff = self._clock() - self._window
-        while recent and recent[0] <= cutoff:
-            recent.popleft()
-        if not recent:
-            del self._by_address[address]
+        while state.wrong and state.wrong[0] <= cutoff:
+            state.wrong.popleft()
+        if len(state.wrong) < self._max:
             return None
-        return recent
+        return max(1, math.ceil(state.wrong[0] + self._window - self._clock()))
 
-    def _forget_quiet_addresses(self) -> None:
-        cutoff = self._clock() - self._window
-        for address in [a for a, recent in self._by_address.items() if recent[-1] <= cutoff]:
-            del self._by_address[address]
-        while len(self._by_address) >= _MAX_ADDRESSES:  # all busy: the oldest entries go
-            del self._by_address[next(iter(self._by_address))]
+    def _seen(self, key: str) -> _Address:
+        state = self._addresses.pop(key, None)
+        if state is None:
+            state = _Address()
+            while len(self._addresses) >= _MAX_ADDRESSES:
+                del self._addresses[next(iter(self._addresses))]
+        self._addresses[key] = state  # now the most recently seen
+        return state
+
+
+def address_key(address: str) -> str:
+    """The address counted: an IPv6 address's /64 (an IPv4 one mapped into IPv6 as itself)."""
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return address  # not an IP address: a Unix socket's peer, say
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return str(ip.ipv4_mapped)
+        return str(ipaddress.IPv6Network((ip, 64), strict=False))
+    return str(ip)
 
 
 def refusal_detail(seconds: int) -> str:

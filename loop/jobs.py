@@ -166,7 +166,7 @@ class MemoryJobStore:
     async def fail_exhausted(self) -> None:
         """A job whose claims ran out MAX_INTERRUPTIONS times (it kills or freezes whoever
         runs it) is failed rather than tried forever. `claim_next` never takes one; this
-        records why (once per look for work, not once per claim)."""
+        records why (the worker calls it a few times a lease, not once per claim)."""
         now = now_text(self._clock)
         await self._db.execute(
             "UPDATE memory_jobs SET status = 'failed', updated_at = ?,"

@@ -29,18 +29,33 @@ async def while_renewing(
     # cancellation costs more than the rest of this function (the cancel scope formats the
     # current task's repr for its reason).
     finished = anyio.Event()
+    renewing = False
 
     async def keep_renewing() -> None:
+        nonlocal renewing
         while True:
             with anyio.move_on_after(every):
                 await finished.wait()
                 return
             try:
-                if not await renew():
-                    log.warning("%s: the claim was lost; its result will not be stored", what)
-                    return
+                renewing = True
+                held = await renew()
             except MnemoloopError as error:
-                log.warning("%s: could not renew the claim: %s", what, error)
+                if not finished.is_set():
+                    log.warning("%s: could not renew the claim: %s", what, error)
+                continue
+            finally:
+                renewing = False
+            # A renewal that ran while the work ended may find the claim released by the
+            # work's own final write (the job done): that is no loss.
+            if not held and not finished.is_set():
+                log.warning(
+                    "%s: the claim is no longer this instance's; a result not yet stored will"
+                    " not be",
+                    what,
+                )
+            if not held:
+                return
 
     failure: Exception | None = None
     async with anyio.create_task_group() as group:
@@ -50,6 +65,8 @@ async def while_renewing(
         except Exception as error:  # raised below as itself, not inside an ExceptionGroup
             failure = error
         finished.set()
+        if renewing:  # rare (once a renewal period): the work need not wait for it
+            group.cancel_scope.cancel()
     if failure is not None:
         raise failure
     return result

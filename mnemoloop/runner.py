@@ -190,9 +190,14 @@ def listening_socket(host: str, port: int) -> socket.socket:
 
 
 def http_server(app: Any, sock: socket.socket) -> SignalFreeServer:
-    """uvicorn for `app` on `sock`, quiet but for warnings, with the app's lifespan."""
+    """uvicorn for `app` on `sock`, quiet but for warnings, with the app's lifespan. The
+    client's address is the connecting peer's: uvicorn would otherwise take it from
+    `X-Forwarded-For` when the peer is local, which anyone on the machine can set (and the
+    count of wrong tokens goes by that address)."""
     host, port = sock.getsockname()[:2]
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
+    config = uvicorn.Config(
+        app, host=host, port=port, log_level="warning", lifespan="on", proxy_headers=False
+    )
     return SignalFreeServer(config)
 
 

@@ -350,7 +350,7 @@ def bench_model(tmp: Path, quick: bool) -> dict[str, Any]:
     if not local_backend_available():
         return {"model_memory_s": None, "model_tokens_per_s": None,
                 "model_memories_written": None}
-    return anyio.run(model_memory, tmp / "model.db", 2 if quick else 10)
+    return anyio.run(model_memory, tmp / "model.db", 3 if quick else 10)
 
 
 _FRIENDS = ("Ana", "Ben", "Caro", "Dev", "Eli", "Fay")

@@ -86,7 +86,7 @@ async def test_a_failed_renewal_is_tried_again_and_a_lost_claim_stops_them(
     assert renewals.count == 2
     assert [record.getMessage() for record in caplog.records] == [
         "job 4: could not renew the claim: database is busy",
-        "job 4: the claim was lost; its result will not be stored",
+        "job 4: the claim is no longer this instance's; a result not yet stored will not be",
     ]
 
 
@@ -110,3 +110,24 @@ async def test_cancelling_the_caller_stops_the_work_and_the_renewals() -> None:
     assert stopped.is_set()
     await anyio.sleep(EVERY * 3)
     assert renewals.count == 2
+
+
+async def test_a_renewal_running_when_the_work_ends_is_not_waited_for_nor_reported(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # The work's final write releases the claim while a renewal is on its way: that renewal
+    # would find the claim gone, which is no loss, and the work need not wait for it.
+    renewal_started = anyio.Event()
+
+    async def slow_renewal() -> bool:
+        renewal_started.set()
+        await anyio.sleep(5)
+        return False
+
+    async def work() -> str:
+        await renewal_started.wait()
+        return "stored"
+
+    with caplog.at_level(logging.WARNING, logger="mnemoloop.loop"), anyio.fail_after(2):
+        assert await while_renewing(work, slow_renewal, every=EVERY, what="job 6") == "stored"
+    assert caplog.records == []

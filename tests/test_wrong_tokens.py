@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import re
 
+import anyio
+import httpx
 import pytest
 from httpx import ASGITransport, AsyncClient
 
 from admin_api import create_app
-from admin_api.throttle import MAX_WRONG, WINDOW_SECONDS, WrongTokens
-from tests.harness import assistant_model, service
+from admin_api.throttle import MAX_WRONG, WINDOW_SECONDS, Refused, WrongTokens, address_key
+from tests.harness import assistant_model, live_http, service
 
 pytestmark = pytest.mark.anyio
 
@@ -27,39 +29,90 @@ class Clock:
         return self.now
 
 
-def test_an_address_is_refused_after_too_many_wrong_tokens_until_the_oldest_is_a_window_old():
+async def guess(throttle: WrongTokens, address: str, right: bool = False) -> None:
+    async with throttle.checking(address) as check:
+        if not right:
+            check.wrong()
+
+
+async def test_an_address_is_refused_after_too_many_wrong_tokens_until_the_oldest_is_a_window_old():
     clock = Clock()
     throttle = WrongTokens(max_wrong=3, window_seconds=60, clock=clock)
     for _ in range(2):
-        throttle.record("10.0.0.1")
+        await guess(throttle, "10.0.0.1")
         clock.now += 10
+    await guess(throttle, "10.0.0.1", right=True)  # a right token neither counts nor clears
     assert throttle.refused_for("10.0.0.1") is None
-    throttle.record("10.0.0.1")  # the third, 20 s after the first
+    await guess(throttle, "10.0.0.1")  # the third, 20 s after the first
     assert throttle.refused_for("10.0.0.1") == 40
-    assert throttle.refused_for("10.0.0.2") is None
+    with pytest.raises(Refused) as refused:
+        await guess(throttle, "10.0.0.1", right=True)
+    assert refused.value.seconds == 40
+    await guess(throttle, "10.0.0.2", right=True)
     clock.now += 39.5
     assert throttle.refused_for("10.0.0.1") == 1
     clock.now += 0.5  # the first is a window old: two left in it
-    assert throttle.refused_for("10.0.0.1") is None
-    clock.now += 60
-    throttle.record("10.0.0.1")
+    await guess(throttle, "10.0.0.1", right=True)
+    await guess(throttle, "10.0.0.1")
+    assert throttle.refused_for("10.0.0.1") == 10
+
+
+async def test_checks_in_flight_count_so_a_burst_gets_no_more_guesses():
+    throttle = WrongTokens(max_wrong=3, window_seconds=60, clock=Clock())
+    release, running, most, outcomes = anyio.Event(), [0], [0], []
+
+    async def slow_guess() -> None:
+        try:
+            async with throttle.checking("10.0.0.1") as check:
+                running[0] += 1
+                most[0] = max(most[0], running[0])
+                await release.wait()  # as checking an app's key reads the database
+                running[0] -= 1
+                check.wrong()
+            outcomes.append("checked")
+        except Refused:
+            outcomes.append("refused")
+
+    async with anyio.create_task_group() as group:
+        for _ in range(10):
+            group.start_soon(slow_guess)
+        await anyio.wait_all_tasks_blocked()
+        release.set()
+    assert most[0] == 3
+    assert sorted(outcomes) == ["checked"] * 3 + ["refused"] * 7
+
+
+async def test_many_right_tokens_at_once_wait_their_turn_and_pass():
+    throttle = WrongTokens(max_wrong=3, window_seconds=60, clock=Clock())
+    passed = []
+
+    async def right_token() -> None:
+        async with throttle.checking("10.0.0.1"):
+            await anyio.sleep(0.01)
+        passed.append(1)
+
+    async with anyio.create_task_group() as group:
+        for _ in range(10):
+            group.start_soon(right_token)
+    assert len(passed) == 10
     assert throttle.refused_for("10.0.0.1") is None
 
 
-def test_quiet_addresses_are_forgotten_when_many_are_kept(monkeypatch):
+def test_an_ipv6_host_counts_by_its_64_and_a_mapped_ipv4_as_itself():
+    assert address_key("2001:db8:1:2:aaaa::1") == address_key("2001:db8:1:2:bbbb::9")
+    assert address_key("2001:db8:1:2::1") != address_key("2001:db8:1:3::1")
+    assert address_key("::ffff:192.0.2.7") == "192.0.2.7"
+    assert address_key("192.0.2.7") == "192.0.2.7"
+    assert address_key("") == ""
+
+
+async def test_the_least_recently_seen_addresses_are_forgotten_when_many_are_kept(monkeypatch):
     monkeypatch.setattr("admin_api.throttle._MAX_ADDRESSES", 3)
-    clock = Clock()
-    throttle = WrongTokens(max_wrong=1, window_seconds=60, clock=clock)
-    for address in ("a", "b", "c"):
-        throttle.record(address)
-    clock.now += 61
-    throttle.record("d")  # a, b and c have nothing in the window any more
-    assert throttle.refused_for("d") == 60
-    for address in ("e", "f"):
-        throttle.record(address)
-    throttle.record("g")  # all four busy: the oldest, d, goes
-    assert throttle.refused_for("d") is None
-    assert all(throttle.refused_for(address) for address in ("e", "f", "g"))
+    throttle = WrongTokens(max_wrong=1, window_seconds=60, clock=Clock())
+    for address in ("10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.4"):
+        await guess(throttle, address)
+    assert throttle.refused_for("10.0.0.1") is None  # forgotten: the oldest
+    assert all(throttle.refused_for(f"10.0.0.{n}") for n in (2, 3, 4))
 
 
 async def _clients(services, clock: Clock) -> tuple[AsyncClient, AsyncClient]:
@@ -77,9 +130,12 @@ async def test_the_api_refuses_an_address_that_guesses_even_the_right_token(db_p
     clock = Clock()
     async with service(db_path, assistant_model()) as services:
         here, there = await _clients(services, clock)
-        for _ in range(MAX_WRONG):
+        for _ in range(MAX_WRONG - 1):
             assert (await here.get("/apps", headers=WRONG)).status_code == 401
-        assert (await here.get("/apps")).status_code == 401  # no token at all: not a guess
+        for _ in range(3):  # no token at all is not a guess
+            assert (await here.get("/apps")).status_code == 401
+        assert (await here.get("/apps", headers=ADMIN)).status_code == 200
+        assert (await here.get("/apps", headers=WRONG)).status_code == 401
 
         refused = await here.get("/apps", headers=ADMIN)
         assert refused.status_code == 429
@@ -142,3 +198,30 @@ async def test_the_mcp_door_refuses_an_address_that_guesses(db_path):
         assert refused.status_code == 429
         assert refused.headers["retry-after"] == str(int(WINDOW_SECONDS))
         assert refused.json()["status"] == 429
+        clock.now += WINDOW_SECONDS  # the door counts on the app's own throttle
+        wrong = await here.post("/mcp/", json=request, headers={**mcp_headers, **WRONG})
+        assert wrong.status_code == 401
+
+
+async def test_a_burst_of_guesses_at_once_is_counted_as_it_comes(db_path):
+    async with service(db_path, assistant_model()) as services:
+        here, _ = await _clients(services, Clock())
+        statuses: list[int] = []
+
+        async def one_guess() -> None:
+            statuses.append((await here.get("/apps", headers=WRONG)).status_code)
+
+        async with anyio.create_task_group() as group:
+            for _ in range(100):
+                group.start_soon(one_guess)
+        assert sorted(statuses) == [401] * MAX_WRONG + [429] * (100 - MAX_WRONG)
+
+
+async def test_x_forwarded_for_does_not_give_a_guesser_new_addresses(db_path):
+    async with service(db_path, assistant_model()) as services, \
+            live_http(services, TOKEN) as url, httpx.AsyncClient(base_url=url) as client:
+        for n in range(MAX_WRONG):
+            spoofed = {**WRONG, "X-Forwarded-For": f"198.51.100.{n}"}
+            assert (await client.get("/apps", headers=spoofed)).status_code == 401
+        spoofed = {**ADMIN, "X-Forwarded-For": "198.51.100.200"}
+        assert (await client.get("/apps", headers=spoofed)).status_code == 429

@@ -20,7 +20,7 @@ from litestar.response import Redirect, Template
 
 from admin_api.auth import client_address, wrong_tokens
 from admin_api.console.render import page
-from admin_api.throttle import refusal_detail
+from admin_api.throttle import Refused
 from loop.console_sessions import SESSION_SECONDS, ConsoleSession, ConsoleSessions
 
 SESSION_COOKIE = "mnemoloop_console"
@@ -131,15 +131,17 @@ async def sign_in(request: Request[Any, Any, Any]) -> Response[Any]:
             request, next_path, status=403,
             error="The form was out of date (its CSRF token did not match); try again.",
         )
-    throttle, address = wrong_tokens(request), client_address(request)
-    if (seconds := throttle.refused_for(address)) is not None:
-        refused = _sign_in_form(request, next_path, status=429, error=f"{refusal_detail(seconds)}.")
-        refused.headers["Retry-After"] = str(seconds)
-        return refused
     token = str(form.get("token") or "").strip()
-    session = await sessions_of(request).sign_in(token)
+    try:
+        async with wrong_tokens(request).checking(client_address(request)) as check:
+            session = await sessions_of(request).sign_in(token)
+            if session is None:
+                check.wrong()
+    except Refused as refused:
+        refusal = _sign_in_form(request, next_path, status=429, error=f"{refused}.")
+        refusal.headers["Retry-After"] = str(refused.seconds)
+        return refusal
     if session is None:
-        throttle.record(address)
         return _sign_in_form(request, next_path, status=401, error="That is not the admin token.")
     response = Redirect(_safe_next(next_path), status_code=303)
     response.set_cookie(_cookie(request, SESSION_COOKIE, session.cookie, HOME, SESSION_SECONDS))
