@@ -18,6 +18,7 @@ proxy every client shares the proxy's address: limit there instead.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import math
 import time
@@ -121,6 +122,7 @@ class WrongTokens:
         return state
 
 
+@functools.lru_cache(maxsize=4096)  # parsed once per address, not once per request
 def address_key(address: str) -> str:
     """The address counted: an IPv6 address's /64 (an IPv4 one mapped into IPv6 as itself)."""
     try:
