@@ -7,9 +7,10 @@ token-bearing request, the right token's too, until the oldest of them is a wind
 refusal comes before the check, or trying on would still tell right from wrong.
 
 Checks in flight count too: an address has at most `MAX_WRONG` minus its wrong tokens checked
-at once, and a further request waits for one of them to end. Otherwise a burst sent at once
-would be checked in full before its first failure was counted (checking an app's key reads
-the database). An IPv6 address counts by its /64, which one host usually holds whole.
+at once, and further requests wait their turn, first come first served. Otherwise a burst
+sent at once would be checked in full before its first failure was counted (checking an
+app's key reads the database). An IPv6 address counts by its /64, which one host usually
+holds whole, and every loopback address as one.
 
 The count is this process's: N instances on one database allow N times as many. The address
 is the connecting peer's (the server does not read `X-Forwarded-For`), so behind a reverse
@@ -52,10 +53,19 @@ class TokenCheck:
 
 
 @dataclass
+class _Turn:
+    """A request waiting for room to check its token: woken with a place (`granted`), or
+    woken without one when its address is refused meanwhile."""
+
+    woken: anyio.Event = field(default_factory=anyio.Event)
+    granted: bool = False
+
+
+@dataclass
 class _Address:
     wrong: deque[float] = field(default_factory=deque)  # when, oldest first
     checking: int = 0
-    check_ended: anyio.Event | None = None  # made when a request waits for one
+    waiting: deque[_Turn] = field(default_factory=deque)  # first come, first served
 
 
 class WrongTokens:
@@ -66,6 +76,8 @@ class WrongTokens:
         window_seconds: float = WINDOW_SECONDS,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        if max_wrong < 1:
+            raise ValueError("max_wrong must be at least 1")
         self._max = max_wrong
         self._window = window_seconds
         self._clock = clock
@@ -74,35 +86,57 @@ class WrongTokens:
     @asynccontextmanager
     async def checking(self, address: str) -> AsyncIterator[TokenCheck]:
         """Around one token check from `address`: raises `Refused` when the address has
-        sent too many wrong tokens, waits while too many of its checks are in flight, and
-        counts the check as wrong if the body called `wrong()` (raising or not)."""
+        sent too many wrong tokens, waits its turn while too many of its checks are in
+        flight, and counts the check as wrong if the body called `wrong()` (raising or not)."""
         key = address_key(address)
         while True:
             state = self._seen(key)
             if (seconds := self._refusal(state)) is not None:
                 raise Refused(seconds)
-            if len(state.wrong) + state.checking < self._max:
+            if not state.waiting and self._has_room(state):
+                state.checking += 1
                 break
-            state.check_ended = state.check_ended or anyio.Event()
-            await state.check_ended.wait()
-        state.checking += 1
+            turn = _Turn()
+            state.waiting.append(turn)
+            try:
+                await turn.woken.wait()
+            except BaseException:
+                if turn.granted:
+                    self._end_check(key, state, wrong=False)
+                elif turn in state.waiting:
+                    state.waiting.remove(turn)
+                raise
+            if turn.granted:
+                break
         check = TokenCheck()
         try:
             yield check
         finally:
-            state.checking -= 1
-            if check.was_wrong:
-                state.wrong.append(self._clock())
-            if state.check_ended is not None:
-                state.check_ended.set()
-                state.check_ended = None
-            if not state.wrong and not state.checking and self._addresses.get(key) is state:
-                del self._addresses[key]  # nothing to remember of a right token
+            self._end_check(key, state, wrong=check.was_wrong)
 
     def refused_for(self, address: str) -> int | None:
         """Whole seconds until `address` may try again; None when it may now."""
         state = self._addresses.get(address_key(address))
         return None if state is None else self._refusal(state)
+
+    def _end_check(self, key: str, state: _Address, *, wrong: bool) -> None:
+        state.checking -= 1
+        if wrong:
+            state.wrong.append(self._clock())
+        if self._refusal(state) is not None:
+            while state.waiting:  # refused now: each waiter hears so
+                state.waiting.popleft().woken.set()
+        while state.waiting and self._has_room(state):
+            turn = state.waiting.popleft()
+            turn.granted = True
+            state.checking += 1
+            turn.woken.set()
+        idle = not (state.wrong or state.checking or state.waiting)
+        if idle and self._addresses.get(key) is state:
+            del self._addresses[key]  # nothing to remember of right tokens
+
+    def _has_room(self, state: _Address) -> bool:
+        return len(state.wrong) + state.checking < self._max
 
     def _refusal(self, state: _Address) -> int | None:
         cutoff = self._clock() - self._window
@@ -116,22 +150,32 @@ class WrongTokens:
         state = self._addresses.pop(key, None)
         if state is None:
             state = _Address()
-            while len(self._addresses) >= _MAX_ADDRESSES:
-                del self._addresses[next(iter(self._addresses))]
+            if len(self._addresses) >= _MAX_ADDRESSES:
+                self._forget_one()
         self._addresses[key] = state  # now the most recently seen
         return state
+
+    def _forget_one(self) -> None:
+        """The least recently seen address with no check in flight or waiting (forgetting
+        one that has would lose what its checks find)."""
+        idle = (key for key, state in self._addresses.items()
+                if not (state.checking or state.waiting))
+        del self._addresses[next(idle, next(iter(self._addresses)))]
 
 
 @functools.lru_cache(maxsize=4096)  # parsed once per address, not once per request
 def address_key(address: str) -> str:
-    """The address counted: an IPv6 address's /64 (an IPv4 one mapped into IPv6 as itself)."""
+    """The address counted: an IPv6 address's /64 (an IPv4 one mapped into IPv6 as itself),
+    and every loopback address as one (a local client may connect from any of 127/8)."""
     try:
         ip = ipaddress.ip_address(address)
     except ValueError:
         return address  # not an IP address: a Unix socket's peer, say
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    if ip.is_loopback:
+        return "loopback"
     if isinstance(ip, ipaddress.IPv6Address):
-        if ip.ipv4_mapped is not None:
-            return str(ip.ipv4_mapped)
         return str(ipaddress.IPv6Network((ip, 64), strict=False))
     return str(ip)
 

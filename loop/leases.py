@@ -21,9 +21,10 @@ async def while_renewing(
     every: float,
     what: str,
 ) -> T:
-    """Run `work`, renewing its lease every `every` seconds until it returns. A lost lease
-    or a failed renewal is logged and the work carries on: its final write checks the claim
-    and stores nothing if another instance took the work over."""
+    """Run `work`, renewing its lease every `every` seconds until it returns. A failed renewal
+    is logged (warning) and tried again; a claim no longer held stops the renewals (info). The
+    work carries on either way: its final write checks the claim and stores nothing if another
+    instance took the work over."""
     # The work runs in the caller's task and the renewals in one child task, told to stop by
     # an event rather than by cancelling it: most work ends before its first renewal, and a
     # cancellation costs more than the rest of this function (the cancel scope formats the
@@ -46,15 +47,12 @@ async def while_renewing(
                 continue
             finally:
                 renewing = False
-            # A renewal that ran while the work ended may find the claim released by the
-            # work's own final write (the job done): that is no loss.
-            if not held and not finished.is_set():
-                log.warning(
-                    "%s: the claim is no longer this instance's; a result not yet stored will"
-                    " not be",
-                    what,
-                )
             if not held:
+                # Taken over, or released by the work's own final write a moment ago (on
+                # PostgreSQL the renewal may wait for that write's row lock). Which of the two
+                # it was, the final write says: it stores nothing, and logs so, if taken over.
+                if not finished.is_set():
+                    log.info("%s: the claim is no longer held here; renewals stop", what)
                 return
 
     failure: Exception | None = None
@@ -65,7 +63,7 @@ async def while_renewing(
         except Exception as error:  # raised below as itself, not inside an ExceptionGroup
             failure = error
         finished.set()
-        if renewing:  # rare (once a renewal period): the work need not wait for it
+        if renewing:  # rare (once a renewal period): cut it short rather than wait
             group.cancel_scope.cancel()
     if failure is not None:
         raise failure

@@ -98,21 +98,80 @@ async def test_many_right_tokens_at_once_wait_their_turn_and_pass():
     assert throttle.refused_for("10.0.0.1") is None
 
 
-def test_an_ipv6_host_counts_by_its_64_and_a_mapped_ipv4_as_itself():
+def test_an_ipv6_host_counts_by_its_64_and_every_loopback_address_as_one():
     assert address_key("2001:db8:1:2:aaaa::1") == address_key("2001:db8:1:2:bbbb::9")
     assert address_key("2001:db8:1:2::1") != address_key("2001:db8:1:3::1")
-    assert address_key("::ffff:192.0.2.7") == "192.0.2.7"
-    assert address_key("192.0.2.7") == "192.0.2.7"
+    assert address_key("::ffff:192.0.2.7") == address_key("192.0.2.7") == "192.0.2.7"
+    loopbacks = {"127.0.0.1", "127.13.37.1", "::1", "::ffff:127.0.0.2"}
+    assert {address_key(address) for address in loopbacks} == {"loopback"}
     assert address_key("") == ""
 
 
-async def test_the_least_recently_seen_addresses_are_forgotten_when_many_are_kept(monkeypatch):
+async def test_waiting_checks_take_their_turns_in_order_and_hear_a_refusal():
+    throttle = WrongTokens(max_wrong=2, window_seconds=60, clock=Clock())
+    gates = [anyio.Event() for _ in range(5)]
+    order: list[int] = []
+    outcomes: dict[int, str] = {}
+
+    async def request(n: int, wrong: bool) -> None:
+        try:
+            async with throttle.checking("10.0.0.1") as check:
+                order.append(n)
+                await gates[n].wait()
+                if wrong:
+                    check.wrong()
+            outcomes[n] = "checked"
+        except Refused:
+            outcomes[n] = "refused"
+
+    async with anyio.create_task_group() as group:
+        for n in range(5):
+            group.start_soon(request, n, n in (1, 2))  # 1 and 2 are wrong
+            await anyio.wait_all_tasks_blocked()
+        assert order == [0, 1]  # two in flight, three waiting
+        gates[0].set()  # right: its room goes to the first to have waited
+        await anyio.wait_all_tasks_blocked()
+        assert order == [0, 1, 2]
+        gates[1].set()  # wrong: one wrong and one in flight leave no room
+        await anyio.wait_all_tasks_blocked()
+        assert order == [0, 1, 2]
+        gates[2].set()  # two wrong: refused, and every waiter hears it
+    assert order == [0, 1, 2]
+    assert outcomes == {0: "checked", 1: "checked", 2: "checked", 3: "refused", 4: "refused"}
+
+
+async def test_the_least_recently_seen_idle_address_is_forgotten_when_many_are_kept(
+    monkeypatch,
+):
     monkeypatch.setattr("admin_api.throttle._MAX_ADDRESSES", 3)
     throttle = WrongTokens(max_wrong=1, window_seconds=60, clock=Clock())
-    for address in ("10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.4"):
+    for address in ("10.0.0.1", "10.0.0.2", "10.0.0.3"):
         await guess(throttle, address)
-    assert throttle.refused_for("10.0.0.1") is None  # forgotten: the oldest
-    assert all(throttle.refused_for(f"10.0.0.{n}") for n in (2, 3, 4))
+    with pytest.raises(Refused):
+        await guess(throttle, "10.0.0.1")  # seen again: now the most recent
+    await guess(throttle, "10.0.0.4")
+    assert throttle.refused_for("10.0.0.2") is None  # forgotten
+    assert all(throttle.refused_for(f"10.0.0.{n}") for n in (1, 3, 4))
+
+
+async def test_an_address_with_a_check_in_flight_is_not_forgotten(monkeypatch):
+    monkeypatch.setattr("admin_api.throttle._MAX_ADDRESSES", 2)
+    throttle = WrongTokens(max_wrong=1, window_seconds=60, clock=Clock())
+    release = anyio.Event()
+
+    async def slow_wrong_guess() -> None:
+        async with throttle.checking("10.0.0.1") as check:
+            await release.wait()
+            check.wrong()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(slow_wrong_guess)
+        await anyio.wait_all_tasks_blocked()
+        await guess(throttle, "10.0.0.2")
+        await guess(throttle, "10.0.0.3")  # the table is full: 10.0.0.2 goes, not .1
+        release.set()
+    assert throttle.refused_for("10.0.0.1")
+    assert throttle.refused_for("10.0.0.2") is None
 
 
 async def _clients(services, clock: Clock) -> tuple[AsyncClient, AsyncClient]:
