@@ -228,6 +228,30 @@ async def test_a_job_whose_claims_keep_running_out_is_failed_not_tried_forever(d
     assert model.calls_starting_with(CREATION_PREFIX) == []
 
 
+async def test_the_worker_looks_for_exhausted_jobs_a_few_times_a_lease_not_every_poll(db_path):
+    # A claim runs out a whole lease after it was last renewed: looking every lease/3 is
+    # enough, and each look is a write.
+    async with service(db_path, assistant_model(), lease_seconds=3) as services:
+        jobs, energy, worker = services.stores.jobs, services.stores.energy, services.worker
+        looks, polls = [], []
+        fail_exhausted, refresh = jobs.fail_exhausted, energy.refresh
+
+        async def counted_look() -> None:
+            looks.append(anyio.current_time())
+            await fail_exhausted()
+
+        async def counted_poll() -> None:
+            polls.append(anyio.current_time())
+            await refresh()
+
+        jobs.fail_exhausted, energy.refresh = counted_look, counted_poll  # type: ignore[method-assign]
+        worker._poll_interval = 0.01  # many polls in a short test
+        with anyio.move_on_after(0.5):
+            await worker.run()
+    assert len(polls) >= 5
+    assert len(looks) == 1 and polls[0] <= looks[0] < polls[1]  # at the first poll only
+
+
 async def test_answering_never_waits_for_memory_work(db_path):
     release = anyio.Event()
 
