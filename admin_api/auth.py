@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from litestar.connection import ASGIConnection
@@ -63,25 +64,39 @@ async def token_check(connection: ASGIConnection[Any, Any, Any, Any]) -> AsyncIt
         ) from None
 
 
-async def _token_owner(connection: ASGIConnection[Any, Any, Any, Any]) -> str | None:
-    """None for the admin token, else the app whose key the bearer token is; 401 when it is
-    neither (or there is none)."""
+@dataclass(frozen=True)
+class TokenOwner:
+    """Whom a bearer token stands for: an app, by its key, or the admin (`app_id` None)."""
+
+    app_id: str | None
+
+
+async def token_owner(
+    registry: AppRegistry, admin_token: AdminToken, token: str
+) -> TokenOwner | None:
+    """None when the token is neither the admin token nor an installed app's key."""
+    if await admin_token.matches(token):
+        return TokenOwner(None)
+    app_id = await registry.app_for_key(token) if token else None
+    return TokenOwner(app_id) if app_id else None
+
+
+async def _checked_owner(connection: ASGIConnection[Any, Any, Any, Any]) -> TokenOwner:
+    """The owner of the request's bearer token, checked under its address's count of wrong
+    tokens; 401 when there is no token or it is nobody's."""
     token = bearer_token(connection.headers.get("authorization", ""))
     if not token:
         raise NotAuthorizedException("send Authorization: Bearer <token>", headers=CHALLENGE)
     async with token_check(connection) as check:
-        admin_token: AdminToken = connection.app.state.admin_token
-        if await admin_token.matches(token):
-            return None
-        app_id = await _registry(connection).app_for_key(token)
-        if app_id is None:
+        owner = await token_owner(_registry(connection), connection.app.state.admin_token, token)
+        if owner is None:
             check.wrong()
             raise NotAuthorizedException("the token is not valid", headers=CHALLENGE)
-        return app_id
+        return owner
 
 
 async def admin_only(connection: ASGIConnection[Any, Any, Any, Any]) -> None:
-    if await _token_owner(connection) is not None:
+    if (await _checked_owner(connection)).app_id is not None:
         raise PermissionDeniedException(
             "this route needs the admin token: an app key opens only its own app's"
             " conversations and the reading of its memories"
@@ -89,7 +104,7 @@ async def admin_only(connection: ASGIConnection[Any, Any, Any, Any]) -> None:
 
 
 async def admin_or_own_app(connection: ASGIConnection[Any, Any, Any, Any]) -> None:
-    key_app = await _token_owner(connection)
+    key_app = (await _checked_owner(connection)).app_id
     if key_app is None:
         return
     if "app_id" in connection.path_params:

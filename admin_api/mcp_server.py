@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 import msgspec
@@ -21,6 +20,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import Tool as McpTool
 from pydantic import BaseModel, Field
 
+from admin_api.auth import TokenOwner, token_owner
 from admin_api.schemas import job_out, memory_event_out, memory_out
 from loop.admin_token import AdminToken
 from loop.registry import AppRegistry
@@ -35,11 +35,8 @@ MAX_TURN_CHARS = 32_000
 MAX_REQUEST_BYTES = 1024 * 1024
 
 
-@dataclass(frozen=True)
-class Caller:
-    """Who calls: an app (by its key) or the admin (`app_id` None)."""
-
-    app_id: str | None
+class Caller(TokenOwner):
+    """Who calls a tool: an app (by its key) or the admin (`app_id` None)."""
 
     @property
     def is_admin(self) -> bool:
@@ -59,12 +56,9 @@ class Caller:
 async def caller_for_token(
     registry: AppRegistry, admin_token: AdminToken, token: str
 ) -> Caller | None:
-    """The caller a bearer token stands for; None when it is neither the admin token nor an
-    installed app's key."""
-    if await admin_token.matches(token):
-        return Caller(None)
-    app_id = await registry.app_for_key(token) if token else None
-    return Caller(app_id) if app_id else None
+    """The caller a bearer token stands for; None when it is nobody's."""
+    owner = await token_owner(registry, admin_token, token)
+    return Caller(owner.app_id) if owner else None
 
 
 class Turn(BaseModel):
