@@ -12,7 +12,7 @@ resolves to one of them. An address that sends too many wrong tokens is refused 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,21 +42,22 @@ def bearer_token(authorization: str) -> str:
     return token.strip() if scheme.lower() == "bearer" else ""
 
 
-def client_address(connection: ASGIConnection[Any, Any, Any, Any]) -> str:
-    return connection.client.host if connection.client else ""
-
-
-def wrong_tokens(connection: ASGIConnection[Any, Any, Any, Any]) -> WrongTokens:
+def checking_token(
+    connection: ASGIConnection[Any, Any, Any, Any],
+) -> AbstractAsyncContextManager[TokenCheck]:
+    """`WrongTokens.checking` for a token this connection presents, counted by its peer's
+    address (raises `Refused`)."""
     throttle: WrongTokens = connection.app.state.wrong_tokens
-    return throttle
+    return throttle.checking(connection.client.host if connection.client else "")
 
 
 @asynccontextmanager
-async def token_check(connection: ASGIConnection[Any, Any, Any, Any]) -> AsyncIterator[TokenCheck]:
-    """Around checking a token this connection presented: 429 when its address has sent too
-    many wrong ones (admin_api/throttle.py); the body calls `wrong()` on a wrong one."""
+async def _api_token_check(
+    connection: ASGIConnection[Any, Any, Any, Any],
+) -> AsyncIterator[TokenCheck]:
+    """`checking_token` for the API: its refusal as 429 problem+json."""
     try:
-        async with wrong_tokens(connection).checking(client_address(connection)) as check:
+        async with checking_token(connection) as check:
             yield check
     except Refused as refused:
         raise TooManyRequestsException(
@@ -87,7 +88,7 @@ async def _checked_owner(connection: ASGIConnection[Any, Any, Any, Any]) -> Toke
     token = bearer_token(connection.headers.get("authorization", ""))
     if not token:
         raise NotAuthorizedException("send Authorization: Bearer <token>", headers=CHALLENGE)
-    async with token_check(connection) as check:
+    async with _api_token_check(connection) as check:
         owner = await token_owner(_registry(connection), connection.app.state.admin_token, token)
         if owner is None:
             check.wrong()

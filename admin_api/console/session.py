@@ -18,7 +18,7 @@ from litestar.datastructures import Cookie
 from litestar.params import QueryParameter
 from litestar.response import Redirect, Template
 
-from admin_api.auth import client_address, wrong_tokens
+from admin_api.auth import checking_token
 from admin_api.console.render import page
 from admin_api.throttle import Refused
 from loop.console_sessions import SESSION_SECONDS, ConsoleSession, ConsoleSessions
@@ -133,7 +133,7 @@ async def sign_in(request: Request[Any, Any, Any]) -> Response[Any]:
         )
     token = str(form.get("token") or "").strip()
     try:
-        async with wrong_tokens(request).checking(client_address(request)) as check:
+        async with checking_token(request) as check:
             session = await sessions_of(request).sign_in(token)
             if session is None:
                 check.wrong()
