@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -107,3 +108,10 @@ async def live_http(services: Services, admin_token: str) -> AsyncIterator[str]:
         yield f"http://127.0.0.1:{sock.getsockname()[1]}"
         server.should_exit = True
     sock.close()
+
+
+def csrf_in(html: str) -> str:
+    """The CSRF token of the first form on a console page."""
+    found = re.search(r'name="csrf" value="([^"]*)"', html)
+    assert found, "the page has no form with a CSRF token"
+    return found.group(1)

@@ -12,27 +12,21 @@ from httpx import AsyncClient
 
 from loop.energy import EnergyBudget
 from loop.jobs import MemoryJobStore
-from tests.harness import assistant_model, eventually, http_client, running, service
+from tests.harness import assistant_model, csrf_in, eventually, http_client, running, service
 
 pytestmark = pytest.mark.anyio
 
 TOKEN = "console-http-token"
 
 
-def _csrf(html: str) -> str:
-    found = re.search(r'name="csrf" value="([^"]*)"', html)
-    assert found, "the page has no form with a CSRF token"
-    return found.group(1)
-
-
 async def _signed_in(client: AsyncClient) -> str:
     """Sign in; returns the CSRF token of the overview's forms."""
     form = await client.get("/console/sign-in")
     answer = await client.post(
-        "/console/sign-in", data={"csrf": _csrf(form.text), "token": TOKEN, "next": "/console"}
+        "/console/sign-in", data={"csrf": csrf_in(form.text), "token": TOKEN, "next": "/console"}
     )
     assert answer.status_code == 303, answer.text
-    return _csrf((await client.get("/console")).text)
+    return csrf_in((await client.get("/console")).text)
 
 
 async def test_sign_in_needs_the_admin_token_and_the_forms_own_csrf_token(db_path):
@@ -41,7 +35,7 @@ async def test_sign_in_needs_the_admin_token_and_the_forms_own_csrf_token(db_pat
         assert (await client.get("/console/jobs")).status_code == 303  # to the sign-in page
 
         form = await client.get("/console/sign-in")
-        csrf = _csrf(form.text)
+        csrf = csrf_in(form.text)
         wrong = await client.post("/console/sign-in", data={"csrf": csrf, "token": "nope"})
         assert wrong.status_code == 401 and "not the admin token" in wrong.text
 
@@ -63,7 +57,7 @@ async def test_sign_in_needs_the_admin_token_and_the_forms_own_csrf_token(db_pat
         page = await client.get("/console")
         assert page.status_code == 200
         huge = await client.post(
-            f"/console/apps/cal/memories/{10**30}/delete", data={"csrf": _csrf(page.text)}
+            f"/console/apps/cal/memories/{10**30}/delete", data={"csrf": csrf_in(page.text)}
         )
         assert huge.status_code == 400 and "Error 400" in huge.text
         assert "default-src 'self'" in page.headers["content-security-policy"]
@@ -144,7 +138,7 @@ async def test_signing_out_or_rotating_the_admin_token_ends_the_session(db_path)
         assert token
         client = http_client(services)  # the service's own admin token
         form = await client.get("/console/sign-in")
-        await client.post("/console/sign-in", data={"csrf": _csrf(form.text), "token": token})
+        await client.post("/console/sign-in", data={"csrf": csrf_in(form.text), "token": token})
         overview = await client.get("/console")
         assert overview.status_code == 200
 
@@ -160,8 +154,8 @@ async def test_signing_out_or_rotating_the_admin_token_ends_the_session(db_path)
         assert posted.status_code == 401 and "next=%2Fconsole%2Fjobs" in posted.text
 
         form = await client.get("/console/sign-in")
-        await client.post("/console/sign-in", data={"csrf": _csrf(form.text), "token": new})
-        csrf = _csrf((await client.get("/console")).text)
+        await client.post("/console/sign-in", data={"csrf": csrf_in(form.text), "token": new})
+        csrf = csrf_in((await client.get("/console")).text)
         cookie = client.cookies["mnemoloop_console"]
         assert (await client.post("/console/sign-out", data={"csrf": csrf})).status_code == 303
         replayed = http_client(services)

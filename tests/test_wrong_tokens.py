@@ -3,8 +3,6 @@ console's sign-in and the MCP door alike (admin_api/throttle.py)."""
 
 from __future__ import annotations
 
-import re
-
 import anyio
 import httpx
 import pytest
@@ -12,7 +10,7 @@ from httpx import ASGITransport, AsyncClient
 
 from admin_api import create_app
 from admin_api.throttle import MAX_WRONG, WINDOW_SECONDS, Refused, WrongTokens, address_key
-from tests.harness import assistant_model, live_http, service
+from tests.harness import assistant_model, csrf_in, live_http, service
 
 pytestmark = pytest.mark.anyio
 
@@ -218,17 +216,11 @@ async def test_a_valid_app_key_on_an_admin_route_is_not_a_guess(db_path):
         assert (await here.get("/apps", headers=ADMIN)).status_code == 200
 
 
-def _csrf(html: str) -> str:
-    found = re.search(r'name="csrf" value="([^"]*)"', html)
-    assert found
-    return found.group(1)
-
-
 async def test_the_console_sign_in_refuses_an_address_that_guesses(db_path):
     clock = Clock()
     async with service(db_path, assistant_model()) as services:
         here, there = await _clients(services, clock)
-        csrf = _csrf((await here.get("/console/sign-in")).text)
+        csrf = csrf_in((await here.get("/console/sign-in")).text)
         for _ in range(MAX_WRONG):
             wrong = await here.post("/console/sign-in", data={"csrf": csrf, "token": "guess"})
             assert wrong.status_code == 401
@@ -239,7 +231,7 @@ async def test_the_console_sign_in_refuses_an_address_that_guesses(db_path):
         # The API shares the count: the same address is refused there too.
         assert (await here.get("/apps", headers=ADMIN)).status_code == 429
 
-        there_csrf = _csrf((await there.get("/console/sign-in")).text)
+        there_csrf = csrf_in((await there.get("/console/sign-in")).text)
         signed = await there.post("/console/sign-in", data={"csrf": there_csrf, "token": TOKEN})
         assert signed.status_code == 303
 
