@@ -107,6 +107,11 @@ class MemorySubAgent:
     def memory_limit(self) -> int:
         return self._limit
 
+    @property
+    def model_sentences(self) -> tuple[int, int]:
+        """The sentences the model wrote for memories, and those the checks kept."""
+        return self._writer.sentences_written, self._writer.sentences_kept
+
     # -- creation ---------------------------------------------------------------------------
 
     async def create_memory(
@@ -169,7 +174,10 @@ class MemorySubAgent:
             if isinstance(outcome, MemoryCreated):
                 return outcome
             if decisions < MODEL_DECISIONS:
-                decided = (outcome, await self._compactor.decide(outcome, written.content, today))
+                steps = await self._compactor.decide(
+                    outcome, written.content, today, trusted=self._writer.trusted
+                )
+                decided = (outcome, steps)
 
         # Still changing: the policy decides on what is there now, inside the transaction.
         async def apply_policy(tx: SqlTransaction) -> MemoryCreated:

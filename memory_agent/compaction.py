@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 
-from memory_agent import prompts, retention
+from memory_agent import prompts, retention, text
 from memory_agent.chat_model import ChatMessage, ChatReply, JsonSchema
 from memory_agent.errors import ChatModelError, InvalidCompactionDecision, InvalidMemoryText
 from memory_agent.models import DecidedBy, FallbackCause, Memory
@@ -53,10 +53,16 @@ class Compactor:
         self._max_chars = max_chars
 
     async def decide(
-        self, existing: Sequence[Memory], new_content: str, created_date: str
+        self,
+        existing: Sequence[Memory],
+        new_content: str,
+        created_date: str,
+        *,
+        trusted: bool = False,
     ) -> list[DecidedStep]:
         """The steps that bring `existing` plus the new memory back to the cap (none if they
-        fit): the first proposed by the model and checked, any further ones by the policy."""
+        fit): the first proposed by the model and checked, any further ones by the policy.
+        `trusted`: the model has written faithful memories (`retention.review`)."""
         updates, candidates = _refreshed(existing, new_content)
         if len(candidates) <= self._limit:
             return updates
@@ -72,7 +78,9 @@ class Compactor:
                 fallback_cause=rejection.cause,
             )
         else:
-            step, overruled = retention.review(candidates, proposed, max_chars=self._max_chars)
+            step, overruled = retention.review(
+                candidates, proposed, max_chars=self._max_chars, trusted=trusted
+            )
             if overruled:
                 first = DecidedStep(step, "policy", overruled, fallback_cause="overruled")
             else:
@@ -133,13 +141,30 @@ class Compactor:
         reason = " ".join(decision.reason.split())[:300] or "(no reason given)"
         if decision.action == "delete":
             return Step("delete", decision.target_memory_id, reason), None
-        if decision.target_memory_id == NEW_MEMORY_ID:
-            return None, _invalid("an edit must target an existing memory")
         try:
             content = normalise_memory_text(decision.new_content or "", max_chars=self._max_chars)
         except InvalidMemoryText as error:
             return None, _invalid(f"newContent: {error.reason}")
-        return Step("edit", decision.target_memory_id, reason, content, NEW_MEMORY_ID), None
+        target = decision.target_memory_id
+        if target == NEW_MEMORY_ID:
+            # Models often name the new memory as the one they rewrite: the memory the
+            # rewrite was merged with is the existing one whose values it carries.
+            merged_with = _merged_with(existing, content)
+            if merged_with is None:
+                return None, _invalid("an edit must target an existing memory")
+            target = merged_with
+        return Step("edit", target, reason, content, NEW_MEMORY_ID), None
+
+
+def _merged_with(existing: Sequence[Memory], merged: str) -> int | None:
+    """The existing memory that `merged` carries the most values of (all of them), if any."""
+    carried = text.vocabulary(merged)
+    best: tuple[int, int] | None = None
+    for memory in existing:
+        wanted = {value.lower() for value in text.values(memory.content)}
+        if wanted and wanted <= carried and (best is None or len(wanted) > best[0]):
+            best = (len(wanted), memory.id)
+    return best[1] if best else None
 
 
 def _invalid(reason: str) -> Rejection:

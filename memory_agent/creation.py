@@ -4,24 +4,29 @@ conversation, completed from the conversation's own statements where it falls sh
 1. `facts.key_statements` finds what is worth remembering. With none (small talk, a general
    question), nothing is written and no model is asked: such a conversation does not spend a
    memory slot.
-2. The model writes the memory with the seed's creation prompt.
-3. Each sentence of its answer is kept only if it is about the user in the third person,
-   does not carry transcript labels, and is grounded in the conversation (its names and
-   numbers appear there, and most of its words).
-4. A key statement the kept sentences do not carry is added in the speaker's own words
-   (`The user said: "…"`), so the fact is kept even when the model missed or garbled it.
-5. Within `max_chars` and four sentences; the user's own words outrank the model's where
-   something must go. One sentence that holds a fact is a memory.
+2. The model writes the memory with the seed's creation prompt, or answers `NOTHING` when
+   the conversation holds nothing worth remembering: a model that can judge decides.
+3. Each sentence of its answer is kept unless it can be shown wrong: it speaks in the first
+   or second person, carries transcript labels, asks something, says what the conversation
+   does not support (a number or name the conversation lacks, or words mostly its own when it
+   holds no value), or is neither about the user nor carries a value of the conversation
+   (an impersonal fact, "failover takes 4 minutes", is kept by its value).
+4. A key statement whose values the kept sentences do not carry is added in the speaker's
+   own words (`The user said: "…"`), so the fact is kept even when the model missed or garbled
+   it; not beside a trusted model's answer that passed whole (`MemoryWriter.trusted`).
+5. Within `max_chars` and four sentences; the model's sentences that hold facts outrank the
+   added statements where something must go. One sentence that holds a fact is a memory.
 """
 
 from __future__ import annotations
 
 import re
+from collections import deque
 from collections.abc import Awaitable, Callable, Sequence, Set
 from dataclasses import dataclass
 from typing import Literal
 
-from memory_agent import facts, prompts, text
+from memory_agent import facts, language, prompts, text
 from memory_agent.chat_model import ChatMessage, ChatReply
 from memory_agent.errors import InvalidMemoryText
 from memory_agent.validation import MAX_SENTENCES, clean_model_text, split_sentences
@@ -29,15 +34,15 @@ from memory_agent.validation import MAX_SENTENCES, clean_model_text, split_sente
 Ask = Callable[[list[ChatMessage]], Awaitable[ChatReply]]
 MemorySource = Literal["model", "model+statements", "statements"]
 
-_TRANSCRIPT_LABEL = re.compile(r"\b(user|assistant|tool|system)\s*:", re.IGNORECASE)
-_FIRST_PERSON_SUBJECT = re.compile(r"(^|[^\"“'])\b(I|I'm|I've|I'd|my|me|we|our)\b")
-# A memory sentence speaks of the user (or goes on about them after one that does); one that
-# does not is the model copying the chat.
-_NAMES_THE_USER = re.compile(r"\buser\b", re.I)
+_TRANSCRIPT_LABEL = re.compile(
+    r"\b(user|assistant|tool|system)\s*:|\((user|assistant)\)", re.IGNORECASE
+)
+# A memory sentence speaks of the user (or goes on about them after one that does), or
+# carries a value of the conversation; one that does neither is the model copying the chat.
 _GOES_ON_ABOUT_THE_USER = re.compile(r"^(they|their|he|she|his|her)\b", re.I)
-# A memory records; a sentence that speaks to "you" is advice or chat, not a record.
-_SECOND_PERSON = re.compile(r"(^|[^\"“'])\b(you|your|you're|you've|yours)\b", re.I)
 _MIN_SENTENCE_CHARS = 12
+# The model's answer when the conversation holds nothing worth remembering.
+_NOTHING = re.compile(r"^\W*nothing\b", re.I)
 
 
 @dataclass(frozen=True)
@@ -46,11 +51,32 @@ class WrittenMemory:
     source: MemorySource
 
 
+# How many of the model's latest memory sentences tell whether it writes faithfully (at least
+# `_TRACK_RECORD_MIN` of them), and the share of them the checks must have kept.
+_TRACK_RECORD = 40
+_TRACK_RECORD_MIN = 10
+_TRUSTED_SHARE = 0.8
+
+
 class MemoryWriter:
     def __init__(self, ask: Ask, *, max_chars: int, max_transcript_chars: int) -> None:
         self._ask = ask
         self._max_chars = max_chars
         self._max_transcript_chars = max_transcript_chars
+        # Whether each of the model's latest sentences passed the checks.
+        self._kept: deque[bool] = deque(maxlen=_TRACK_RECORD)
+        # Every sentence of the model's memories, and those the checks kept.
+        self.sentences_written = 0
+        self.sentences_kept = 0
+
+    @property
+    def trusted(self) -> bool:
+        """The model's latest memory sentences (enough of them) nearly all passed the
+        checks: a model that reads conversations faithfully, whose judgement the retention
+        policy may follow where it cannot show it wrong. A small model that garbles or
+        invents is never trusted, and the policy keeps what it cannot see to be lost."""
+        record = self._kept
+        return len(record) >= _TRACK_RECORD_MIN and sum(record) >= _TRUSTED_SHARE * len(record)
 
     async def write(self, messages: Sequence[ChatMessage]) -> WrittenMemory | None:
         """The memory for the conversation, or None when it holds nothing worth keeping.
@@ -69,14 +95,35 @@ class MemoryWriter:
             # The end of a conversation holds its outcome; keep that part.
             transcript = "[earlier turns omitted]\n" + transcript[-self._max_transcript_chars :]
         reply = await self._ask(prompts.creation_messages(transcript, statements))
+        answer = clean_model_text(reply.text)
+        if _NOTHING.match(answer) and len(answer) < 40:
+            return None  # the model judged that nothing here is worth a memory
         source = text.vocabulary(" ".join(content for _, content in turns))
-        written = self._compose(self._grounded_sentences(reply.text, source), statements)
+        # The words of the user's turns and of what the assistant confirmed: a sentence with a
+        # value among them is a record of the conversation, even when it does not name the
+        # user (an assistant's general advice has values of its own).
+        stated = text.vocabulary(
+            " ".join([content for role, content in turns if role == "user"])
+            + " " + " ".join(s.text for s in statements)
+        )
+        sentences = split_sentences(answer)
+        kept = self._grounded_sentences(sentences, source, stated)
+        # A trusted model whose whole answer passed the checks decided what was worth
+        # keeping: the statements it left out are not added beside its words.
+        faithful = self.trusted and kept and len(kept) == len(sentences)
+        written = self._compose(kept, () if faithful else statements)
         return written if written.content else None
 
-    def _grounded_sentences(self, answer: str, source: Set[str]) -> list[str]:
+    def _grounded_sentences(
+        self, sentences: Sequence[str], source: Set[str], stated: Set[str]
+    ) -> list[str]:
         kept: list[str] = []
-        for sentence in split_sentences(clean_model_text(answer)):
-            if _rejection(sentence, source, follows_the_user=bool(kept)) is None:
+        for sentence in sentences:
+            passed = _rejection(sentence, source, stated, follows_the_user=bool(kept)) is None
+            self._kept.append(passed)
+            self.sentences_written += 1
+            self.sentences_kept += passed
+            if passed:
                 kept.append(sentence)
         return kept
 
@@ -86,11 +133,13 @@ class MemoryWriter:
         pieces: list[tuple[int, str]] = []  # (priority: lower goes first when cutting, text)
         model_text = " ".join(kept)
         for sentence in kept:
-            carries = any(facts.covers(sentence, s.text) for s in statements)
-            pieces.append((2 if carries else 0, sentence))
+            carries = facts.fact_value(sentence) or any(
+                facts.covers(sentence, s.text) for s in statements
+            )
+            pieces.append((_MODEL_FACT if carries else 0, sentence))
         for statement in statements:
             if not facts.covers(model_text, statement.text):
-                pieces.append((1 + statement.score, _quote(statement)))
+                pieces.append((min(1 + statement.score, _MODEL_FACT - 1), _quote(statement)))
         order = {id(piece): index for index, piece in enumerate(pieces)}
         while len(pieces) > 1 and (
             len(pieces) > MAX_SENTENCES or len(" ".join(t for _, t in pieces)) > self._max_chars
@@ -106,23 +155,40 @@ class MemoryWriter:
         return WrittenMemory(content, source)
 
 
-def _rejection(sentence: str, source: Set[str], *, follows_the_user: bool) -> str | None:
+# The model's sentences that hold a fact go last when something must be cut.
+_MODEL_FACT = 10
+
+
+def _rejection(
+    sentence: str, source: Set[str], stated: Set[str], *, follows_the_user: bool
+) -> str | None:
     if len(sentence) < _MIN_SENTENCE_CHARS:
         return "too short"
     if _TRANSCRIPT_LABEL.search(sentence):
         return "transcript label"
-    about_the_user = _NAMES_THE_USER.search(sentence) or (
-        follows_the_user and _GOES_ON_ABOUT_THE_USER.match(sentence)
+    if _LIST_ITEM.match(sentence):
+        return "a list item: instructions, not a record"
+    unquoted = _QUOTED.sub("", sentence)
+    about_the_user = (
+        language.USER.search(sentence)
+        or (follows_the_user and _GOES_ON_ABOUT_THE_USER.match(sentence))
+        or any(
+            len(value) > 1 and text.stem(value) in stated for value in text.values(sentence)
+        )
     )
-    if _FIRST_PERSON_SUBJECT.search(sentence) or not about_the_user:
+    if language.FIRST_PERSON_WRITTEN.search(unquoted) or not about_the_user:
         return "not about the user in the third person"
-    if _SECOND_PERSON.search(sentence):
+    if language.SECOND_PERSON.search(unquoted):
         return "addresses someone"
     if sentence.rstrip().endswith("?"):
         return "a question"
     if not facts.is_grounded(sentence, source):
         return "not in the conversation"
     return None
+
+
+_LIST_ITEM = re.compile(r"^\s*(?:\d{1,2}[.)]|[-*•])\s")
+_QUOTED = re.compile(r"[\"“«„][^\"”»“]*[\"”»“]")
 
 
 def _quote(statement: facts.Statement) -> str:

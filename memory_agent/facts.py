@@ -16,14 +16,18 @@ one sentence that mattered. These checks keep memory grounded whatever the model
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Sequence, Set
 from dataclasses import dataclass
 from functools import lru_cache
 
+from memory_agent import language, values
 from memory_agent.text import (
     FREQUENCY,
     PERIOD_SLOT,
+    STOPWORDS,
+    TIME_UNITS,
     TIME_WORDS,
     WORD,
     content_words,
@@ -36,81 +40,48 @@ from memory_agent.text import (
     vocabulary,
 )
 
-_FIRST_PERSON = re.compile(
-    r"\b(i|i'm|im|i've|ive|i'd|i'll|my|mine|me|myself|we|we're|we've|our|ours|us)\b", re.I
-)
+_FIRST_PERSON = language.FIRST_PERSON
 
 
-_QUESTION_ONLY = re.compile(
-    r"^\s*(what|whats|what's|how|why|when|where|who|which|can|could|do|does|is|are|should)\b",
-    re.I,
+def _asks_about_the_world(text: str) -> bool:
+    """A question that starts with a question word ("what", "qué", "wie"); chat often leaves
+    out the question mark after the plainest of them ("whats the difference between ...")."""
+    first = WORD.findall(text.lstrip("¿¡ \"'"))[:1]
+    if not first or first[0].lower() not in language.QUESTION_STARTS:
+        return False
+    return text.rstrip().endswith("?") or first[0].lower() in _PLAIN_QUESTION_WORDS
+
+
+_PLAIN_QUESTION_WORDS = frozenset(
+    "what whats what's how why where which qué cómo dónde cuál pourquoi comment warum wieso".split()
 )
 
 
 # What the assistant says when it did something that the user will want remembered. Every
 # sentence with a value in such a message counts: a confirmation often runs over several.
-_CONFIRMATION = re.compile(
-    r"\b(booked|reserved|scheduled|confirmed|registered|ordered|added|set up|signed you up|"
-    r"created|saved|arranged|cancelled|canceled|moved your|rescheduled|subscribed|enrolled|"
-    r"paid|transferred|sent|noted|switched you|changed your|upgraded|renewed|you're all set|"
-    r"you are all set|you're booked|you have (?:a|an|two|three|\d+) \w+|"
-    r"you've got|you have got|submitted|placed|requested|"
-    r"confirmation (?:number|code)|reference (?:number|code)|order (?:number|code))\b",
-    re.I,
-)
+_CONFIRMATION = language.CONFIRMATION
 
 
 # How people state a standing preference or instruction, beside the words below.
-_STANDING = re.compile(
-    r"\b(remember|don't forget|note that|keep in mind|from now on|going forward|"
-    r"you should know|just so you know|fyi|for the record|"
-    r"no \w+ ever|never (?:eat|drink|want|book|schedule)|can't stand|tastes like)\b",
-    re.I,
-)
+_STANDING = language.STANDING
 
 
-# Words too common in memories to tie two of them to one slot.
-_GENERIC_WORDS = frozenset(
-    """said confirmed want need make take going think know help plan tell give look feel
-    love new old big small little good bad best better sure right""".split()
-)
+_GENERIC_WORDS = values.GENERIC_WORDS
 
 
-# Words that mark a lasting personal fact: health, diet, family, home, work, money, dates,
-# standing preferences. A first-person sentence with one of them is worth remembering.
-_LASTING = frozenset(
-    """allergic allergy allergies intolerant intolerance vegetarian vegan gluten lactose
-    dairy diabetic diabetes celiac kosher halal pregnant medication medicine condition
-    asthma injury knee back surgery doctor diagnosed
-    name named called son daughter kid kids child children baby wife husband partner
-    boyfriend girlfriend mom mum mother dad father sister brother grandma grandmother
-    grandpa family twins dog cat pet puppy kitten
-    live lives living moved moving home house apartment flat address city town neighborhood
-    work works job office employer company boss manager team role career hired promoted
-    startup school university college studying student teacher nurse engineer
-    budget salary income rent mortgage savings debt loan afford spend limit max maximum
-    price cost
-    birthday anniversary wedding born deadline due exam appointment goal goals
-    babysitter babysitting nanny sitter tutor therapist dentist vet church
-    bank account credit card insurance pension
-    sick seasick carsick migraine migraines nausea disease chronic disorder syndrome
-    diagnosis illness cancer
-    prefer prefers preferred favorite favourite hate hates dislike always never usually
-    every weekly daily routine remember forget avoid allergic
-    plan planning goal goals training marathon diet""".split()
-)
+# Words that mark a lasting personal fact (health, family, home, work, money, preferences)
+# without a value, in the languages `language` covers. One of them in a first-person sentence
+# makes it worth remembering; a value does so in any language.
+_LASTING = language.LASTING
 
 
-_CHANGE = re.compile(
-    r"\b(now|moved|changed|switch(?:ed)?|no longer|any ?more|instead|new|updated?|raised|"
-    r"increased|decreased|lowered|cut|bumped|upped|dropped|went up|went down|from now on|"
-    r"these days|started|stopped|quit)\b",
-    re.I,
-)
+_CHANGE = language.CHANGE
 
 
-# Kinds of personal fact, as small groups of words that name the same slot; two texts that
-# touch the same group speak of the same thing.
+# Kinds of personal fact in English, as small groups of words that name the same slot
+# (synonyms a value's neighbours cannot match: "babysitter" and "nanny"); two texts that touch
+# the same group speak of the same thing. Beside them, in any language, two values are of the
+# same thing when the words beside them are (`value_keys`).
 _TOPICS: dict[str, frozenset[str]] = {
     name: frozenset(words.split())
     for name, words in {
@@ -148,12 +119,23 @@ class Statement:
 
 
 _SIGNIFICANT_NUMBER = re.compile(
-    r"[$€£]\s?\d|\d\s?(%|percent|per cent|k\b|am\b|pm\b)|\d:\d\d|\d{3,}|#\s?\d"
-    r"|\d+(st|nd|rd|th)\b"
-    # a measurement
-    r"|\d\s?(kg|g|lbs?|pounds?|km|miles?|mi|cm|mm|m|ft|feet|inch(?:es)?|l|ml|mg|oz)\b"
-    # a code or reference: letters and digits together (6b, B12, RX-20917, 4x8)
-    r"|\b(?=[a-z-]*\d)(?=\d*[a-z])[a-z\d]+(?:-[a-z\d]+)*\b",
+    # money, either side of the amount, and percentages
+    r"[$€£¥]\s?\d|\d\s?(?:[$€£¥%]|percent|per cent|por ciento|pour cent|prozent|k\b)"
+    r"|\d\s?(?:eur|euros?|usd|gbp|chf|dollars?|pounds?)\b"
+    # times of day and dates: 7pm, 16:00, 16h30, 15.04., 12/03, 2025-03-12, 3rd
+    r"|\d\s?(?:am|pm)\b|\d:\d\d|\b\d{1,2}h\d\d\b|\b\d{1,2}[./]\d{1,2}(?:[./]\d{2,4})?\b"
+    r"|\d{3,}|#\s?\d|\d+(?:st|nd|rd|th|º|ª|er|e|ème)\b"
+    # a measurement or a duration
+    r"|\d\s?(?:kg|g|lbs?|km|miles?|mi|cm|mm|m|ft|feet|inch(?:es)?|l|ml|mg|oz|gb|mb|tb|ms|s|"
+    r"sec|seconds?|min|minutes?|minutos?|minuten|h|hours?|horas?|heures?|stunden?|std|days?|"
+    r"días?|jours?|tagen?|weeks?|semanas?|semaines?|wochen?|months?|meses|mois|monaten?|"
+    r"years?|años|ans|jahren?|nights?|noches|nuits|nächte|people|personas|personnes|personen|"
+    r"guests|invitados|invités|gäste)\b"
+    # a version (3.11.9, v2), a host or an address (db-01.internal, a@b.org)
+    r"|\bv\d|\d\.\d|\b[\w-]+(?:\.[\w-]+)+\.[a-z]{2,}\b|\b\w+@[\w.-]+"
+    # a code or reference: letters and digits together (6b, B12, RX-20917, 4x8, eu-west-1)
+    r"|\b(?=[\w-]*\d)(?=\d*[^\W\d_])[^\W_]+(?:-[^\W_]+)+\b"
+    r"|\b(?=[a-z]*\d)(?=\d*[a-z])[a-z\d]+\b",
     re.I,
 )
 
@@ -181,6 +163,27 @@ def significant_numbers(text: str) -> int:
         len(_SIGNIFICANT_NUMBER.findall(text))
         + (1 if _CONDITION.search(text) else 0)
         + (1 if _COUNTED_POSSESSION.search(text) else 0)
+        + _labelled_numbers(text)
+    )
+
+
+_SMALL_NUMBER = re.compile(r"\d{1,2}")
+
+
+def _labelled_numbers(text: str) -> int:
+    """Small numbers that name something by the word before them, in any language ("plot 14",
+    "airbook 14", "Postgres 13", "aula 12"); not a count ("need 2 eggs") or a time."""
+    words = WORD.findall(text)
+    return sum(
+        1
+        for before, word in itertools.pairwise(words)
+        if _SMALL_NUMBER.fullmatch(word)
+        and len(before) > 2
+        and not before[0].isdigit()
+        and before.lower() not in STOPWORDS
+        and before.lower() not in _GENERIC_WORDS
+        and before.lower() not in TIME_UNITS
+        and not _FIRST_PERSON.fullmatch(before)
     )
 
 
@@ -198,11 +201,14 @@ def statement_score(sentence: str, speaker: str, *, confirming: bool = False) ->
     strong = significant_numbers(text) + len(names(text)) + len(lasting - FREQUENCY)
     if speaker == "assistant":
         return strong + 1 if strong and (confirming or _CONFIRMATION.search(text)) else 0
-    if text.endswith("?") and _QUESTION_ONLY.match(text) and not (lasting - FREQUENCY):
+    if _asks_about_the_world(text) and not (lasting - FREQUENCY):
         return 0  # a question about the world, not a statement about the user
     standing = 2 if _STANDING.search(text) else 0
     if not _FIRST_PERSON.search(text):
-        return strong + standing if strong and not text.endswith("?") else 0
+        # Without the first person, only a value makes a statement ("rent 1650.", "failover
+        # takes about 4 minutes"); a word of a lasting kind alone is chat ("ok lets plan it").
+        valued = strong - len(lasting - FREQUENCY)
+        return valued + standing if valued and not text.endswith("?") else 0
     markers = strong + standing
     weak = (lasting & FREQUENCY) | {m.lower() for m in _LIKING.findall(text)}
     # A habit or a liking counts in a short statement that says what it is about.
@@ -215,10 +221,16 @@ def key_statements(turns: Sequence[tuple[str, str]], limit: int = 6) -> list[Sta
     """The conversation's statements worth remembering, best first, at most `limit`."""
     found: list[Statement] = []
     seen: set[str] = set()
+    users_words = vocabulary(" ".join(content for speaker, content in turns if speaker == "user"))
     for speaker, content in turns:
         if speaker not in ("user", "assistant"):
             continue
-        confirming = speaker == "assistant" and _CONFIRMATION.search(content) is not None
+        # The assistant confirms when it says so, or when it gives a reference the user did not
+        # (an order, a ticket): that holds in any language.
+        confirming = speaker == "assistant" and (
+            _CONFIRMATION.search(content) is not None
+            or bool(issued_codes(content) - users_words)
+        )
         for sentence in sentences(content):
             score = statement_score(sentence, speaker, confirming=confirming)
             if score and sentence.lower() not in seen:
@@ -229,36 +241,75 @@ def key_statements(turns: Sequence[tuple[str, str]], limit: int = 6) -> list[Sta
     return [statement for _, statement in sorted(ranked[:limit], key=lambda pair: pair[0])]
 
 
-# Verbs a summary uses to report what was said; they need not appear in the conversation.
-_REPORTING = frozenset(
-    stem(word)
-    for word in """prefer prefers like likes enjoy enjoys want need needs plan plans mention
-    discuss discussed request requested share express expressed confirm decide decided
-    remember talk talked ask mentioned described describe""".split()
+# A reference: digits and two letters or more, with a capital letter or three digits
+# (FC-20931, HERBST15, RNV-2025-18734, #482), not a word like "mid-70s" or a range "100-240V".
+_CODE = re.compile(
+    r"\b(?=[\w-]*\d)(?=[\w-]*[^\W\d_][\w-]*[^\W\d_])(?=[\w-]*(?:[A-Z]|\d{3}))"
+    r"(?:[^\W_]{1,12}(?:[-/][^\W_]{1,12})+|[^\W_]{4,})\b|#\s?\d{3,}"
 )
 
 
+def issued_codes(text: str) -> frozenset[str]:
+    """References of letters and digits (FC-20931, RMA-4471, #58213): what an assistant gives
+    when it has done something, in any language. Lower case, as `vocabulary` has words."""
+    return frozenset(
+        stem(code.lstrip("# ")) for code in _CODE.findall(normalise_text(text))
+    )
+
+
+_REPORTING = values.REPORTING_WORDS
+
+
 def is_grounded(sentence: str, source_vocabulary: Set[str], *, share: float = 0.7) -> bool:
-    """The sentence's numbers and names appear in the source, and `share` of its other words
-    (words that report what was said, such as "prefers", aside)."""
+    """The sentence says only what the source supports: its values (numbers and names) all
+    appear there, and so do `share` of its other words (words that report what was said,
+    such as "prefers", aside). A sentence that carries values the source holds may use its
+    own words for the rest (a third of them from the source is enough): a capable model
+    paraphrases, and the values are what can be checked in any language."""
     text = normalise_text(sentence)
-    if not numbers(text) <= source_vocabulary:
+    sentence_numbers = numbers(text)
+    if not sentence_numbers <= source_vocabulary:
         return False
-    if any(stem(name) not in source_vocabulary for name in names(text)):
+    sentence_names = names(text)
+    if any(stem(name) not in source_vocabulary for name in sentence_names):
         return False
     words = content_words(text) - _REPORTING
     if not words:
-        return False
-    return len(words & source_vocabulary) >= share * len(words)
+        return bool(sentence_numbers or sentence_names)
+    if not (sentence_numbers or sentence_names):
+        return len(words & source_vocabulary) >= share * len(words)
+    found = sum(1 for word in words if _in_source(word, source_vocabulary))
+    return found >= min(_PARAPHRASE_SHARE * len(words), 1)
+
+
+_PARAPHRASE_SHARE = 0.34
+
+
+def _in_source(word: str, source_vocabulary: Set[str]) -> bool:
+    """The word, or one it shortens or that shortens it ("doc" and "doctor", "calorie" and
+    "calories"): the same word in another form, in most languages."""
+    if word in source_vocabulary:
+        return True
+    prefix = word[:5]
+    return any(
+        len(other) >= 3 and (other.startswith(prefix) or word.startswith(other))
+        for other in source_vocabulary
+        if other[:1] == word[:1]
+    )
 
 
 def covers(memory: str, statement: str) -> bool:
-    """The memory carries the statement's numbers and names and half of its other words."""
+    """The memory carries the statement's facts: all its values (numbers and names), in
+    whatever words; a statement without values, by half of its words."""
     memory_vocabulary = vocabulary(memory)
-    if not numbers(statement) <= memory_vocabulary:
+    statement_numbers = numbers(statement)
+    if not statement_numbers <= memory_vocabulary:
         return False
-    if any(stem(name) not in memory_vocabulary for name in names(statement)):
+    statement_names = names(statement)
+    if any(stem(name) not in memory_vocabulary for name in statement_names):
         return False
+    if statement_numbers or statement_names:
+        return True
     words = content_words(statement)
     return not words or len(words & memory_vocabulary) >= 0.5 * len(words)
 
@@ -277,12 +328,7 @@ def fact_value(text: str) -> int:
 _LIKING = re.compile(r"\b(?:i|we)\s+(?:\w+\s+)?(love|enjoy|like|play|prefer)\b", re.I)
 # Whose fact it is, when not the user's own: "my sister now lives in Denver" says nothing
 # of where the user lives.
-_SUBJECTS = frozenset(
-    """son daughter kid kids child children baby wife husband partner boyfriend girlfriend
-    mom mum mother dad father sister brother grandma grandmother grandpa grandfather aunt
-    uncle cousin niece nephew friend friends neighbor neighbour colleague coworker boss
-    roommate dog cat pet puppy kitten""".split()
-)
+_SUBJECTS = language.PEOPLE
 
 
 @lru_cache(maxsize=8192)
@@ -313,10 +359,18 @@ def topics(text: str) -> frozenset[str]:
     )
 
 
+def same_thing(older: str, newer: str) -> bool:
+    """The two texts give values of one thing: an English word group both touch, or a word
+    that stands beside a value in both (any language)."""
+    return bool(topics(older) & topics(newer)) or bool(
+        values.value_keys(older) & values.value_keys(newer)
+    )
+
+
 def same_topic(older: str, newer: str) -> bool:
-    """Both texts speak of the same slot: a word group both touch, or a shared word that is
-    neither common nor about time."""
-    if topics(older) & topics(newer):
+    """Both texts speak of the same slot: a word group both touch, a word beside a value in
+    both, or a shared word that is neither common nor about time."""
+    if same_thing(older, newer):
         return True
     shared = (content_words(older) & content_words(newer)) - TIME_WORDS - _GENERIC_WORDS
     return bool(shared)

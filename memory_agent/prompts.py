@@ -18,9 +18,12 @@ Focus on:
 - Important decisions or outcomes
 - Lessons learned or insights
 
-Write about the user in the third person ("The user ..."). Keep what the user stated, decided \
-or asked to be remembered, and what the assistant confirmed it did. Say nothing the \
-conversation does not say, and do not continue the conversation.
+Write about the user in the third person ("The user ..."), in the language of the \
+conversation. Keep what the user stated, decided or asked to be remembered, and what the \
+assistant confirmed it did, with every value exactly as written (names, numbers, dates, \
+amounts, codes, versions). Say nothing the conversation does not say, and do not continue the \
+conversation. If it holds nothing worth remembering later (small talk, a general question), \
+answer NOTHING.
 
 Format: Single paragraph, 2-4 sentences, factual and concise.
 
@@ -57,13 +60,16 @@ Decision format:
   "reason": "<explanation>"
 }}
 
-Keep lasting facts about the user (health, family, home, work, money, dates, preferences) and \
-the newest value of a fact that changed. Prefer to DELETE a memory that holds no such fact, \
-or one whose fact a newer memory updates. To EDIT, set targetMemoryId to an existing memory \
-and newContent to that memory rewritten so it also carries the new memory's facts (at most \
-{max_chars} characters); the new memory (id 0) is then folded into it. Answer with the JSON \
-object only."""
+Keep lasting facts (who and what: names, numbers, dates, amounts, codes, versions, \
+places) and the newest value of a fact that changed. Prefer to DELETE a memory that holds no \
+such fact, or one whose fact a newer memory updates. To EDIT, set targetMemoryId to an \
+existing memory (never 0) and newContent to that memory rewritten so it also carries every \
+fact of the new memory (at most {max_chars} characters); the new memory (id 0) is then folded \
+into it. Answer with the JSON object only."""
 
+# How a hint names who said a statement: the memory's own words, so that a model that copies
+# a hint line writes a sentence a memory may hold.
+_SAID_BY = {"user": "The user said", "assistant": "The assistant confirmed"}
 _SPEAKERS = {"user": "User", "assistant": "Assistant", "tool": "Tool"}
 
 
@@ -84,7 +90,9 @@ def creation_messages(transcript: str, statements: Sequence[Statement] = ()) -> 
     hint = ""
     if statements:
         hint = STATEMENTS_HINT.format(
-            lines="\n".join(f"- ({s.speaker}) {' '.join(s.text.split())}" for s in statements)
+            lines="\n".join(
+                f"- {_SAID_BY[s.speaker]}: {' '.join(s.text.split())}" for s in statements
+            )
         )
     prompt = CREATION_PROMPT.format(conversation=transcript, statements=hint)
     return [ChatMessage("user", prompt)]

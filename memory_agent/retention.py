@@ -2,9 +2,11 @@
 
 Memories are ranked from least to most worth keeping:
 
-1. a memory that holds no fact (no name, number or word of a lasting kind);
-2. a memory every fact of which a newer memory supersedes (the same topic, a new value:
-   "my budget is now 150" after "my budget is 120");
+1. a memory that holds no fact (no value such as a name, a number, a date or a code, and no
+   word of a lasting kind);
+2. a memory every fact of which a newer memory supersedes (a new value of the same thing:
+   "my budget is now 150" after "my budget is 120", "ahora pago 900 de alquiler" after "el
+   alquiler es de 850");
 3. a memory whose facts a newer memory repeats;
 4. a memory some facts of which a newer memory supersedes: the two are merged into one (the
    seed's EDIT: "update content"), without the superseded sentences;
@@ -12,10 +14,11 @@ Memories are ranked from least to most worth keeping:
    within the length limit ("merge with another"), those on one topic and the shortest first;
 6. failing that, the memory with the fewest facts goes, the oldest first (FIFO among equals).
 
-The model's decision is checked against this ranking: a delete is applied when its target is
-no more worth keeping than what the policy would give up; an edit when its new text says only
-what the two memories said and keeps every fact that is not superseded. Otherwise the
-policy's own choice is applied and the reason recorded.
+The model's decision is checked against this ranking, and rejected only when it can be shown
+to lose something: a delete is applied unless its target holds facts no other memory has
+while something could go without loss (tiers 1-3, or a merge that fits); an edit is applied
+when its new text says only what the two memories said and keeps every value that is not
+superseded. Otherwise the policy's own choice is applied and the reason recorded.
 """
 
 from __future__ import annotations
@@ -25,9 +28,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from memory_agent import facts, text
+from memory_agent import facts, language, text, values
 
 NEW_MEMORY_ID = 0
+# Days and months as `text.names` gives them: a date is no one's name.
+_CALENDAR_NAMES = frozenset(word[:3] for word in language.CALENDAR)
 MAX_MERGED_SENTENCES = 4
 
 
@@ -106,16 +111,23 @@ def choose(
 
 
 def review(
-    memories: Sequence[Candidate], proposed: Step, *, max_chars: int
+    memories: Sequence[Candidate], proposed: Step, *, max_chars: int, trusted: bool = False
 ) -> tuple[Step, str | None]:
-    """The model's step if the policy accepts it, else the policy's, with why it was overruled."""
+    """The model's step if the policy accepts it, else the policy's, with why it was overruled.
+
+    A `trusted` model (one whose memories the checks have found faithful) may delete facts
+    no other memory holds whenever no memory could go without loss: it may see what the
+    checks cannot read (a fact that no longer matters, an update in other words).
+    """
     by_id = {m.id: m for m in memories}
     assessed = assess(memories)
     policy = choose(memories, max_chars=max_chars, assessed=assessed)
     if proposed.action == "delete":
         ranks = {a.candidate.id: a for a in assessed}
         target = ranks[proposed.target]
-        if target.tier < 3 or (policy.action == "delete" and _no_better(target, ranks, policy)):
+        if target.tier < 3 or _loss_accepted(
+            assessed, ranks[policy.target], policy, trusted=trusted
+        ):
             return proposed, None
         return policy, (
             f"overruled: memory {_label(target)} holds facts no other memory has; "
@@ -131,9 +143,15 @@ def review(
     return proposed, None
 
 
-def _no_better(target: Assessment, ranks: dict[int, Assessment], policy: Step) -> bool:
-    chosen = ranks[policy.target]
-    return (target.tier, target.value) <= (chosen.tier, chosen.value)
+def _loss_accepted(
+    assessed: Sequence[Assessment], chosen: Assessment, policy: Step, *, trusted: bool
+) -> bool:
+    """A delete of facts no other memory holds is wrong while a memory that holds no fact, or
+    only superseded or repeated ones, is there. Otherwise it stands for a trusted model, and
+    for any model when nothing could go without loss (the policy too would delete facts)."""
+    if any(a.tier < 3 for a in assessed):
+        return False
+    return trusted or (policy.action == "delete" and chosen.tier == 3)
 
 
 def _facts_lost(target: str, folded: str, merged: str) -> set[str]:
@@ -219,14 +237,17 @@ def _superseded(older: str, newer: Sequence[str]) -> bool:
 
 
 def _updates(older: str, older_context: str, newer: str, newer_context: str) -> bool:
-    """`newer` gives a new value for what `older` said: another number for the same unit, or
-    a new value on the same topic announced as a change ("now", "moved", "instead")."""
+    """`newer` gives a new value for what `older` said: a value of the same kind beside the
+    same words (`values.gives_new_value`), another number for the same unit, or a new value
+    on the same topic announced as a change ("now", "moved", "instead")."""
     if facts.subjects(newer) - facts.subjects(older_context):
         return False  # the new value is someone else's: a sister's home, a dog's medicine
     same_topic = bool(
         facts.single_valued_topics(older_context) & facts.single_valued_topics(newer_context)
     )
     changed = facts.announces_change(newer_context)
+    if values.gives_new_value(older_context, newer_context, changed=changed):
+        return True  # any language: a value of the same kind beside the same words
     if facts.restates_a_number(older, newer) and (same_topic or changed):
         return True
     if facts.restates_a_number(older, newer, by_period=True) and (
@@ -234,7 +255,7 @@ def _updates(older: str, older_context: str, newer: str, newer_context: str) -> 
     ):
         return True  # "$275 a day now" after "around $200 a day"
     new_numbers = text.numbers(newer) - text.numbers(older)
-    same_subject = text.names(older_context) & text.names(newer_context)
+    same_subject = (text.names(older_context) & text.names(newer_context)) - _CALENDAR_NAMES
     if same_subject and changed and text.numbers(older) and new_numbers:
         return True  # "the MCAT on August 22" ... "rescheduled my MCAT: September 12"
     if not (same_topic and changed):

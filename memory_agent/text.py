@@ -6,54 +6,50 @@ look-alike and zero-width characters cannot hide a word from a check.
 
 from __future__ import annotations
 
+import itertools
 import re
 import unicodedata
 from collections.abc import Mapping
 from functools import lru_cache
 from types import MappingProxyType
 
-# A word may hold digits (B12, 6b, Alice2): only a token of digits alone is a number.
-WORD = re.compile(r"[A-Za-z0-9]*[A-Za-z][A-Za-z0-9'’\-]*|\d[\d,.:]*\d|\d")
+from memory_agent import language
+
+# A word may hold digits (B12, 6b, Alice2): only a token of digits alone is a number. Letters
+# are any script's.
+WORD = re.compile(r"[^\W_]*[^\W\d_][\w'’\-]*|\d[\d,.:]*\d|\d")
 
 
 # A sentence ends at . ! or ? and the quotes or brackets that close with it.
-# A title's full stop ends no sentence ("Dr. Hollis").
+# A title's full stop ends no sentence ("Dr. Hollis"), nor a date's ("15.04. um 10 Uhr").
 _TITLES = r"(?<!\bDr\.)(?<!\bMr\.)(?<!\bMs\.)(?<!\bMrs\.)(?<!\bSt\.)(?<!\bvs\.)(?<!\be\.g\.)"
 
 
-_SENTENCE_END = re.compile(_TITLES + r"(?<=[.!?])([\"'”’)\]]*)\s+|\n+")
+_SENTENCE_END = re.compile(_TITLES + r"(?<!\d\.\d\d\.)(?<=[.!?])([\"'”’)\]»]*)\s+|\n+")
 
 
 # Names that need no capital letter: the word after a title or after "name is", days and
 # months.
 _GIVEN_NAME = re.compile(r"\b(?:name is|named|called)\s+([a-z][a-z'-]+)", re.I)
-_TITLED_NAME = re.compile(r"\b(?:mr|mrs|ms|miss|dr|prof)\.?\s+([a-z][a-z'-]+)", re.I)
+_TITLED_NAME = re.compile(
+    r"\b(?:mr|mrs|ms|miss|dr|prof|sr|sra|mme|herr|frau)\.?\s+([^\W\d_][\w'-]+)", re.I
+)
+# Capitals inside a word or a word in capitals: a name or an acronym in any language (DHL,
+# PostgreSQL, iPhone).
+_INNER_CAPITAL = re.compile(r"^(?:[^\W\d_]+[A-Z][\w-]*|[A-Z]{2,}[\w-]*)$")
 
 
-_CALENDAR_WORD = re.compile(
-    r"\b(monday|tuesday|wednesday|thursday|friday|saturday|sunday|mondays|tuesdays|"
-    r"wednesdays|thursdays|fridays|saturdays|sundays|jan|january|feb|february|mar|march|apr|"
-    r"april|may(?=\s+\d)|jun|june|jul|july|aug|august|sep|sept|september|oct|october|nov|"
-    r"november|dec|december)\b",
-    re.I,
+STOPWORDS = language.STOPWORDS
+# Capitalised words that are no names: titles (the name follows them) and days and months
+# (taken by their first three letters, whatever their case).
+_NOT_NAMES = STOPWORDS | language.CALENDAR | frozenset(
+    "mr mrs ms miss dr prof sr sra mme herr frau".split()
 )
 
 
-STOPWORDS = frozenset(
-    """a about above after again against all also am an and any are as at be because been
-    before being below between both but by can could did do does doing done down during each
-    few for from further get got had has have having he her here hers herself him himself his
-    how i i'd i'll i'm i've if in into is it it's its itself just let's like me more most my
-    myself no nor not now of off on once only or other our ours ourselves out over own same
-    she should so some such than that that's the their theirs them themselves then there
-    these they this those through to too under until up very was we were what when where
-    which while who whom why will with would you your yours yourself yourselves im ive id
-    ill dont don't can't cant won't wont isn't wasn't let really please thanks thank ok okay
-    yes yeah hi hello hey sure well oh great good nice cool lol one also maybe just still
-    much many lot lots something anything thing things way bit kind sort us we're we've
-    they're there's what's
-    user users assistant conversation mentioned mentions said says asked asks told stated
-    states noted memory record wants wanted shared would""".split()
+_CALENDAR_WORD = re.compile(
+    r"(?<![\w'’])(" + "|".join(sorted(language.CALENDAR, key=len, reverse=True)) + r")(?![\w'’])",
+    re.I,
 )
 
 
@@ -92,11 +88,15 @@ def sentences(text: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in joined if part.strip())
 
 
+_ELISION = re.compile(r"^(?:l|d|j|m|n|s|t|c|qu|dell|all|nell|un)'(?=\w)")
+
+
 @lru_cache(maxsize=4096)
 def stem(word: str) -> str:
     word = word.lower().replace("’", "'")
     for suffix in ("'s", "'"):
         word = word.removesuffix(suffix)
+    word = _ELISION.sub("", word)  # l'appartement, d'abord, j'habite
     if len(word) > 4 and word.endswith("ies"):
         return word[:-3] + "y"
     if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
@@ -114,23 +114,69 @@ NUMBER_WORDS = {
 
 @_cached
 def numbers(text: str) -> frozenset[str]:
-    found = re.findall(r"\d[\d,.:]*", text)
-    return frozenset({re.sub(r"[,.:](?=\d{3}\b)", "", n).rstrip(".,:") for n in found})
+    return frozenset(number_value(n) for n in re.findall(r"\d[\d,.:]*", text))
+
+
+def number_value(raw: str) -> str:
+    """A number as written in any convention, in one form: 1,250.00, 1.250,00 and 1250 are
+    1250; 16,5 is 16.5; times (16:00), versions (3.11.9) and dates (15.04) stay as they are."""
+    number = raw.rstrip(".,:")
+    if ":" in number or (number.count(".") > 1 and "," not in number):
+        return number
+    # Thousands separators: a separator followed by exactly three digits, then the end or
+    # another separator.
+    number = re.sub(r"(?<=\d)[,.](?=\d{3}(?:[,.]|$))", "", number)
+    number = re.sub(r",(?=\d{1,2}$)", ".", number)  # a decimal comma
+    number = re.sub(r"\.0+$", "", number)
+    return number
 
 
 @_cached
 def names(text: str) -> frozenset[str]:
     """Capitalised words that do not start a sentence (and are not "I"): names and places;
-    and, whatever their case, a word after a title (Mrs, Dr), days and months."""
-    found = {match.lower() for match in _TITLED_NAME.findall(text)}
-    found |= {match.lower() for match in _GIVEN_NAME.findall(text)}
+    and, whatever their case, a word after a title (Mrs, Dr), days and months (by their first
+    three letters). Each as `stem` gives it, as `vocabulary` holds words."""
+    found = {stem(match) for match in _TITLED_NAME.findall(text)}
+    found |= {stem(match) for match in _GIVEN_NAME.findall(text)}
     found |= {match.lower()[:3] for match in _CALENDAR_WORD.findall(text)}
+    every_word = {word.lower() for word in WORD.findall(text)}
+    nouns_capitalised = len(every_word & language.NOUN_CAPITALISING) >= 2
     for sentence in sentences(text):
         words = WORD.findall(sentence)
-        for word in words[1:]:
-            if word[0].isupper() and word.lower() not in STOPWORDS and word not in ("I", "I'm"):
-                found.add(word.lower().rstrip("'’s"))
+        for before, word in itertools.pairwise(words):
+            if not word[0].isupper() or word.lower() in _NOT_NAMES or word in ("I", "I'm"):
+                continue
+            if nouns_capitalised and not _looks_like_a_name_among_nouns(before, word):
+                continue
+            found.add(stem(word))
     return frozenset(found)
+
+
+_DETERMINERS = frozenset(
+    """der die das den dem des ein eine einen einem einer eines mein meine meinen meinem
+    meiner unser unsere unseren unserem kein keine jede jeder jedes diese dieser dieses
+    ihre ihren im am zum zur beim vom ins ans""".split()
+)
+
+
+_PREPOSITIONS = frozenset(
+    """über unter hinter gegen seit nach bei mit von aus zu in an auf durch für ohne um neben
+    zwischen vor ab per via""".split()
+)
+
+
+def _looks_like_a_name_among_nouns(before: str, word: str) -> bool:
+    """In a language that capitalises every noun (German), a capitalised word is taken for a
+    name when it is an acronym or has a capital inside (DHL, PostgreSQL), or when no article,
+    adjective or number comes before it ("mit Hermes", "in Leipzig"; not "das Lager")."""
+    if _INNER_CAPITAL.match(word):
+        return True
+    lowered = before.lower()
+    if lowered in _DETERMINERS or before[0].isdigit():
+        return False
+    if lowered in _PREPOSITIONS:
+        return True
+    return not (before[0].islower() and lowered.endswith(("e", "en", "er", "es", "em")))
 
 
 @_cached
@@ -146,11 +192,15 @@ def content_words(text: str) -> frozenset[str]:
 def vocabulary(text: str) -> frozenset[str]:
     """Every stemmed word and number of a text: what a grounded sentence may use."""
     text = normalise_text(text)
-    return frozenset(stem(word) for word in WORD.findall(text)) | numbers(text)
+    # Days and months as `names` gives them (their first three letters), so that a sentence
+    # naming "Friday" is grounded in a source that names it.
+    calendar = {match.lower()[:3] for match in _CALENDAR_WORD.findall(text)}
+    return frozenset(stem(word) for word in WORD.findall(text)) | numbers(text) | calendar
 
 
 TIME_UNITS = frozenset(
-    "am pm minute minutes min mins hour hours hr hrs second seconds o'clock".split()
+    """am pm minute minutes min mins hour hours hr hrs h second seconds sec s o'clock uhr
+    minuto minutos hora horas heure heures minuten stunde stunden std sekunden""".split()
 )
 
 
@@ -175,12 +225,13 @@ def number_slots(text: str) -> Mapping[str, frozenset[str]]:
             continue
         before = words[index - 1].lower() if index else ""
         if before and before not in STOPWORDS and not before[0].isdigit() and len(before) > 2:
-            if before not in TIME_UNITS and not before.endswith(("ing", "ed")):
+            if before not in TIME_UNITS and before not in language.CALENDAR and before != "may" \
+                    and not before.endswith(("ing", "ed")):
                 slots.setdefault(stem(before), set()).add(number)  # "plot 14", "rent 1650"
         period = None
         for following in words[index + 1 : index + 4]:
             lowered = following.lower()
-            if following[0].isdigit() or lowered in TIME_UNITS:
+            if following[0].isdigit() or lowered in TIME_UNITS or lowered in language.CALENDAR:
                 break
             if stem(lowered) in TIME_WORDS:
                 period = period or stem(lowered)

@@ -10,9 +10,11 @@ FIFO baseline that keeps the newest `--limit` of the same memories. One JSON obj
     .venv/bin/python scripts/eval.py              # every app of scripts/eval_stories.json
     .venv/bin/python scripts/eval.py --quick      # the first app only
     .venv/bin/python scripts/eval.py --stories other.json
+    .venv/bin/python scripts/eval.py --model oracle  # a scripted model that knows the facts
 
 Fact kinds: `durable` (stated once, early), `confirmed` (only the assistant's turn says it),
-`superseded` (an old value) and `update` (its new value, stated later).
+`superseded` (an old value) and `update` (its new value, stated later). An app may name its
+`group` (personal, teams, support, ...): the figures are given for each group too.
 """
 
 from __future__ import annotations
@@ -48,6 +50,9 @@ from memory_agent import (
 from memory_agent.chat_model import JsonSchema
 from memory_agent.errors import MnemoloopError
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from eval_oracle import OracleModel, oracle_facts
+
 DEFAULT_STORIES = Path(__file__).with_name("eval_stories.json")
 # Every key the JSON answer carries (the test checks them).
 KEYS = (
@@ -60,8 +65,10 @@ KEYS = (
     "recall",
     "update_recall",
     "stale_rate",
+    "stale_alone",
     "no_fact_share",
     "fifo",
+    "groups",
     "memories_written",
     "nothing_worth_keeping",
     "jobs_failed",
@@ -69,7 +76,9 @@ KEYS = (
     "invalid_decisions",
     "invalid_decision_rate",
     "overruled_decisions",
+    "decisions_applied",
     "compaction_outcomes",
+    "model_sentences_kept",
     "model_calls_per_conversation",
     "tokens_per_conversation",
     "wall_time_s",
@@ -81,6 +90,7 @@ class Fact:
     id: str
     kind: str
     patterns: tuple[re.Pattern[str], ...]
+    supersedes: str | None = None
 
     def held_by(self, text: str) -> bool:
         return all(pattern.search(text) for pattern in self.patterns)
@@ -88,6 +98,7 @@ class Fact:
 
 @dataclass
 class AppRun:
+    group: str
     facts: dict[str, Fact]
     stated_in: dict[str, int]  # fact id -> index of the conversation that states it
     written: list[str | None] = field(default_factory=list)  # per conversation
@@ -126,7 +137,12 @@ def load_stories(path: Path) -> list[dict[str, Any]]:
 
 def parse_facts(app: dict[str, Any]) -> tuple[dict[str, Fact], dict[str, int]]:
     found = {
-        f["id"]: Fact(f["id"], f["kind"], tuple(re.compile(p, re.I) for p in f["patterns"]))
+        f["id"]: Fact(
+            f["id"],
+            f["kind"],
+            tuple(re.compile(p, re.I) for p in f["patterns"]),
+            f.get("supersedes"),
+        )
         for f in app["facts"]
     }
     stated = {
@@ -138,11 +154,18 @@ def parse_facts(app: dict[str, Any]) -> tuple[dict[str, Fact], dict[str, int]]:
 
 
 async def run_app(
-    app: dict[str, Any], agent: MemorySubAgent, outcomes: Counter[str], failures: list[str]
+    app: dict[str, Any],
+    agent: MemorySubAgent,
+    outcomes: Counter[str],
+    failures: list[str],
+    oracle: OracleModel | None,
 ) -> AppRun:
     facts, stated = parse_facts(app)
-    run = AppRun(facts, stated)
+    run = AppRun(app.get("group", "other"), facts, stated)
+    known = oracle_facts(app, lambda fact_id, text: facts[fact_id].held_by(text))
     for index, conversation in enumerate(app["conversations"]):
+        if oracle is not None:
+            oracle.showing(known, conversation["facts"])
         messages = [ChatMessage(m["role"], m["content"]) for m in conversation["messages"]]
         request = MemoryCreationRequest(app["appId"], f"{app['appId']}-{index}", messages)
         try:
@@ -156,6 +179,7 @@ async def run_app(
         run.steps.append(
             [
                 f"{step.outcome} {step.action} {step.target_memory_id}: {step.reason}"
+                + (f" [{step.fallback_reason}]" if step.fallback_cause else "")
                 for step in created.compactions
             ]
         )
@@ -171,10 +195,15 @@ async def run_app(
 
 
 def score(runs: Sequence[AppRun], final_of: Any) -> dict[str, Any]:
-    """Recall, update recall, stale rate and no-fact share of the memories `final_of(run)`."""
+    """Recall, update recall, stale rates and no-fact share of the memories `final_of(run)`.
+
+    `stale_rate`: old values still held anywhere; `stale_alone`: updates whose old value is
+    still stated in a memory without the new one (an old value beside its new one, "moved
+    from Denver to Miami", is history, not stale).
+    """
     held = Counter[str]()
     totals = Counter[str]()
-    no_fact = memories = 0
+    no_fact = memories = stale_alone = 0
     for run in runs:
         final = final_of(run)
         memories += len(final)
@@ -182,14 +211,47 @@ def score(runs: Sequence[AppRun], final_of: Any) -> dict[str, Any]:
         for fact in run.facts.values():
             totals[fact.kind] += 1
             held[fact.kind] += any(fact.held_by(text) for text in final)
+            old = run.facts.get(fact.supersedes or "")
+            if fact.kind == "update" and old is not None:
+                stale_alone += any(old.held_by(t) and not fact.held_by(t) for t in final)
     key = totals["durable"] + totals["confirmed"]
     return {
         "recall": _share(held["durable"] + held["confirmed"], key),
         "update_recall": _share(held["update"], totals["update"]),
         "stale_rate": _share(held["superseded"], totals["superseded"]),
+        "stale_alone": _share(stale_alone, totals["update"]),
         "no_fact_share": _share(no_fact, memories),
         "final_memories": memories,
     }
+
+
+def capture(runs: Sequence[AppRun]) -> float | None:
+    """Facts held by the memory written for the conversation that states them."""
+    captured = sum(
+        1
+        for run in runs
+        for fact_id, index in run.stated_in.items()
+        if run.written[index] and run.facts[fact_id].held_by(run.written[index] or "")
+    )
+    return _share(captured, sum(len(run.stated_in) for run in runs))
+
+
+def by_group(runs: Sequence[AppRun], limit: int) -> dict[str, Any]:
+    """The figures of each group of apps (personal, teams, ...), beside FIFO's recall."""
+    groups: dict[str, list[AppRun]] = {}
+    for run in runs:
+        groups.setdefault(run.group, []).append(run)
+    figures = {}
+    for group, members in sorted(groups.items()):
+        ours = score(members, lambda run: run.final)
+        fifo = score(members, fifo_final(limit))
+        figures[group] = {
+            "apps": len(members),
+            "capture": capture(members),
+            **{k: v for k, v in ours.items() if k != "final_memories"},
+            "fifo_recall": fifo["recall"],
+        }
+    return figures
 
 
 def fifo_final(limit: int) -> Any:
@@ -206,9 +268,13 @@ def _share(part: int, whole: int) -> float | None:
 async def evaluate(args: argparse.Namespace) -> dict[str, Any]:
     settings = load_settings()
     apps = load_stories(args.stories)
+    if args.apps:
+        wanted = set(args.apps.split(","))
+        apps = [app for app in apps if app["appId"] in wanted]
     if args.quick:
         apps = apps[:1]
-    inner = await open_chat_model(settings.memory_backend, settings)
+    oracle = OracleModel() if args.model == "oracle" else None
+    inner = oracle or await open_chat_model(settings.memory_backend, settings)
     model = CountingModel(inner)
     outcomes: Counter[str] = Counter()
     failures: list[str] = []
@@ -231,19 +297,14 @@ async def evaluate(args: argparse.Namespace) -> dict[str, Any]:
                             " VALUES (?, ?, 1, '2025-01-01T00:00:00.000000Z')",
                             (app["appId"], app["name"]),
                         )
-                    runs.append(await run_app(app, agent, outcomes, failures))
+                    runs.append(await run_app(app, agent, outcomes, failures, oracle))
                     if args.verbose:
                         _show(app, runs[-1])
     finally:
-        await inner.aclose()
+        if oracle is None:
+            await inner.aclose()
     wall = time.perf_counter() - started
     conversations = sum(len(run.written) for run in runs)
-    captured = sum(
-        1
-        for run in runs
-        for fact_id, index in run.stated_in.items()
-        if run.written[index] and run.facts[fact_id].held_by(run.written[index] or "")
-    )
     fact_count = sum(len(run.stated_in) for run in runs)
     ours = score(runs, lambda run: run.final)
     invalid = outcomes["fifo:invalid_decision"]
@@ -255,12 +316,14 @@ async def evaluate(args: argparse.Namespace) -> dict[str, Any]:
         "apps": len(runs),
         "conversations": conversations,
         "facts": fact_count,
-        "capture": _share(captured, fact_count),
+        "capture": capture(runs),
         "recall": ours["recall"],
         "update_recall": ours["update_recall"],
         "stale_rate": ours["stale_rate"],
+        "stale_alone": ours["stale_alone"],
         "no_fact_share": ours["no_fact_share"],
         "fifo": score(runs, fifo_final(args.limit)),
+        "groups": by_group(runs, args.limit),
         "memories_written": sum(1 for run in runs for text in run.written if text),
         "nothing_worth_keeping": agent.stats.nothing_worth_keeping,
         "jobs_failed": failures,
@@ -272,9 +335,16 @@ async def evaluate(args: argparse.Namespace) -> dict[str, Any]:
         },
         "invalid_decision_rate": _share(invalid + llm_errors, model.decision_calls),
         "overruled_decisions": overruled,
+        # The model's compaction decisions that were applied as it gave them.
+        "decisions_applied": _share(
+            model.decision_calls - invalid - llm_errors - overruled, model.decision_calls
+        ),
         "compaction_outcomes": {
             label: n for label, n in sorted(outcomes.items()) if not label.startswith("invalid:")
         },
+        # The share of the model's memory sentences the checks kept (the rest were replaced
+        # by the speakers' own words).
+        "model_sentences_kept": _share(agent.model_sentences[1], agent.model_sentences[0]),
         "model_calls_per_conversation": round(model.calls / max(conversations, 1), 3),
         "tokens_per_conversation": round(model.tokens / max(conversations, 1), 1),
         "wall_time_s": round(wall, 1),
@@ -297,6 +367,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--stories", type=Path, default=DEFAULT_STORIES)
     parser.add_argument("--quick", action="store_true", help="the first app only")
+    parser.add_argument(
+        "--model",
+        choices=("configured", "oracle"),
+        default="configured",
+        help="the configured memory model (default), or a scripted one that knows the facts",
+    )
+    parser.add_argument("--apps", help="only these apps (comma-separated ids)")
     parser.add_argument("--limit", type=int, default=10, help="memories kept per app")
     parser.add_argument("--verbose", action="store_true", help="every memory, on stderr")
     args = parser.parse_args()

@@ -110,10 +110,12 @@ async def _job_settled(services: Any, conversation_id: str) -> bool:
 
 
 def _model() -> Any:
-    # The model would delete a friend's only record; the policy keeps every fact and merges
-    # instead (FIFO), so the history shows a compaction with its fallback reason.
+    # The model would delete a friend's only record. Its memories say what the conversations
+    # do not, so it is not trusted with that: the policy keeps every fact and merges instead
+    # (FIFO), and the history shows a compaction with its fallback reason.
     return assistant_model(
-        compaction=lambda call: decision("delete", ids_in_prompt(call)[0], reason="least useful")
+        memory="The user is 25 years old.",
+        compaction=lambda call: decision("delete", ids_in_prompt(call)[0], reason="least useful"),
     )
 
 

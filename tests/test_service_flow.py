@@ -105,7 +105,12 @@ async def test_memories_are_in_the_context_of_the_same_app_only(db_path):
 
 
 async def test_the_eleventh_memory_compacts_the_app_back_to_ten(db_path):
-    model = assistant_model(compaction=lambda call: decision("delete", ids_in_prompt(call)[0]))
+    # A model whose memories say what the conversations do not is not trusted to decide
+    # which fact to lose.
+    model = assistant_model(
+        memory="The user is 25 years old.",
+        compaction=lambda call: decision("delete", ids_in_prompt(call)[0]),
+    )
     async with service(db_path, model) as services, running(services):
         await services.stores.registry.install("cal", "Calendar")
         ids = [await talk(services, "cal", friend_fact(n)) for n in range(11)]

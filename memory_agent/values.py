@@ -1,0 +1,265 @@
+"""Values and what they are the values of, in any language.
+
+A value is a number (an amount, a percentage, a time, a date, a count), a code (FC-20931,
+eu-west-1, 3.11.9) or a name (Aldi, DHL, Quintana). What it is the value of is read from the
+words that stand beside it: "the disk alert fires at 80%" and "the disk alert threshold is now
+85%" give two values of one kind (a percentage) beside the same words (disk, alert), so the
+newer retires the older, in whatever words or language the two are written.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+from memory_agent import language
+from memory_agent.text import (
+    FREQUENCY,
+    STOPWORDS,
+    TIME_UNITS,
+    TIME_WORDS,
+    WORD,
+    names,
+    normalise_text,
+    number_value,
+    stem,
+)
+
+# Words too common in memories to tie two of them to one slot.
+GENERIC_WORDS = frozenset(
+    """said confirmed want need make take going think know help plan tell give look feel
+    love new old big small little good bad best better sure right""".split()
+)
+
+# Verbs a summary uses to report what was said; they need not appear in the conversation.
+REPORTING_WORDS = frozenset(
+    stem(word)
+    for word in """prefer prefers like likes enjoy enjoys want need needs plan plans mention
+    discuss discussed request requested share express expressed confirm decide decided
+    remember talk talked ask mentioned described describe""".split()
+)
+
+# How many words either side of a value may say what it is the value of, and how far away
+# (in words of any kind) they may stand.
+_KEYS_A_SIDE = 3
+_REACH = 7
+# Words that say a number is an amount of money or a share, after it.
+_CURRENCY_WORDS = frozenset(
+    "eur euro euros usd dollar dollars gbp pound pounds chf yen k".split()
+)
+_PERCENT_WORDS = frozenset("percent prozent por pour".split())
+_CLOCK = re.compile(r"\d{1,2}(?::\d\d|h\d\d)")
+_TIME_OF_DAY = re.compile(r"\d{1,2}(?::\d\d)?(?:am|pm)|\d{1,2}h\d\d", re.I)
+_DATE = re.compile(r"\d{1,2}[./]\d{1,2}(?:[./]\d{2,4})?|\d{4}-\d\d-\d\d")
+_ORDINAL_DATE = re.compile(r"\d{1,2}(?:st|nd|rd|th|º|er|e)$", re.I)
+
+
+_PEOPLE_KEYS = frozenset(stem(word)[:5] for word in language.PEOPLE)
+
+
+@dataclass(frozen=True)
+class KeyedValue:
+    """One value of a text: its kind, the value in one form, and what it is the value of."""
+
+    kind: str  # percent, money, time, date, code, name, number
+    value: str
+    keys: frozenset[str]
+
+
+@lru_cache(maxsize=8192)
+def keyed_values(text: str) -> tuple[KeyedValue, ...]:
+    """The text's values, each with the words near it (their first five letters, so that
+    "shop" meets "shopping" and "alquiler" meets "alquilo"). Values next to each other, or
+    with only function words between them ("May 14", "12 mars à 9h40"), share their keys."""
+    text = normalise_text(text)
+    found_names = names(text)
+    tokens = [(m.group(), m.start(), m.end()) for m in WORD.finditer(text)]
+    kinds = [_kind(text, tokens, i, found_names) for i in range(len(tokens))]
+    keyed = []
+    for first, last in _runs(tokens, kinds):
+        keys = frozenset(_keys_before(tokens, kinds, first) | _keys_after(tokens, kinds, last))
+        for index in range(first, last + 1):
+            kind = kinds[index]
+            if kind is not None:
+                keyed.append(KeyedValue(kind, _value(tokens, index, kind), keys))
+    return tuple(keyed)
+
+
+def _runs(
+    tokens: list[tuple[str, int, int]], kinds: list[str | None]
+) -> list[tuple[int, int]]:
+    """Spans of values with nothing but function words between them."""
+    runs: list[tuple[int, int]] = []
+    start = last = None
+    for index, (word, _, _) in enumerate(tokens):
+        if kinds[index] is not None:
+            if start is None:
+                start = index
+            last = index
+        elif word.lower() not in STOPWORDS and start is not None and last is not None:
+            runs.append((start, last))
+            start = last = None
+    if start is not None and last is not None:
+        runs.append((start, last))
+    return runs
+
+
+def _keys_before(
+    tokens: list[tuple[str, int, int]], kinds: list[str | None], first: int
+) -> set[str]:
+    return _keys(tokens, kinds, range(first - 1, max(-1, first - 1 - _REACH), -1))
+
+
+def _keys_after(
+    tokens: list[tuple[str, int, int]], kinds: list[str | None], last: int
+) -> set[str]:
+    return _keys(tokens, kinds, range(last + 1, min(len(tokens), last + 1 + _REACH)))
+
+
+def _keys(
+    tokens: list[tuple[str, int, int]], kinds: list[str | None], indexes: range
+) -> set[str]:
+    """Up to `_KEYS_A_SIDE` words that may say what a value is, walking away from it and
+    stopping at another value."""
+    keys: set[str] = set()
+    for index in indexes:
+        if kinds[index] is not None or len(keys) == _KEYS_A_SIDE:
+            break
+        word = tokens[index][0]
+        if _may_be_a_key(word):
+            keys.add(stem(word.lower())[:5])
+    return keys
+
+
+def value_keys(text: str) -> frozenset[str]:
+    """Every word that stands beside one of the text's values."""
+    return frozenset(key for value in keyed_values(text) for key in value.keys)
+
+
+def gives_new_value(older: str, newer: str, *, changed: bool) -> bool:
+    """`newer` gives another value of the same kind for the same thing as `older`: the words
+    beside the two values share two keys, or one when `newer` announces a change. When the old
+    value stands beside other values (who or what it belongs to: "Bruno lives in Porto",
+    "Postgres 13"), the newer text must name one of them too ("Chloe lives in Quito" and
+    "Redis 7" are other things)."""
+    old_values = keyed_values(older)
+    new_values = keyed_values(newer)
+    new_identities = _identities(new_values)
+    for old in old_values:
+        others = _identities(old_values) - {old.value}
+        if others and new_identities and not others & new_identities:
+            continue  # each names something else: "Bruno lives in Porto", "Chloe in Quito"
+        # Evidence that the two values are of one thing: shared keys, a change announced, and
+        # another value both name (the same release, the same store).
+        evidence = (1 if changed else 0) + (1 if others & new_identities else 0)
+        for new in new_values:
+            if new.kind != old.kind or new.value == old.value:
+                continue
+            shared = len(old.keys & new.keys)
+            if shared == 0 or shared + evidence < 2:
+                continue
+            if old.kind == "name" and not (changed and shared >= 2):
+                # Another name beside the same words is as often another thing ("Priya owns
+                # the payments service", "Tomasz owns the auth service"): only a change
+                # announced makes it a new value.
+                continue
+            if new.keys & _PEOPLE_KEYS and not old.keys & _PEOPLE_KEYS:
+                continue  # a value of someone else's: "my sister now lives in Denver"
+            if old.value in new_identities and not changed:
+                continue  # the old value is said again beside the new one: not replaced
+            return True
+    return False
+
+
+def _identities(found: tuple[KeyedValue, ...]) -> frozenset[str]:
+    """The values that can say whose or what a value is (not dates and times: they say
+    when)."""
+    return frozenset(value.value for value in found if value.kind not in ("date", "time"))
+
+
+def _kind(
+    text: str, tokens: list[tuple[str, int, int]], index: int, found_names: frozenset[str]
+) -> str | None:
+    word, start, end = tokens[index]
+    lowered = word.lower()
+    if lowered in language.CALENDAR or (lowered == "may" and _next_to_a_number(tokens, index)):
+        return "date"
+    if not any(ch.isdigit() for ch in word):
+        return "name" if stem(word) in found_names else None
+    if _TIME_OF_DAY.fullmatch(word):
+        return "time"
+    if not word[0].isdigit():
+        return "code"
+    after = text[end : end + 2].lstrip()
+    before = text[max(0, start - 2) : start].rstrip()
+    following = tokens[index + 1][0].lower() if index + 1 < len(tokens) else ""
+    previous = tokens[index - 1][0].lower() if index else ""
+    # The word a date's number stands beside may lie past a function word ("12 de marzo").
+    following_word = next(
+        (w.lower() for w, _, _ in tokens[index + 1 : index + 3] if w.lower() not in STOPWORDS),
+        "",
+    )
+    if after.startswith("%") or following in _PERCENT_WORDS:
+        return "percent"
+    if before.endswith(("$", "€", "£", "¥")) or after[:1] in ("€", "$", "£", "¥"):
+        return "money"
+    if following in _CURRENCY_WORDS:
+        return "money"
+    if _CLOCK.fullmatch(word) or (following in TIME_UNITS and following not in ("s", "sec")):
+        return "time"
+    if _DATE.fullmatch(word) or _ORDINAL_DATE.match(word):
+        return "date"
+    if following_word in language.CALENDAR or previous in language.CALENDAR or previous == "may":
+        return "date"
+    if any(ch.isalpha() for ch in word):
+        return "code"
+    return "number"
+
+
+def _next_to_a_number(tokens: list[tuple[str, int, int]], index: int) -> bool:
+    return any(
+        0 <= near < len(tokens) and tokens[near][0][0].isdigit() for near in (index - 1, index + 1)
+    )
+
+
+def _value(tokens: list[tuple[str, int, int]], index: int, kind: str) -> str:
+    word = tokens[index][0]
+    if kind == "date" and not word[0].isdigit():
+        return word.lower()[:3]
+    if kind in ("code", "name"):
+        return stem(word)
+    if kind == "time":
+        following = tokens[index + 1][0].lower() if index + 1 < len(tokens) else ""
+        return _clock_time(word, following)
+    return number_value(word)
+
+
+def _clock_time(word: str, following: str) -> str:
+    """A time of day as HH:MM: 7pm, 7 pm, 19:00 and 19h00 are one time."""
+    match = re.fullmatch(r"(\d{1,2})(?:[:h.](\d\d))?\s*(am|pm|h|uhr)?", word.lower())
+    if match is None:
+        return word.lower()
+    hours, minutes = int(match.group(1)), int(match.group(2) or 0)
+    half = match.group(3) or (following if following in ("am", "pm") else "")
+    if half == "pm" and hours < 12:
+        hours += 12
+    if half == "am" and hours == 12:
+        hours = 0
+    return f"{hours:02d}:{minutes:02d}"
+
+
+def _may_be_a_key(word: str) -> bool:
+    word = word.lower()
+    return (
+        len(word) > 2
+        and word not in STOPWORDS
+        and stem(word) not in STOPWORDS
+        and stem(word) not in TIME_WORDS
+        and word not in FREQUENCY
+        and word not in TIME_UNITS
+        and not language.CHANGE.fullmatch(word)
+        and not language.FIRST_PERSON.fullmatch(word)
+        and word not in GENERIC_WORDS
+        and stem(word) not in REPORTING_WORDS
+    )

@@ -1,0 +1,108 @@
+"""The memory checks beyond English and personal life: values, what they are the values of,
+who stated or confirmed them (no model, no database)."""
+
+from __future__ import annotations
+
+import pytest
+
+from memory_agent import facts, retention, text, values
+
+
+@pytest.mark.parametrize(
+    ("written", "value"),
+    [("1.250,00", "1250"), ("1,250.00", "1250"), ("16,5", "16.5"), ("3.11.9", "3.11.9"),
+     ("16:00", "16:00"), ("15.04.", "15.04")],
+)
+def test_a_number_has_one_form_whatever_the_convention(written, value):
+    assert text.number_value(written) == value
+
+
+@pytest.mark.parametrize(
+    ("sentence", "kind", "value"),
+    [
+        ("The disk alert fires at 80% on the db hosts.", "percent", "80"),
+        ("Die Miete beträgt 850 € im Monat.", "money", "850"),
+        ("Guests arrive at 7pm.", "time", "19:00"),
+        ("Le rendez-vous est à 9h40.", "time", "09:40"),
+        ("El examen es el 12 de marzo.", "date", "12"),
+        ("Your order number is FC-20931.", "code", "fc-20931"),
+        ("We ship everything with DHL now.", "name", "dhl"),
+    ],
+)
+def test_a_value_knows_its_kind(sentence, kind, value):
+    assert (kind, value) in {(v.kind, v.value) for v in values.keyed_values(sentence)}
+
+
+@pytest.mark.parametrize(
+    ("older", "newer"),
+    [
+        ("The disk usage alert on the database hosts fires at 80%.",
+         "The disk usage alert threshold on the database hosts is 85%."),
+        ("Tiene una sesión semanal fija los martes a las 18:00.",
+         "La sesión semanal pasa a ser los jueves a las 17:30."),
+        ("Der Shop verschickt alle Pakete mit DHL.",
+         "Ab sofort verschickt der Shop alle Pakete mit GLS."),
+        ("Rendez-vous à la préfecture du Rhône le 12 mars à 9h40.",
+         "Le rendez-vous à la préfecture est reporté au mercredi 2 avril à 14h15."),
+        ("The v2.4 release is planned for May 14.", "The v2.4 release date is May 28."),
+        ("Production runs PostgreSQL 14.11.", "Production was upgraded to PostgreSQL 16.3."),
+        ("Mi alquiler es de 850 € al mes.", "Ahora el alquiler es de 900 € al mes."),
+    ],
+)
+def test_a_new_value_of_the_same_thing_retires_the_old_in_any_language(older, newer):
+    assert retention.stale_sentences(older, newer) == [older]
+
+
+@pytest.mark.parametrize(
+    ("older", "newer"),
+    [
+        ("Priya Raman owns the payments service.", "Tomasz Wójcik owns the auth service."),
+        ("My friend Bruno lives in Porto.", "My friend Chloe lives in Quito."),
+        ("We run Postgres 13 in production.", "We run Redis 7 in production."),
+        ("Tiene clase de refuerzo el miércoles 7 de mayo a las 16:00.",
+         "El examen final se ha retrasado: ahora es el 21 de mayo."),
+        ("Das Lager ist in Leipzig.", "Ab sofort holt GLS die Pakete im Lager ab."),
+        ("I live in Boston.", "My sister now lives in Denver."),
+    ],
+)
+def test_another_thing_with_a_value_does_not(older, newer):
+    assert retention.stale_sentences(older, newer) == []
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "Mi examen de matemáticas es el 12 de marzo.",
+        "Wir verschicken alles mit DHL und die Rückgabefrist beträgt 30 Tage.",
+        "J'habite au 14 rue Paul Bert à Lyon.",
+        "failover to the eu-west replica takes about 4 minutes",
+        "we pinned Python 3.11.9 last week",
+        "its the airbook 14 pro",
+    ],
+)
+def test_a_statement_with_a_value_is_worth_keeping_in_any_language(sentence):
+    assert facts.statement_score(sentence, "user") > 0
+
+
+def test_a_reference_the_assistant_issues_is_a_confirmation_in_any_language():
+    turns = [("user", "¿Me puedes reservar una clase?"),
+             ("assistant", "Listo: el jueves 14 a las 17:00, código TS-2291.")]
+    [statement] = facts.key_statements(turns)
+    assert statement.speaker == "assistant" and "TS-2291" in statement.text
+    advice = [("user", "how long do I roast garlic?"),
+              ("assistant", "Roast it at 200 degrees for 40 minutes, until mid-70s inside.")]
+    assert facts.key_statements(advice) == []
+
+
+def test_a_paraphrase_that_keeps_the_values_is_grounded():
+    source = text.vocabulary("doc says she wants me to drop to 1600 calories a day now")
+    assert facts.is_grounded("The doctor lowered the user's daily calorie target to 1600.", source)
+    assert not facts.is_grounded("The doctor lowered the calorie target to 1500.", source)
+    assert not facts.is_grounded("The user's dentist is called Okafor.", source)
+
+
+def test_memory_sentences_in_another_language_are_checked_by_their_values():
+    source = text.vocabulary("El examen de mates es el 12 de marzo, en el IES Severo Ochoa.")
+    assert facts.is_grounded("El examen de mates es el 12 de marzo, en el Severo Ochoa.", source)
+    assert not facts.is_grounded("El examen de mates es el 19 de marzo.", source)
+    assert not facts.is_grounded("El examen de Matemáticas es el 12 de marzo.", source)
