@@ -60,7 +60,7 @@ ENGLISH = Words(
     reference_code order_number ticket_number case_number claim_number""",
     change="""now moved changed switch switched no_longer anymore any_more instead new updated
     update raised increased decreased lowered cut bumped upped dropped went_up went_down
-    from_now_on these_daysstarted stopped quit replaced upgraded migrated rescheduled
+    from_now_on these_days started stopped quit replaced upgraded migrated rescheduled
     postponed pushed""",
     standing="""remember don't_forget note_that keep_in_mind from_now_on going_forward
     you_should_know just_so_you_know fyi for_the_record can't_stand tastes_like""",
@@ -113,9 +113,9 @@ SPANISH = Words(
     creada enviado enviada pedido anotado anotada apuntado apuntada listo lista número_de
     código_de referencia te_he le_he ya_he he_cambiado he_movido he_añadido te_dejo queda
     quedan""",
-    change="""ahora ya_no retrasado retrasada adelantado adelantada pasar cambió cambiado cambiamos cambio nuevo nueva en_vez_de en_lugar_de
-    movido movida trasladado trasladada pasó pasa_a a_partir_de desde_ahoraaplazado
-    aplazada subido bajado""",
+    change="""ahora ya_no retrasado retrasada adelantado adelantada pasar cambió cambiado
+    cambiamos cambio nuevo nueva en_vez_de en_lugar_de movido movida trasladado trasladada pasó
+    pasa_a a_partir_de desde_ahora aplazado aplazada subido bajado""",
     standing="recuerda acuérdate no_olvides ten_en_cuenta a_partir_de_ahora para_que_lo_sepas",
     lasting="""alérgico alérgica alergia vegetariano vegetariana vegano vegana diabetes hijo
     hija hijos esposa esposo marido mujer pareja perro gato casa piso dirección alquiler
