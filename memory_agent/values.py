@@ -146,10 +146,14 @@ def gives_new_value(older: str, newer: str, *, changed: bool) -> bool:
     old_values = keyed_values(older)
     new_values = keyed_values(newer)
     new_identities = _identities(new_values)
+    new_numbers = _identities(new_values, kinds=("number", "code"))
     for old in old_values:
         others = _identities(old_values) - {old.value}
         if others and new_identities and not others & new_identities:
             continue  # each names something else: "Bruno lives in Porto", "Chloe in Quito"
+        numbered = _identities(old_values, kinds=("number", "code")) - {old.value}
+        if numbered and new_numbers and not numbered & new_numbers:
+            continue  # another numbered thing: "code 0001 for locker 1", "locker 2"
         # Evidence that the two values are of one thing: shared keys, a change announced, and
         # another value both name (the same release, the same store).
         evidence = (1 if changed else 0) + (1 if others & new_identities else 0)
@@ -172,10 +176,13 @@ def gives_new_value(older: str, newer: str, *, changed: bool) -> bool:
     return False
 
 
-def _identities(found: tuple[KeyedValue, ...]) -> frozenset[str]:
+def _identities(
+    found: tuple[KeyedValue, ...],
+    kinds: tuple[str, ...] = ("name", "code", "number", "percent", "money"),
+) -> frozenset[str]:
     """The values that can say whose or what a value is (not dates and times: they say
     when)."""
-    return frozenset(value.value for value in found if value.kind not in ("date", "time"))
+    return frozenset(value.value for value in found if value.kind in kinds)
 
 
 def _kind(

@@ -63,6 +63,7 @@ def test_a_new_value_of_the_same_thing_retires_the_old_in_any_language(older, ne
          "El examen final se ha retrasado: ahora es el 21 de mayo."),
         ("Das Lager ist in Leipzig.", "Ab sofort holt GLS die Pakete im Lager ab."),
         ("I live in Boston.", "My sister now lives in Denver."),
+        ('Remember code 0001 for locker 1.', 'Remember code 0002 for locker 2.'),
     ],
 )
 def test_another_thing_with_a_value_does_not(older, newer):
