@@ -3,15 +3,17 @@
 A small model summarises badly: it continues the transcript, invents details and drops the
 one sentence that mattered. These checks keep memory grounded whatever the model does:
 
-- `key_statements` finds what is worth remembering: the user's own statements about
-  themselves (a first-person sentence with a name, a number or a word of a lasting kind:
-  allergic, budget, daughter, prefer, ...), and what the assistant confirmed it did (booked,
-  scheduled, ...). A conversation with none holds nothing worth a memory slot.
+- `key_statements` finds what is worth remembering: a statement with a value (a number, a
+  date, an amount, a code, a name), the user's own first-person statement with a word of a
+  lasting kind (allergic, daughter, prefer, in the languages of `language`), and what the
+  assistant confirmed it did (booked, reservado, gebucht, or a reference it issued). A
+  conversation with none holds nothing worth a memory slot.
 - `is_grounded` tells whether a sentence says only what a source text supports: its numbers
-  and names appear there, and most of its other words do.
+  and names appear there, and most of its other words do (a third, when it carries values).
 - `covers` tells whether a memory carries a statement's facts; `fact_value` how many facts a
-  memory holds; `same_topic` whether two texts speak of the same thing (a budget, a home, a
-  pet), which is how a newer value is found to supersede an older one.
+  memory holds; `same_topic` whether two texts speak of the same thing (an English word group,
+  or a word beside a value in both: `values`), which is how a newer value is found to
+  supersede an older one.
 """
 
 from __future__ import annotations
