@@ -15,7 +15,7 @@ import signal
 import socket
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import AbstractContextManager, asynccontextmanager, contextmanager
 from typing import Any
 
 import anyio
@@ -120,9 +120,12 @@ async def _run_until_signalled(services: Services, app: Any, sock: socket.socket
             await anyio.sleep(0.01)
         if not server.started:
             raise ServeRefused("the HTTP server did not start (see the log above)")
-        host, port = sock.getsockname()[:2]
-        print(f"mnemoloop: serving on http://{_url_host(host)}:{port}", flush=True)
-        await _until_signalled_or(server_stopped)
+        # The signals are ours before "serving on" is said: a SIGTERM sent on reading it would
+        # otherwise meet the default handler and end the process without draining.
+        with _signals() as signals:
+            host, port = sock.getsockname()[:2]
+            print(f"mnemoloop: serving on http://{_url_host(host)}:{port}", flush=True)
+            await _until_signalled_or(signals, server_stopped)
         # Stop taking requests and work, let what is in flight finish, then stop the rest.
         server.should_exit = True
         async with anyio.create_task_group() as drain:
@@ -150,21 +153,26 @@ async def run_worker(settings: Settings) -> None:
         worker = services.worker
         async with anyio.create_task_group() as group:
             group.start_soon(worker.run)
-            print("mnemoloop: worker running", flush=True)
-            await _until_signalled()
+            with _signals() as signals:
+                print("mnemoloop: worker running", flush=True)
+                await _until_signalled(signals)
             await worker.drain(DRAIN_SECONDS)
             group.cancel_scope.cancel()
     print("mnemoloop: stopped", flush=True)
 
 
-async def _until_signalled() -> None:
-    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-        async for received in signals:
-            log.info("mnemoloop: %s received, draining", signal.Signals(received).name)
-            return
+def _signals() -> AbstractContextManager[AsyncIterator[int]]:
+    """SIGINT and SIGTERM, received by the loop from now on instead of ending the process."""
+    return anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM)
 
 
-async def _until_signalled_or(stopped: anyio.Event) -> None:
+async def _until_signalled(signals: AsyncIterator[int]) -> None:
+    async for received in signals:
+        log.info("mnemoloop: %s received, draining", signal.Signals(received).name)
+        return
+
+
+async def _until_signalled_or(signals: AsyncIterator[int], stopped: anyio.Event) -> None:
     """Until SIGINT or SIGTERM, or until `stopped` is set (the HTTP server ended by itself)."""
     async with anyio.create_task_group() as group:
 
@@ -172,7 +180,7 @@ async def _until_signalled_or(stopped: anyio.Event) -> None:
             await wait()
             group.cancel_scope.cancel()
 
-        group.start_soon(then_stop, _until_signalled)
+        group.start_soon(then_stop, lambda: _until_signalled(signals))
         group.start_soon(then_stop, stopped.wait)
 
 
