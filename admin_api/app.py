@@ -20,6 +20,7 @@ from admin_api.controllers.history import HistoryController
 from admin_api.controllers.memories import MemoriesController
 from admin_api.controllers.operations import OperationsController, health, home
 from admin_api.dependencies import dependencies
+from admin_api.dialects import ollama_router, openai_router
 from admin_api.errors import EXCEPTION_HANDLERS, PROBLEM_JSON, problem_body
 from admin_api.mcp_server import (
     MAX_REQUEST_BYTES,
@@ -59,7 +60,9 @@ def create_app(services: Services, admin_token: AdminToken | str | None = None) 
     )
     mcp_endpoint, mcp_sessions = _mcp_mount(services, admin_token)
     app = Litestar(
-        route_handlers=[home, health, api, mcp_endpoint, *console_routes()],
+        route_handlers=[
+            home, health, api, mcp_endpoint, openai_router(), ollama_router(), *console_routes()
+        ],
         template_config=template_config(),
         # The MCP sessions' task group lives as long as the app.
         lifespan=[lambda _: mcp_sessions.run()],
@@ -84,6 +87,7 @@ def create_app(services: Services, admin_token: AdminToken | str | None = None) 
         logging_config=None,
     )
     app.state.registry = services.stores.registry
+    app.state.models = services.models
     app.state.admin_token = admin_token
     app.state.wrong_tokens = WrongTokens()
     app.state.console_sessions = ConsoleSessions(services.database, services.clock, admin_token)

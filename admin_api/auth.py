@@ -82,7 +82,7 @@ async def token_owner(
     return TokenOwner(app_id) if app_id else None
 
 
-async def _checked_owner(connection: ASGIConnection[Any, Any, Any, Any]) -> TokenOwner:
+async def checked_owner(connection: ASGIConnection[Any, Any, Any, Any]) -> TokenOwner:
     """The owner of the request's bearer token, checked under its address's count of wrong
     tokens; 401 when there is no token or it is nobody's."""
     token = bearer_token(connection.headers.get("authorization", ""))
@@ -97,7 +97,7 @@ async def _checked_owner(connection: ASGIConnection[Any, Any, Any, Any]) -> Toke
 
 
 async def admin_only(connection: ASGIConnection[Any, Any, Any, Any]) -> None:
-    if (await _checked_owner(connection)).app_id is not None:
+    if (await checked_owner(connection)).app_id is not None:
         raise PermissionDeniedException(
             "this route needs the admin token: an app key opens only its own app's"
             " conversations and the reading of its memories"
@@ -105,7 +105,7 @@ async def admin_only(connection: ASGIConnection[Any, Any, Any, Any]) -> None:
 
 
 async def admin_or_own_app(connection: ASGIConnection[Any, Any, Any, Any]) -> None:
-    key_app = (await _checked_owner(connection)).app_id
+    key_app = (await checked_owner(connection)).app_id
     if key_app is None:
         return
     if "app_id" in connection.path_params:

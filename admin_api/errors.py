@@ -19,6 +19,7 @@ from loop.errors import (
     InvalidInput,
     MemoryCountChanged,
     NoChatModel,
+    ThreadBusy,
 )
 from memory_agent.errors import (
     InvalidImport,
@@ -42,6 +43,7 @@ DOMAIN_STATUS: dict[type[MnemoloopError], int] = {
     AppNotInstalled: 409,
     AppAlreadyInstalled: 409,
     ConversationEnded: 409,
+    ThreadBusy: 409,
     MemoryImportRefused: 409,
     MemoryCountChanged: 409,
     StorageError: 503,

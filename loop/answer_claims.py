@@ -13,6 +13,7 @@ from datetime import timedelta
 
 from loop.conversations import RELEASE_ANSWER, end_within, insert_message
 from loop.wakeups import Wakeup
+from memory_agent.chat_model import TokenUsage
 from memory_agent.ports import Clock, Database, format_timestamp, now_text
 
 # An answer nobody is writing: none claimed, or the claim ran out.
@@ -93,6 +94,7 @@ class AnswerClaims:
         end_reason: str | None,
         *,
         answers_up_to: int,
+        usage: TokenUsage | None = None,
     ) -> StoredAnswer | None:
         """Store the reply (if any) to the messages up to `answers_up_to` and end the
         conversation (if `end_reason`), in one transaction, if this instance still holds the
@@ -113,7 +115,8 @@ class AnswerClaims:
                 return None
             if text is not None:
                 message_id = await insert_message(
-                    tx, conversation_id, "assistant", text, now, in_reply_to=answers_up_to
+                    tx, conversation_id, "assistant", text, now, in_reply_to=answers_up_to,
+                    usage=usage,
                 )
             ended = end_reason is not None and await end_within(
                 tx, conversation_id, end_reason, now

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 
 import anyio
@@ -23,6 +23,7 @@ from loop.registry import App, AppRegistry
 from loop.reply_feed import AnswerSettled, AnswerText
 from loop.wakeups import InFlight
 from memory_agent import ChatMessage, ChatModel, MemorySubAgent, ToolSpec
+from memory_agent.chat_model import TokenUsage
 from memory_agent.context import neutralise
 from memory_agent.energy import energy_cost
 from memory_agent.errors import MnemoloopError
@@ -47,6 +48,7 @@ END_REASON_IDLE = "idle"
 class Answer:
     text: str
     ended: bool
+    usage: TokenUsage = field(default_factory=TokenUsage)
 
 
 @dataclass
@@ -254,7 +256,8 @@ class CentralLoop:
         end_reason = END_REASON_TOOL if answer.ended else None
         reply = answer.text or (None if answer.ended else "(the model gave no answer)")
         stored = await self._answers.store(
-            conversation_id, reply, end_reason, answers_up_to=answering.answers_up_to
+            conversation_id, reply, end_reason, answers_up_to=answering.answers_up_to,
+            usage=answer.usage,
         )
         if not stored:
             log.warning("the answer to %s was not stored: its claim ran out", conversation_id)
@@ -267,9 +270,12 @@ class CentralLoop:
         conversation = await self._conversations.get(answering.conversation_id)
         answering.answers_up_to = max((m.id for m in conversation.messages), default=0)
         app = await self._registry.require(conversation.app_id)
-        context = await self.build_context(app, conversation.chat_messages())
+        context = await self.build_context(
+            app, conversation.chat_messages(), conversation.system_prompt
+        )
         feed = self._conversations.replies
-        reply = await self._model.chat_streaming(
+        model = self._model.named(conversation.model) if conversation.model else self._model
+        reply = await model.chat_streaming(
             context,
             tools=[END_CONVERSATION_TOOL],
             on_text=lambda text: feed.publish(
@@ -278,7 +284,7 @@ class CentralLoop:
         )
         await self._energy.charge("conversation", energy_cost(reply.usage, self._tokens_per_unit))
         ends = any(call.name == END_CONVERSATION_TOOL.name for call in reply.tool_calls)
-        return Answer(reply.text.strip(), ends)
+        return Answer(reply.text.strip(), ends, reply.usage)
 
     def _settled(
         self, answering: _Answering, error: str | None = None, *, final: bool = True
@@ -289,14 +295,21 @@ class CentralLoop:
             AnswerSettled(answering.answers_up_to, error, final),
         )
 
-    async def build_context(self, app: App, conversation: list[ChatMessage]) -> list[ChatMessage]:
-        """Base system prompt, then the app's memory block (if any), then the newest turns of
-        the conversation that fit the prompt budget."""
+    async def build_context(
+        self, app: App, conversation: list[ChatMessage], client_system_prompt: str | None = None
+    ) -> list[ChatMessage]:
+        """The base system prompt (or the client's own, within half the prompt budget), then
+        the app's memory block (if any), then the newest turns of the conversation that fit
+        the prompt budget."""
         started = time.perf_counter()
         memories = await self._agent.get_memories(app.app_id, self._agent.memory_limit)
         block = self._agent.format_memories_for_context(app.name, memories)
         self._metrics.retrieval_seconds.observe(time.perf_counter() - started)
-        system = BASE_SYSTEM_PROMPT.format(app_name=neutralise(app.name))
+        system = (
+            self._budget.beginning_within_half(client_system_prompt)
+            if client_system_prompt
+            else BASE_SYSTEM_PROMPT.format(app_name=neutralise(app.name))
+        )
         context = [ChatMessage("system", system)]
         if block:
             context.append(ChatMessage("system", block))
@@ -305,8 +318,12 @@ class CentralLoop:
     async def end_idle_conversations(self) -> int:
         """End conversations idle too long; never one whose answer is being written."""
         ended = 0
-        for conversation_id in await self._conversations.idle_since(self._idle):
+        cutoff = self._conversations.idle_cutoff(self._idle)
+        for conversation_id in await self._conversations.idle_since(cutoff):
             if conversation_id in self._in_flight:
                 continue
-            ended += await self._conversations.end(conversation_id, END_REASON_IDLE)
+            # Unless a message came meanwhile (checked in the ending transaction).
+            ended += await self._conversations.end(
+                conversation_id, END_REASON_IDLE, idle_since=cutoff
+            )
         return ended

@@ -14,7 +14,7 @@ from loop.jobs import ClaimedJob, MemoryJob
 from loop.reply_feed import ReplyFeed
 from loop.wakeups import JOBS_CHANNEL, MESSAGES_CHANNEL, Wakeup
 from memory_agent import ChatMessage
-from memory_agent.chat_model import Role
+from memory_agent.chat_model import Role, TokenUsage
 from memory_agent.ports import (
     Clock,
     Database,
@@ -36,6 +36,9 @@ class Message:
     role: Role
     content: str
     created_at: str
+    # On a reply: the tokens its answer took in and wrote, when the model said.
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
 
 
 @dataclass(frozen=True)
@@ -50,6 +53,9 @@ class Conversation:
     # None, "answering" or "failed"; with the error of the last failed try.
     answer_state: str | None = None
     answer_error: str | None = None
+    # A dialect client's own system prompt, and the model it named (loop/client_threads.py).
+    system_prompt: str | None = None
+    model: str | None = None
 
     @property
     def state(self) -> str:
@@ -133,7 +139,7 @@ class ConversationStore:
         return MemoryJob.from_row(row)
 
     async def _open(self, tx: SqlTransaction, app_id: str) -> str:
-        await self._require_installed(tx, app_id)
+        await self.require_installed(tx, app_id)
         conversation_id = uuid.uuid4().hex
         now = now_text(self._clock)
         await tx.execute(
@@ -167,13 +173,18 @@ class ConversationStore:
             self.message_posted.set()
         return message_id
 
-    async def end(self, conversation_id: str, reason: str) -> bool:
+    async def end(
+        self, conversation_id: str, reason: str, *, idle_since: str | None = None
+    ) -> bool:
         """End the conversation and queue its memory job, atomically.
 
-        Returns False (and queues nothing) when it had already ended.
+        Returns False (and queues nothing) when it had already ended, or, with `idle_since`
+        (a timestamp), when it has had activity since then (a message posted meanwhile).
         """
         async with self._db.transaction() as tx:
-            ended = await end_within(tx, conversation_id, reason, now_text(self._clock))
+            ended = await end_within(
+                tx, conversation_id, reason, now_text(self._clock), idle_since=idle_since
+            )
         if ended:
             self.job_queued.set()
         return ended
@@ -199,6 +210,8 @@ class ConversationStore:
             [Message(m["id"], m["role"], m["content"], m["created_at"]) for m in messages],
             row["answer_state"],
             row["answer_error"],
+            row["system_prompt"],
+            row["model"],
         )
 
     async def recent(
@@ -236,14 +249,19 @@ class ConversationStore:
             job = await claim(tx)
             if job is None:
                 return None
-            return ClaimedJob(job, await _chat_messages(tx, job.conversation_id))
+            return ClaimedJob(
+                job, await _chat_messages(tx, job.conversation_id, carried=False)
+            )
 
         return await self._db.run_transaction(claim_and_read)
 
-    async def idle_since(self, idle_for: timedelta) -> list[str]:
-        """Open conversations with no activity for `idle_for`, but for those whose answer is
+    def idle_cutoff(self, idle_for: timedelta) -> str:
+        """The timestamp before which a conversation's last activity makes it idle."""
+        return format_timestamp(self._clock.now() - idle_for)
+
+    async def idle_since(self, cutoff: str) -> list[str]:
+        """Open conversations with no activity since `cutoff`, but for those whose answer is
         being written: a conversation waiting for its answer is not idle."""
-        cutoff = format_timestamp(self._clock.now() - idle_for)
         rows = await self._db.fetch_all(
             "SELECT conversation_id FROM conversations WHERE status = 'open'"
             " AND last_activity_at < ? AND (answer_state IS NULL OR answer_state = 'failed'"
@@ -263,7 +281,8 @@ class ConversationStore:
         if row is None:
             raise ConversationNotFound(conversation_id)
         reply = await self._db.fetch_one(
-            "SELECT id, role, content, created_at FROM messages WHERE conversation_id = ?"
+            "SELECT id, role, content, created_at, prompt_tokens, completion_tokens"
+            " FROM messages WHERE conversation_id = ?"
             # A reply that saw the message was stored after it: only later ids are looked at.
             " AND id > ? AND role = 'assistant' AND in_reply_to >= ? ORDER BY id LIMIT 1",
             (conversation_id, message_id, message_id),
@@ -271,7 +290,10 @@ class ConversationStore:
         return ReplyStatus(
             app_facing_state(row["status"], row["answer_state"]),
             row["answer_error"],
-            Message(reply["id"], reply["role"], reply["content"], reply["created_at"])
+            Message(
+                reply["id"], reply["role"], reply["content"], reply["created_at"],
+                reply["prompt_tokens"], reply["completion_tokens"],
+            )
             if reply
             else None,
         )
@@ -288,7 +310,7 @@ class ConversationStore:
             await tx.notify(MESSAGES_CHANNEL)
         self.message_posted.set()
 
-    async def _require_installed(self, tx: SqlTransaction, app_id: str) -> None:
+    async def require_installed(self, tx: SqlTransaction, app_id: str) -> None:
         app = await tx.fetch_one("SELECT installed FROM apps WHERE app_id = ?", (app_id,))
         if app is None:
             raise AppNotFound(app_id)
@@ -305,9 +327,15 @@ class ConversationStore:
             raise ConversationEnded(conversation_id)
 
 
-async def _chat_messages(session: SqlSession, conversation_id: str) -> list[ChatMessage]:
+async def _chat_messages(
+    session: SqlSession, conversation_id: str, *, carried: bool = True
+) -> list[ChatMessage]:
+    """The conversation's messages; without the turns carried from a client's history when
+    `carried` is False (what its memory job reads)."""
     rows = await session.fetch_all(
-        "SELECT role, content FROM messages WHERE conversation_id = ?" + _IN_ORDER,
+        "SELECT role, content FROM messages WHERE conversation_id = ?"
+        + ("" if carried else " AND carried = 0")
+        + _IN_ORDER,
         (conversation_id,),
     )
     return [ChatMessage(row["role"], row["content"]) for row in rows]
@@ -320,28 +348,45 @@ async def insert_message(
     content: str,
     now: str,
     in_reply_to: int | None = None,
+    usage: TokenUsage | None = None,
+    carried: bool = False,
 ) -> int:
+    """`carried`: a turn of a client's history, left out of the memory job (see
+    loop/client_threads.py)."""
     row = await tx.fetch_one(
-        "INSERT INTO messages (conversation_id, role, content, created_at, in_reply_to)"
-        " VALUES (?, ?, ?, ?, ?) RETURNING id",
-        (conversation_id, role, content, now, in_reply_to),
+        "INSERT INTO messages (conversation_id, role, content, created_at, in_reply_to,"
+        " prompt_tokens, completion_tokens, carried) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+        " RETURNING id",
+        (conversation_id, role, content, now, in_reply_to,
+         usage.prompt_tokens if usage else None, usage.completion_tokens if usage else None,
+         int(carried)),
     )
     assert row is not None
     return int(row[0])
 
 
-async def end_within(tx: SqlTransaction, conversation_id: str, reason: str, now: str) -> bool:
+async def end_within(
+    tx: SqlTransaction,
+    conversation_id: str,
+    reason: str,
+    now: str,
+    *,
+    idle_since: str | None = None,
+) -> bool:
     """End the conversation inside `tx` and queue its memory job; False when it had
-    already ended. The caller sets `job_queued` once `tx` has committed."""
+    already ended (or had activity after `idle_since`). The caller sets `job_queued` once
+    `tx` has committed."""
     # Locks the row (PostgreSQL): two instances ending it at once queue one job.
     row = await tx.fetch_one(
-        "SELECT app_id, status FROM conversations WHERE conversation_id = ?"
+        "SELECT app_id, status, last_activity_at FROM conversations WHERE conversation_id = ?"
         f"{tx.dialect.lock_rows}",
         (conversation_id,),
     )
     if row is None:
         raise ConversationNotFound(conversation_id)
     if row["status"] == "ended":
+        return False
+    if idle_since is not None and row["last_activity_at"] >= idle_since:
         return False
     await tx.execute(
         "UPDATE conversations SET status = 'ended', end_reason = ?, ended_at = ?,"

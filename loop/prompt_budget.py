@@ -46,6 +46,12 @@ class PromptBudget:
             break
         return list(reversed(kept))
 
+    def beginning_within_half(self, text: str) -> str:
+        """`text`, or its beginning within half the budget (a client's own system prompt:
+        the memory block and the newest turns need the rest)."""
+        room = self.tokens // 2 * CHARS_PER_TOKEN
+        return text if len(text) <= room else text[:room] + " [rest omitted]"
+
     def transcript_chars(self, prompt_overhead_tokens: int = 700) -> int:
         """Characters of transcript that fit beside a prompt of `prompt_overhead_tokens`."""
         return max(1000, (self.tokens - prompt_overhead_tokens) * CHARS_PER_TOKEN)

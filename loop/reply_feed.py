@@ -1,7 +1,8 @@
 """What happens to answers on this instance, as it happens: the central loop publishes each
 piece of an answer's text and how the answer ended; callers waiting for a reply subscribe to
-one conversation. Nothing here is stored; the stored conversation stays the truth (another
-instance may answer, and then only the database tells)."""
+one conversation, and are handed the pieces of an answer under way first. Nothing here is
+stored; the stored conversation stays the truth (another instance may answer, and then only
+the database tells)."""
 
 from __future__ import annotations
 
@@ -67,10 +68,15 @@ class Subscription:
 class ReplyFeed:
     def __init__(self) -> None:
         self._subscribers: defaultdict[str, set[Subscription]] = defaultdict(set)
+        # The pieces of each answer being written on this instance, until it settles: a
+        # caller that subscribes late (one that asks the same question again) reads it whole.
+        self._under_way: dict[str, list[AnswerText]] = {}
 
     def subscribe(self, conversation_id: str) -> Subscription:
         subscription = Subscription(self, conversation_id)
         self._subscribers[conversation_id].add(subscription)
+        for piece in self._under_way.get(conversation_id, ()):
+            subscription.put(piece)
         return subscription
 
     def unsubscribe(self, subscription: Subscription) -> None:
@@ -82,5 +88,9 @@ class ReplyFeed:
                 del self._subscribers[subscription.conversation_id]
 
     def publish(self, conversation_id: str, event: AnswerEvent) -> None:
+        if isinstance(event, AnswerText):
+            self._under_way.setdefault(conversation_id, []).append(event)
+        else:
+            self._under_way.pop(conversation_id, None)
         for subscription in self._subscribers.get(conversation_id, ()):
             subscription.put(event)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from loop.admin_token import AdminToken
 from loop.answer_claims import AnswerClaims
 from loop.central import CentralLoop
+from loop.client_threads import ClientThreads
 from loop.conversations import ConversationStore
 from loop.energy import EnergyBudget
 from loop.health import HealthChecks
@@ -51,6 +52,8 @@ class Stores:
     agent: MemorySubAgent
     jobs: MemoryJobStore
     energy: EnergyBudget
+    # Conversations of the OpenAI and Ollama dialects' clients, matched by their history.
+    client_threads: ClientThreads
 
 
 @dataclass(frozen=True)
@@ -153,7 +156,10 @@ async def open_services(
         jobs = MemoryJobStore(database, clock, owner=owner, lease_seconds=lease)
         registry = AppRegistry(database, agent, jobs, clock)
         metrics = Metrics()
-        stores = Stores(registry, conversations, agent, jobs, energy)
+        stores = Stores(
+            registry, conversations, agent, jobs, energy,
+            ClientThreads(database, clock, conversations),
+        )
         central = CentralLoop(
             conversations=conversations,
             answers=answers,

@@ -93,6 +93,21 @@ class ChatModel(ABC):
             on_text(reply.text)
         return reply
 
+    async def served_names(self) -> list[str]:
+        """The names a client may ask for a model by (the OpenAI and Ollama dialects' model
+        lists), this one's first."""
+        return [self.served_name]
+
+    @property
+    def served_name(self) -> str:
+        """This model's name as a client sees it."""
+        return self.name
+
+    def named(self, served_name: str) -> ChatModel:
+        """The same backend answering with the model `served_name` (one of `served_names`);
+        this one when the backend holds only itself."""
+        return self
+
     async def unready_reason(self) -> str | None:
         """None when the model can answer; else why it cannot (a server that does not
         answer, a model not pulled). Asked at start and by the health check."""

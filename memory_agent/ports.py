@@ -32,6 +32,9 @@ class Dialect:
     skip_locked: str
     greatest: str
     least: str
+    # As `lock_rows`, but rows of other tables may still point at the locked ones meanwhile
+    # (PostgreSQL's FOR NO KEY UPDATE: an insert that references the row does not wait).
+    lock_rows_keeping_keys: str = ""
 
 
 SQLITE = Dialect("sqlite", lock_rows="", skip_locked="", greatest="MAX", least="MIN")
@@ -41,6 +44,7 @@ POSTGRESQL = Dialect(
     skip_locked=" FOR UPDATE SKIP LOCKED",
     greatest="GREATEST",
     least="LEAST",
+    lock_rows_keeping_keys=" FOR NO KEY UPDATE",
 )
 
 

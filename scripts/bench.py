@@ -33,6 +33,7 @@ from typing import Any
 import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_dialects import bench_dialects
 from bench_support import (
     TIMED_MODEL_SECONDS,
     InstantModel,
@@ -393,13 +394,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="about a minute: smaller data")
     parser.add_argument("--json", action="store_true", help="print the object on one line")
+    parser.add_argument("--only", metavar="NAME", help="one benchmark, such as bench_dialects")
     args = parser.parse_args()
     logging.disable(logging.WARNING)  # the 🧠 lines are per retrieval; keep them out of timings
     results: dict[str, Any] = {"mode": "quick" if args.quick else "full", "cpus": os.cpu_count()}
     with tempfile.TemporaryDirectory(prefix="mnemoloop-bench-") as folder:
         tmp = Path(folder)
-        for bench in (bench_retrieval, bench_jobs, bench_overhead, bench_http, bench_postgres,
-                      bench_model, bench_energy):
+        benches = (bench_retrieval, bench_jobs, bench_overhead, bench_http, bench_dialects,
+                   bench_postgres, bench_model, bench_energy)
+        for bench in benches:
+            if args.only and bench.__name__ != args.only:
+                continue
             started = time.perf_counter()
             results.update(bench(tmp, args.quick))
             print(f"bench: {bench.__name__} took {time.perf_counter() - started:.1f} s",

@@ -13,6 +13,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 MODEL = "fake:1b"
+# A second model the stand-in has pulled, for clients that name one.
+OTHER_MODEL = "fake-large:7b"
+# Questions the stand-in answers from what it was sent, so a test can see its prompt.
+SHOW_PROMPT = "What were you told?"
+WHICH_MODEL = "Which model are you?"
+# A question whose answer takes this long (a reply still being written).
+SLOW = "[slow]"
+SLOW_SECONDS = 2.0
 
 
 def answer_for(body: dict[str, Any]) -> str:
@@ -26,6 +34,11 @@ def answer_for(body: dict[str, Any]) -> str:
     if prompt.startswith("You are a memory management assistant."):
         ids = re.findall(r"\[id=(\d+)\]", prompt)
         return json.dumps({"action": "delete", "targetMemoryId": int(ids[0]), "reason": "old"})
+    question = body["messages"][-1]["content"]
+    if question == SHOW_PROMPT:
+        return "\n---\n".join(m["content"] for m in body["messages"] if m["role"] == "system")
+    if question == WHICH_MODEL:
+        return str(body["model"])
     return "Noted."
 
 
@@ -34,18 +47,19 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         if self.path == "/api/tags":
-            self._send({"models": [{"name": MODEL, "model": MODEL, "size": 1, "digest": "x",
-                                    "modified_at": "2025-10-01T00:00:00Z", "details": {}}]})
+            self._send({"models": [{"name": name, "model": name, "size": 1, "digest": "x",
+                                    "modified_at": "2025-10-01T00:00:00Z", "details": {}}
+                                   for name in (MODEL, OTHER_MODEL)]})
         else:
             self._send({"error": "not found"}, 404)
 
     def do_POST(self) -> None:
         length = int(self.headers.get("content-length", 0))
         body = json.loads(self.rfile.read(length))
-        time.sleep(self.delay)
+        time.sleep(SLOW_SECONDS if SLOW in body["messages"][-1]["content"] else self.delay)
         content = answer_for(body)
         self._send({
-            "model": MODEL, "created_at": "2025-10-11T14:13:43Z",
+            "model": body["model"], "created_at": "2025-10-11T14:13:43Z",
             "message": {"role": "assistant", "content": content}, "done": True,
             "done_reason": "stop", "prompt_eval_count": len(json.dumps(body)) // 4,
             "eval_count": len(content) // 4,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -53,15 +54,28 @@ def _is_transient(error: BaseException) -> bool:
     return isinstance(error, ChatModelError) and error.transient
 
 
+# How long the server's list of models is taken as it was.
+_TAGS_SECONDS = 5.0
+
+
 class OllamaChatModel(ChatModel):
     def __init__(
-        self, model: str, *, host: str | None = None, timeout: float = 30.0, attempts: int = 3
+        self,
+        model: str,
+        *,
+        host: str | None = None,
+        timeout: float = 30.0,
+        attempts: int = 3,
+        client: ollama.AsyncClient | None = None,
     ) -> None:
         self.name = f"ollama:{model}"
         self.model = model
-        self._client = ollama.AsyncClient(host=host, timeout=timeout)
+        self._client = client or ollama.AsyncClient(host=host, timeout=timeout)
         self.host = str(self._client._client.base_url).rstrip("/")
         self._attempts = attempts
+        # The server's other models, asked for by name (`named`), sharing this client.
+        self._siblings: dict[str, OllamaChatModel] = {}
+        self._listed: tuple[float, list[str]] = (-_TAGS_SECONDS - 1, [])
 
     async def chat(
         self,
@@ -154,6 +168,30 @@ class OllamaChatModel(ChatModel):
             usage=TokenUsage(last.prompt_eval_count or 0, last.eval_count or 0),
             truncated=last.done_reason == "length",
         )
+
+    @property
+    def served_name(self) -> str:
+        return self.model
+
+    async def served_names(self) -> list[str]:
+        """The models the server has pulled (`/api/tags`), this one first; asked again after
+        `_TAGS_SECONDS` (a client naming a model on every request would ask every time)."""
+        listed_at, names = self._listed
+        if time.monotonic() - listed_at > _TAGS_SECONDS:
+            with translated_ollama_errors(self.name):
+                listed = await self._client.list()
+            names = [entry.model for entry in listed.models if entry.model]
+            self._listed = (time.monotonic(), names)
+        return [self.model, *(name for name in names if name != self.model)]
+
+    def named(self, served_name: str) -> OllamaChatModel:
+        if served_name == self.model:
+            return self
+        if served_name not in self._siblings:
+            self._siblings[served_name] = OllamaChatModel(
+                served_name, attempts=self._attempts, client=self._client
+            )
+        return self._siblings[served_name]
 
     async def has_model(self) -> bool:
         """True when the server answers and has this model pulled (`/api/tags`)."""

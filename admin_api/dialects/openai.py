@@ -1,0 +1,253 @@
+"""OpenAI's Chat Completions dialect: `POST /v1/chat/completions` (whole, or streamed as
+server-sent chunks ending in `data: [DONE]`), `GET /v1/models` and `GET /v1/models/{id}`.
+Errors are the dialect's error object. What is refused and what is ignored is listed in
+`_REFUSED` and the README."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+from litestar import Request, Response, Router, get, post
+from litestar.background_tasks import BackgroundTask
+from litestar.params import FromPath, JSONBody
+from litestar.response import Stream
+
+from admin_api.dependencies import Provided
+from admin_api.dialects.common import (
+    MAX_DIALECT_BODY_BYTES,
+    DialectError,
+    chosen_model,
+    client_turns,
+    closing,
+    conversation_header,
+    dialect_caller,
+    end_if_asked,
+    error_handlers,
+    models_of,
+    post_history,
+    reply_pieces,
+    served_names,
+    settled_reply,
+    stream_failure,
+    thread_of,
+)
+from loop.conversations import ReplyStatus
+from loop.replies import Question
+from loop.service import Stores
+
+_ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant"}
+
+
+def _refusal(body: dict[str, Any]) -> str | None:
+    """Why a field the service cannot honour refuses the request (None: it is fine)."""
+    if body.get("n") not in (None, 1):
+        return "n: one choice is written per request"
+    if body.get("tools") or body.get("functions"):
+        return "tools: this endpoint does not call tools"
+    if body.get("tool_choice") not in (None, "none", "auto") or body.get("function_call") not in (
+        None, "none", "auto",
+    ):
+        return "tool_choice: this endpoint does not call tools"
+    if body.get("logprobs") or body.get("top_logprobs"):
+        return "logprobs: the model's token probabilities are not available"
+    response_format = body.get("response_format")
+    if response_format is not None and (
+        not isinstance(response_format, dict) or response_format.get("type") != "text"
+    ):
+        return "response_format: only text answers are written"
+    if body.get("audio") or "audio" in (body.get("modalities") or []):
+        return "audio: only text answers are written"
+    if body.get("prediction"):
+        return "prediction: predicted outputs are not supported"
+    if body.get("web_search_options") is not None:
+        return "web_search_options: this endpoint does not search the web"
+    return None
+
+
+def _text(content: Any, index: int) -> str:
+    if content is None or isinstance(content, str):
+        return content or ""
+    if isinstance(content, list):
+        texts = []
+        for part in content:
+            kind = part.get("type") if isinstance(part, dict) else type(part).__name__
+            if kind != "text" or not isinstance(part.get("text"), str):
+                raise DialectError(
+                    400, f"messages[{index}].content: only text parts are read, not {kind!r}"
+                )
+            texts.append(part["text"])
+        return "\n".join(texts)
+    raise DialectError(400, f"messages[{index}].content: a string or a list of text parts")
+
+
+def _messages(body: dict[str, Any]) -> list[tuple[str, str]]:
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        raise DialectError(400, "messages: a non-empty list of messages is required")
+    read = []
+    for index, message in enumerate(messages):
+        if not isinstance(message, dict):
+            raise DialectError(400, f"messages[{index}]: a message object is required")
+        role = message.get("role")
+        if role not in _ROLES:
+            raise DialectError(
+                400, f"messages[{index}].role: {role!r} is not supported (system, developer,"
+                " user or assistant)"
+            )
+        if message.get("tool_calls") or message.get("function_call"):
+            raise DialectError(400, f"messages[{index}]: tool calls are not supported")
+        read.append((_ROLES[role], _text(message.get("content"), index)))
+    return read
+
+
+@post("/chat/completions", status_code=200)
+async def chat_completions(
+    request: Request[Any, Any, Any], data: JSONBody[dict[str, Any]], stores: Provided[Stores]
+) -> Response[Any] | Stream:
+    started = time.time()
+    if not isinstance(data.get("model"), str) or not data["model"]:
+        raise DialectError(400, "model: the name of a model is required")
+    if refusal := _refusal(data):
+        raise DialectError(400, refusal)
+    history = client_turns(_messages(data))
+    model = await chosen_model(models_of(request).chat, data["model"])
+    metadata = data["metadata"] if isinstance(data.get("metadata"), dict) else {}
+    thread = thread_of(request, data.get("user"), metadata.get("conversation"))
+    question = await post_history(request, stores, history, model, thread)
+    completion_id = f"chatcmpl-{question.conversation_id}-{question.message_id}"
+    shape = _Shape(completion_id, int(started), model.served)
+    if data.get("stream"):
+        options = data.get("stream_options")
+        with_usage = isinstance(options, dict) and bool(options.get("include_usage"))
+        return Stream(
+            _chunks(shape, question, with_usage, lambda: end_if_asked(request, stores, question)),
+            media_type="text/event-stream",
+            headers={**conversation_header(question), "Cache-Control": "no-cache"},
+            background=BackgroundTask(closing, question),
+        )
+    status = await settled_reply(question)
+    await end_if_asked(request, stores, question)
+    return Response(shape.completion(status), headers=conversation_header(question))
+
+
+class _Shape:
+    """The fields every object of one completion shares."""
+
+    def __init__(self, completion_id: str, created: int, model: str) -> None:
+        self.id, self.created, self.model = completion_id, created, model
+
+    def completion(self, status: ReplyStatus) -> dict[str, Any]:
+        text = status.reply.content if status.reply else ""
+        return {
+            "id": self.id,
+            "object": "chat.completion",
+            "created": self.created,
+            "model": self.model,
+            "choices": [{
+                "index": 0,
+                "message": {"role": "assistant", "content": text, "refusal": None},
+                "logprobs": None,
+                "finish_reason": "stop",
+            }],
+            "usage": _usage(status),
+            "system_fingerprint": None,
+        }
+
+    def chunk(self, delta: dict[str, Any], finish_reason: str | None = None) -> bytes:
+        return _event({
+            "id": self.id,
+            "object": "chat.completion.chunk",
+            "created": self.created,
+            "model": self.model,
+            "choices": [{"index": 0, "delta": delta, "logprobs": None,
+                         "finish_reason": finish_reason}],
+        })
+
+    def usage_chunk(self, status: ReplyStatus) -> bytes:
+        return _event({
+            "id": self.id,
+            "object": "chat.completion.chunk",
+            "created": self.created,
+            "model": self.model,
+            "choices": [],
+            "usage": _usage(status),
+        })
+
+
+def _usage(status: ReplyStatus) -> dict[str, int]:
+    reply = status.reply
+    prompt = (reply.prompt_tokens if reply else None) or 0
+    completion = (reply.completion_tokens if reply else None) or 0
+    return {"prompt_tokens": prompt, "completion_tokens": completion,
+            "total_tokens": prompt + completion}
+
+
+def _event(payload: object) -> bytes:
+    return f"data: {json.dumps(payload)}\n\n".encode()
+
+
+async def _chunks(
+    shape: _Shape,
+    question: Question,
+    with_usage: bool,
+    ending: Callable[[], Awaitable[None]],
+) -> AsyncIterator[bytes]:
+    try:
+        yield shape.chunk({"role": "assistant", "content": ""})
+        async for piece in reply_pieces(question):
+            if isinstance(piece, str):
+                yield shape.chunk({"content": piece})
+                continue
+            yield shape.chunk({}, "stop")
+            if with_usage:
+                yield shape.usage_chunk(piece)
+        await ending()
+        yield b"data: [DONE]\n\n"
+    except Exception as error:  # said in the stream, as the dialect does
+        yield _event(_error_body(*stream_failure(error)))
+
+
+@get("/models")
+async def list_models(request: Request[Any, Any, Any]) -> dict[str, Any]:
+    chat = models_of(request).chat
+    return {"object": "list", "data": [_model(name) for name in await served_names(chat)]}
+
+
+@get("/models/{model_id:path}")
+async def get_model(request: Request[Any, Any, Any], model_id: FromPath[str]) -> dict[str, Any]:
+    name = model_id.lstrip("/")
+    if name not in await served_names(models_of(request).chat):
+        raise DialectError(404, f"the model {name!r} does not exist")
+    return _model(name)
+
+
+def _model(name: str) -> dict[str, Any]:
+    return {"id": name, "object": "model", "created": 0, "owned_by": "mnemoloop"}
+
+
+_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
+          404: "not_found_error", 409: "conflict_error", 413: "invalid_request_error",
+          429: "rate_limit_error"}
+
+
+def _error_body(status: int, message: str) -> dict[str, Any]:
+    kind = _TYPES.get(status, "api_error" if status >= 500 else "invalid_request_error")
+    return {"error": {"message": message, "type": kind, "param": None, "code": None}}
+
+
+def _render(status: int, message: str, headers: dict[str, str] | None) -> Response[Any]:
+    return Response(_error_body(status, message), status_code=status, headers=headers)
+
+
+def openai_router() -> Router:
+    return Router(
+        path="/v1",
+        route_handlers=[chat_completions, list_models, get_model],
+        before_request=dialect_caller,
+        exception_handlers=error_handlers(_render),  # type: ignore[arg-type]
+        request_max_body_size=MAX_DIALECT_BODY_BYTES,
+        include_in_schema=False,
+    )

@@ -1,0 +1,206 @@
+"""Conversations of clients that resend the whole history with every request (the OpenAI and
+Ollama dialects, `admin_api/dialects/`): which stored conversation a request continues.
+
+A request belongs to a thread of its app: the caller's user and conversation names, both
+optional (`thread_key`). An app holds at most one open conversation per thread. With S the
+thread's stored turns and R the request's (user and assistant messages, system ones aside,
+ending with the new user message), compared by role and text without surrounding spaces:
+
+- R without its last message is S: the new message continues the conversation;
+- S is a shorter beginning of that: the turns between are stored as they came (as answered),
+  then the new message;
+- R is S, whose last message still waits for its answer (or its answer failed): the same
+  question sent again; it is followed, not posted twice (a failed answer is tried again);
+- R is S without its last reply: the same question sent again after its reply was lost on
+  the way; the stored reply is given again;
+- anything else while an answer is being written: `ThreadBusy` (nothing is changed);
+- anything else: the thread's conversation ends (its memory job queued) and a new one opens
+  with R's earlier turns stored as answered, then the new message.
+
+All of it happens in one transaction, under a lock on the app's row on PostgreSQL, so
+instances sharing a database agree; a unique index keeps one open conversation per thread.
+Turns stored from a client's history are marked `carried`: the memory job of the conversation
+leaves them out, as they were the previous conversation's (whose memory has them) or the
+client's own examples.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from loop.conversations import ConversationStore, end_within, insert_message
+from loop.errors import ThreadBusy
+from loop.wakeups import MESSAGES_CHANNEL
+from memory_agent import ChatMessage
+from memory_agent.ports import Clock, Database, Row, SqlTransaction, now_text
+
+END_REASON_REPLACED = "replaced"
+END_REASON_CLIENT = "client"
+
+
+def thread_key(user: str | None, conversation: str | None) -> str:
+    """The thread of a caller: one string for the pair (either part may be empty), which no
+    other pair gives."""
+    return json.dumps([user or "", conversation or ""], ensure_ascii=False)
+
+
+@dataclass(frozen=True)
+class ClientRequest:
+    app_id: str
+    thread: str
+    # User and assistant messages, oldest first, ending with the new user message.
+    turns: Sequence[ChatMessage]
+    system_prompt: str | None = None
+    # The backend's name of the model to answer with; None for the configured one.
+    model: str | None = None
+
+
+@dataclass(frozen=True)
+class Posted:
+    """Where a request's user message went: its conversation and message id, whether the
+    conversation was opened for it, and the conversation it replaced (ended) if any."""
+
+    conversation_id: str
+    message_id: int
+    opened: bool
+    replaced: str | None = None
+    # The question was asked before (a reply being written, or stored, is followed).
+    asked_before: bool = False
+
+
+def _key(message: ChatMessage | Row) -> tuple[str, str]:
+    if isinstance(message, ChatMessage):
+        return message.role, message.content.strip()
+    return str(message["role"]), str(message["content"]).strip()
+
+
+class ClientThreads:
+    def __init__(self, database: Database, clock: Clock, conversations: ConversationStore) -> None:
+        self._db = database
+        self._clock = clock
+        self._conversations = conversations
+
+    async def post(self, request: ClientRequest) -> Posted:
+        if not request.turns or request.turns[-1].role != "user":
+            raise ValueError("a request's turns end with the user's new message")
+        posted = await self._db.run_transaction(lambda tx: self._post_within(tx, request))
+        if posted.replaced:
+            self._conversations.job_queued.set()
+        self._conversations.message_posted.set()
+        return posted
+
+    async def end(self, conversation_id: str) -> bool:
+        """The client said the conversation is over: end it and queue its memory job."""
+        return await self._conversations.end(conversation_id, END_REASON_CLIENT)
+
+    async def _post_within(self, tx: SqlTransaction, request: ClientRequest) -> Posted:
+        # Serialises one app's client requests across instances (PostgreSQL; SQLite's
+        # transactions are serial already). Keeping keys: ending a conversation inserts a
+        # memory job that points at this row, and must not wait for us while we wait for it.
+        await tx.fetch_one(
+            f"SELECT app_id FROM apps WHERE app_id = ?{tx.dialect.lock_rows_keeping_keys}",
+            (request.app_id,),
+        )
+        current = await tx.fetch_one(
+            "SELECT conversation_id, answered_up_to, answer_state FROM conversations"
+            " WHERE app_id = ? AND client_thread = ? AND status = 'open'"
+            f"{tx.dialect.lock_rows}",
+            (request.app_id, request.thread),
+        )
+        now = now_text(self._clock)
+        wanted = [_key(m) for m in request.turns]
+        if current is not None:
+            conversation_id = str(current["conversation_id"])
+            stored = await tx.fetch_all(
+                "SELECT id, role, content FROM messages WHERE conversation_id = ?"
+                " AND role IN ('user', 'assistant') ORDER BY id",
+                (conversation_id,),
+            )
+            have = [_key(row) for row in stored]
+            last_user = max((int(r["id"]) for r in stored if r["role"] == "user"), default=0)
+            waiting = last_user > int(current["answered_up_to"])
+            failed = current["answer_state"] == "failed"
+            await self._keep_settings(tx, conversation_id, request)
+            if have == wanted and waiting:
+                if failed:
+                    await self._try_again(tx, conversation_id)
+                return Posted(conversation_id, last_user, opened=False, asked_before=True)
+            if have[:-1] == wanted and have[-1][0] == "assistant" and not waiting:
+                return Posted(conversation_id, last_user, opened=False, asked_before=True)
+            if have == wanted[:-1]:
+                return Posted(conversation_id, await self._ask(tx, conversation_id, request, now),
+                              opened=False)
+            if waiting and not failed:
+                raise ThreadBusy(conversation_id)
+            if have == wanted[: len(have)]:
+                await self._store_answered(tx, conversation_id, request.turns[len(have):-1], now)
+                return Posted(conversation_id, await self._ask(tx, conversation_id, request, now),
+                              opened=False)
+            await end_within(tx, conversation_id, END_REASON_REPLACED, now)
+        replaced = str(current["conversation_id"]) if current is not None else None
+        conversation_id = await self._open(tx, request, now)
+        await self._store_answered(tx, conversation_id, request.turns[:-1], now)
+        message_id = await self._ask(tx, conversation_id, request, now)
+        return Posted(conversation_id, message_id, opened=True, replaced=replaced)
+
+    async def _open(self, tx: SqlTransaction, request: ClientRequest, now: str) -> str:
+        await self._conversations.require_installed(tx, request.app_id)
+        conversation_id = uuid.uuid4().hex
+        await tx.execute(
+            "INSERT INTO conversations (conversation_id, app_id, status, created_at,"
+            " last_activity_at, client_thread, system_prompt, model)"
+            " VALUES (?, ?, 'open', ?, ?, ?, ?, ?)",
+            (conversation_id, request.app_id, now, now, request.thread, request.system_prompt,
+             request.model),
+        )
+        return conversation_id
+
+    async def _keep_settings(
+        self, tx: SqlTransaction, conversation_id: str, request: ClientRequest
+    ) -> None:
+        """The client's system prompt and model of its latest request are the ones used."""
+        await tx.execute(
+            "UPDATE conversations SET system_prompt = ?, model = ? WHERE conversation_id = ?",
+            (request.system_prompt, request.model, conversation_id),
+        )
+
+    async def _store_answered(
+        self, tx: SqlTransaction, conversation_id: str, turns: Sequence[ChatMessage], now: str
+    ) -> None:
+        """Earlier turns the client holds: stored as carried, and taken as answered."""
+        last = 0
+        for turn in turns:
+            last = await insert_message(
+                tx, conversation_id, turn.role, turn.content, now, carried=True
+            )
+        if last:
+            await tx.execute(
+                "UPDATE conversations SET answered_up_to = ? WHERE conversation_id = ?",
+                (last, conversation_id),
+            )
+
+    async def _ask(
+        self, tx: SqlTransaction, conversation_id: str, request: ClientRequest, now: str
+    ) -> int:
+        message_id = await insert_message(
+            tx, conversation_id, "user", request.turns[-1].content, now
+        )
+        await tx.execute(
+            "UPDATE conversations SET last_activity_at = ?, answer_state ="
+            " NULLIF(answer_state, 'failed'), answer_error = NULL, answer_attempts = 0"
+            " WHERE conversation_id = ?",
+            (now, conversation_id),
+        )
+        await tx.notify(MESSAGES_CHANNEL)
+        return message_id
+
+    async def _try_again(self, tx: SqlTransaction, conversation_id: str) -> None:
+        await tx.execute(
+            "UPDATE conversations SET answer_state = NULL, answer_error = NULL,"
+            " answer_attempts = 0 WHERE conversation_id = ? AND answer_state = 'failed'",
+            (conversation_id,),
+        )
+        await tx.notify(MESSAGES_CHANNEL)

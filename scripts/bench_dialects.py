@@ -1,0 +1,140 @@
+"""The OpenAI dialect against the native routes, on a real HTTP server in this process:
+
+- `dropin_added_p50_ms`: what a `POST /v1/chat/completions` that continues a conversation
+  takes over the native `POST /conversations/{id}/messages?wait=` of the same turn, at the
+  median, with a model that answers at once (the two kinds of request alternate, so both see
+  the same machine);
+- `dropin_ttft_p50_ms` against `model_ttft_p50_ms`: streamed time to first token through the
+  dialect, and the model's own (a model that writes its answer in pieces, the first after
+  `PIECE_SECONDS`).
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+from bench_support import InstantModel, scripted_answer
+
+from admin_api import create_app
+from loop.service import open_services
+from loop.settings import Settings
+from memory_agent import ChatMessage, ChatModel, ChatReply, ToolSpec
+from memory_agent.chat_model import JsonSchema, TextSink, TokenUsage
+from mnemoloop.runner import http_server, listening_socket
+
+TOKEN = "bench-dialects"
+PIECES = 8
+PIECE_SECONDS = 0.05
+
+
+class PacedModel(ChatModel):
+    """Writes each answer in `PIECES` pieces, `PIECE_SECONDS` apart; keeps its own times to
+    the first piece."""
+
+    name = "paced"
+
+    def __init__(self) -> None:
+        self.first_piece_seconds: list[float] = []
+
+    async def chat(self, messages: Sequence[ChatMessage], *, tools: Sequence[ToolSpec] = (),
+                   json_schema: JsonSchema | None = None) -> ChatReply:
+        text = scripted_answer(messages)
+        return ChatReply(text, usage=TokenUsage(100, len(text) // 4))
+
+    async def chat_streaming(self, messages: Sequence[ChatMessage], *, on_text: TextSink,
+                             tools: Sequence[ToolSpec] = ()) -> ChatReply:
+        started = time.perf_counter()
+        for piece in range(PIECES):
+            await anyio.sleep(PIECE_SECONDS)
+            if piece == 0:
+                self.first_piece_seconds.append(time.perf_counter() - started)
+            on_text(f"word{piece} ")
+        return ChatReply(" ".join(f"word{p}" for p in range(PIECES)), usage=TokenUsage(100, 8))
+
+
+async def _serving(db: Path, model: ChatModel,
+                   work: Callable[[httpx.AsyncClient], Awaitable[None]]) -> None:
+    settings = Settings(db=db, llm="local", admin_token=TOKEN, idle_end_seconds=3600)
+    async with open_services(settings, chat_model=model, memory_model=InstantModel()) as services:
+        sock = listening_socket("127.0.0.1", 0)
+        server = http_server(create_app(services), sock)
+        port = sock.getsockname()[1]
+        async with anyio.create_task_group() as group:
+            group.start_soon(services.central.run)
+            group.start_soon(services.worker.run)
+            group.start_soon(lambda: server.serve(sockets=[sock]))
+            while not server.started:  # noqa: ASYNC110
+                await anyio.sleep(0.01)
+            headers = {"Authorization": f"Bearer {TOKEN}", "X-Mnemoloop-App": "bench"}
+            async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", headers=headers,
+                                         timeout=60) as client:
+                assert (await client.post("/apps", json={"appId": "bench", "name": "Bench"})
+                        ).status_code == 201
+                await work(client)
+            server.should_exit = True
+            await services.central.drain(5)
+            group.cancel_scope.cancel()
+
+
+async def _added_latency(client: httpx.AsyncClient, chats: int, turns: int,
+                         native: list[float], dropin: list[float]) -> None:
+    for chat in range(chats):
+        opened = await client.post("/apps/bench/conversations")
+        conversation_id = opened.json()["conversationId"]
+        history: list[dict[str, Any]] = []
+        for turn in range(turns):
+            said = f"chat {chat} turn {turn}: the weather is fine"
+            started = time.perf_counter()
+            reply = await client.post(f"/conversations/{conversation_id}/messages?wait=30",
+                                      json={"content": said})
+            native.append(time.perf_counter() - started)
+            assert reply.status_code == 200, reply.text
+            history.append({"role": "user", "content": said})
+            started = time.perf_counter()
+            completion = await client.post(
+                "/v1/chat/completions", json={"model": "any", "messages": history,
+                                              "user": f"chat{chat}"})
+            dropin.append(time.perf_counter() - started)
+            assert completion.status_code == 200, completion.text
+            history.append(completion.json()["choices"][0]["message"])
+
+
+async def _first_tokens(client: httpx.AsyncClient, requests: int, seen: list[float]) -> None:
+    for number in range(requests):
+        body = {"model": "any", "stream": True, "user": f"ttft{number}",
+                "messages": [{"role": "user", "content": f"question {number}"}]}
+        started = time.perf_counter()
+        async with client.stream("POST", "/v1/chat/completions", json=body) as response:
+            async for line in response.aiter_lines():
+                if '"content": "word' in line:
+                    seen.append(time.perf_counter() - started)
+                    break
+            async for _ in response.aiter_lines():
+                pass
+
+
+def bench_dialects(tmp: Path, quick: bool) -> dict[str, Any]:
+    chats, turns = (4, 5) if quick else (10, 10)
+    native: list[float] = []
+    dropin: list[float] = []
+    anyio.run(_serving, tmp / "dialects.db", InstantModel(),
+              lambda client: _added_latency(client, chats, turns, native, dropin))
+    paced = PacedModel()
+    ttft: list[float] = []
+    anyio.run(_serving, tmp / "dialects-ttft.db", paced,
+              lambda client: _first_tokens(client, 10 if quick else 30, ttft))
+    return {
+        "dropin_requests": len(dropin),
+        "native_p50_ms": round(statistics.median(native) * 1000, 3),
+        "dropin_p50_ms": round(statistics.median(dropin) * 1000, 3),
+        "dropin_added_p50_ms": round((statistics.median(dropin) - statistics.median(native))
+                                     * 1000, 3),
+        "dropin_ttft_p50_ms": round(statistics.median(ttft) * 1000, 3),
+        "model_ttft_p50_ms": round(statistics.median(paced.first_piece_seconds) * 1000, 3),
+    }

@@ -1,0 +1,260 @@
+"""The OpenAI and Ollama dialects, driven by their own official Python clients against a real
+`mnemoloop serve` process (in front of the stand-in Ollama): several requests of a client are
+one conversation, its memory is written when it ends, a later conversation of the same app
+gets it in its system prompt, and another app never does."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import sqlite3
+import time
+from collections.abc import Iterator
+from contextlib import closing
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import ollama
+import openai
+import pytest
+
+from tests.fake_ollama import MODEL, OTHER_MODEL, SHOW_PROMPT, SLOW, WHICH_MODEL, fake_ollama
+from tests.live_service import free_port, start_serve
+
+pytestmark = pytest.mark.anyio
+ADMIN = "dialect-admin"
+END = {"X-Mnemoloop-End-Conversation": "true"}
+
+
+class Service:
+    def __init__(self, url: str, db: Path) -> None:
+        self.url = url
+        self.db = db
+        self.admin = httpx.Client(base_url=url, headers={"Authorization": f"Bearer {ADMIN}"})
+        self.keys: dict[str, str] = {}
+        self.clients: list[Any] = [self.admin]
+
+    def close(self) -> None:
+        for client in self.clients:
+            client.close()
+
+    def install(self, app_id: str) -> str:
+        response = self.admin.post("/apps", json={"appId": app_id, "name": app_id})
+        assert response.status_code == 201, response.text
+        self.keys[app_id] = response.json()["apiKey"]
+        return self.keys[app_id]
+
+    def openai(self, app_id: str, **headers: str) -> openai.OpenAI:
+        return self.kept(openai.OpenAI(base_url=f"{self.url}/v1", api_key=self.keys.get(
+            app_id, app_id), default_headers=headers or None, max_retries=0))
+
+    def ollama(self, app_id: str, **headers: str) -> ollama.Client:
+        return self.kept(ollama.Client(host=self.url, headers={
+            "Authorization": f"Bearer {self.keys[app_id]}", **headers}))
+
+    def kept(self, client: Any) -> Any:
+        """`client`, closed with the service."""
+        self.clients.append(client)
+        return client
+
+    def conversations(self, app_id: str) -> list[dict[str, Any]]:
+        """The app's conversations, oldest first, as the database file holds them."""
+        with closing(sqlite3.connect(f"file:{self.db}?mode=ro", uri=True)) as db:
+            rows = db.execute(
+                "SELECT c.status, (SELECT COUNT(*) FROM messages m"
+                " WHERE m.conversation_id = c.conversation_id) FROM conversations c"
+                " WHERE c.app_id = ? ORDER BY c.created_at, c.rowid", (app_id,)).fetchall()
+        return [{"state": status, "messageCount": count} for status, count in rows]
+
+    def memories_once_written(self, app_id: str) -> list[str]:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            items = self.admin.get(f"/apps/{app_id}/memories").json()["memories"]
+            if items:
+                return [item["content"] for item in items]
+            time.sleep(0.1)
+        raise AssertionError(f"no memory was written for {app_id}")
+
+
+@pytest.fixture(scope="module")
+def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
+    folder: Path = tmp_path_factory.mktemp("dialects")
+    port = free_port()
+    with fake_ollama(delay=0.005) as backend:
+        process = start_serve(folder / "dialects.db", port, backend, folder / "serve.log",
+                              token=ADMIN)
+        try:
+            url = f"http://127.0.0.1:{port}"
+            deadline = time.monotonic() + 30
+            while True:
+                try:
+                    if httpx.get(url + "/health").status_code == 200:
+                        break
+                except httpx.TransportError:
+                    pass
+                assert time.monotonic() < deadline, (folder / "serve.log").read_text()
+                time.sleep(0.1)
+            running = Service(url, folder / "dialects.db")
+            yield running
+            running.close()
+        finally:
+            process.terminate()
+            assert process.wait(timeout=30) == 0, (folder / "serve.log").read_text()
+
+
+def test_an_openai_client_gets_a_memory_that_a_later_conversation_is_given(service):
+    service.install("locker")
+    service.install("elsewhere")
+    client = service.openai("locker")
+    history: list[Any] = [{"role": "system", "content": "You run the gym's front desk."}]
+    ids = set()
+    for said in ("Hello!", "My locker code is 4821.", "Thanks, bye."):
+        history.append({"role": "user", "content": said})
+        raw = client.chat.completions.with_raw_response.create(
+            model="gpt-4o-mini", messages=history,
+            extra_headers=END if said == "Thanks, bye." else None)
+        ids.add(raw.headers["x-mnemoloop-conversation-id"])
+        completion = raw.parse()
+        assert completion.model == MODEL  # the client's model is not the backend's
+        assert completion.choices[0].message.content == "Noted."
+        assert completion.usage and completion.usage.completion_tokens > 0
+        history.append({"role": "assistant", "content": completion.choices[0].message.content})
+    assert len(ids) == 1  # three requests, one conversation
+    [conversation] = service.conversations("locker")
+    assert conversation["state"] == "ended" and conversation["messageCount"] == 6
+    assert any("4821" in memory for memory in service.memories_once_written("locker"))
+
+    later = client.chat.completions.create(
+        model="gpt-4o-mini",
+        messages=[{"role": "system", "content": "You run the gym's front desk."},
+                  {"role": "user", "content": SHOW_PROMPT}])
+    prompt = later.choices[0].message.content or ""
+    assert prompt.startswith("You run the gym's front desk.")  # the client's own system prompt
+    assert "4821" in prompt  # and the app's memory block after it
+    other = service.openai("elsewhere").chat.completions.create(
+        model="gpt-4o-mini", messages=[{"role": "user", "content": SHOW_PROMPT}])
+    assert "4821" not in (other.choices[0].message.content or "")
+
+
+async def test_an_async_openai_client_streams_with_usage(service):
+    service.install("streamer")
+    client = openai.AsyncOpenAI(base_url=f"{service.url}/v1",
+                                api_key=service.keys["streamer"], max_retries=0)
+    stream = await client.chat.completions.create(
+        model=OTHER_MODEL, messages=[{"role": "user", "content": WHICH_MODEL}], stream=True,
+        stream_options={"include_usage": True})
+    text, usage, models = "", None, set()
+    async for chunk in stream:
+        models.add(chunk.model)
+        if chunk.choices:
+            text += chunk.choices[0].delta.content or ""
+        if chunk.usage:
+            usage = chunk.usage
+    assert text == OTHER_MODEL and models == {OTHER_MODEL}  # the model the client named
+    assert usage is not None and usage.prompt_tokens > 0
+    models_listed = [model.id async for model in client.models.list()]
+    assert models_listed == [MODEL, OTHER_MODEL]
+    await client.close()
+
+
+def test_an_ollama_client_continues_one_conversation_streamed_or_not(service):
+    service.install("pantry")
+    client = service.ollama("pantry")
+    history = [{"role": "user", "content": "Hi there."}]
+    first = client.chat(model=MODEL, messages=history, stream=False)
+    assert first.done and first.done_reason == "stop" and first.message.content == "Noted."
+    assert first.eval_count and first.eval_count > 0
+    history += [{"role": "assistant", "content": first.message.content},
+                {"role": "user", "content": "My locker code is 1357."}]
+    pieces = list(client.chat(model=MODEL, messages=history, stream=True))
+    assert "".join(p.message.content or "" for p in pieces) == "Noted."
+    assert pieces[-1].done and pieces[-1].done_reason == "stop"
+    assert [c["messageCount"] for c in service.conversations("pantry")] == [4]
+    history += [{"role": "assistant", "content": "Noted."}, {"role": "user", "content": "Bye."}]
+    service.ollama("pantry", **END).chat(model=MODEL, messages=history, stream=False)
+    assert [c["state"] for c in service.conversations("pantry")] == ["ended"]
+    assert any("1357" in memory for memory in service.memories_once_written("pantry"))
+    tags = client.list()
+    assert [model.model for model in tags.models] == [MODEL, OTHER_MODEL]
+    named = client.chat(model=OTHER_MODEL, messages=[{"role": "user", "content": WHICH_MODEL}])
+    assert named.model == OTHER_MODEL and named.message.content == OTHER_MODEL
+
+
+async def test_an_async_ollama_client_is_given_the_memory(service):
+    service.install("notes")
+    client = ollama.AsyncClient(host=service.url,
+                                headers={"Authorization": f"Bearer {service.keys['notes']}"})
+    ender = ollama.AsyncClient(host=service.url, headers={
+        "Authorization": f"Bearer {service.keys['notes']}", **END})
+    await ender.chat(model=MODEL, messages=[{"role": "user", "content": "My locker code is 2468."}])
+    with anyio.fail_after(30):
+        while not service.admin.get("/apps/notes/memories").json()["memories"]:
+            await anyio.sleep(0.1)
+    reply = ""
+    async for part in await client.chat(
+        model="llama3.2", stream=True, messages=[{"role": "user", "content": SHOW_PROMPT}]):
+        reply += part.message.content or ""
+    assert "2468" in reply
+    await client.close()
+    await ender.close()
+
+
+def test_refusals_come_in_each_dialect(service):
+    service.install("strict")
+    client = service.openai("strict")
+    with pytest.raises(openai.BadRequestError) as refused:
+        client.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "hi"}],
+            tools=[{"type": "function", "function": {"name": "f", "parameters": {}}}])
+    assert "tools" in refused.value.message
+    with pytest.raises(openai.BadRequestError):
+        client.chat.completions.create(model="m", n=2,
+                                       messages=[{"role": "user", "content": "hi"}])
+    with pytest.raises(openai.BadRequestError) as image:
+        client.chat.completions.create(model="m", messages=[{"role": "user", "content": [
+            {"type": "image_url", "image_url": {"url": "data:image/png;base64,AA=="}}]}])
+    assert "image_url" in image.value.message
+    with pytest.raises(openai.AuthenticationError):
+        service.openai("wrong-key").chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "hi"}])
+    with pytest.raises(ollama.ResponseError) as ollama_refused:
+        service.ollama("strict").chat(model=MODEL, format="json",
+                                      messages=[{"role": "user", "content": "hi"}])
+    assert ollama_refused.value.status_code == 400 and "format" in ollama_refused.value.error
+    # The admin token works once it names the app; without the name it is refused.
+    admin = service.openai(ADMIN)
+    with pytest.raises(openai.BadRequestError) as unnamed:
+        admin.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
+    assert "X-Mnemoloop-App" in unnamed.value.message
+    named = admin.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}],
+                                          extra_headers={"X-Mnemoloop-App": "strict"})
+    assert named.choices[0].message.content == "Noted."
+    assert service.conversations("strict")[0]["messageCount"] == 2  # refusals stored nothing
+
+
+def test_concurrent_requests_of_one_thread(service):
+    service.install("busy")
+    client = service.openai("busy")
+    question = [{"role": "user", "content": f"{SLOW} What is on today?"}]
+
+    def ask(messages: list[Any]) -> str:
+        reply = client.chat.completions.create(model="m", messages=messages)
+        return reply.choices[0].message.content or ""
+
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        first = pool.submit(ask, question)
+        time.sleep(0.5)
+        # The same question again follows the same answer; another history must wait.
+        again = pool.submit(ask, question)
+        with pytest.raises(openai.ConflictError) as busy:
+            ask([{"role": "user", "content": "Something else."}])
+        assert "still being written" in busy.value.message
+        assert first.result(timeout=30) == again.result(timeout=30) == "Noted."
+    [conversation] = service.conversations("busy")
+    assert conversation["messageCount"] == 2
+    # Another user of the app is another thread, and is not held up.
+    other = client.chat.completions.create(
+        model="m", user="someone-else", messages=[{"role": "user", "content": "Hi."}])
+    assert other.choices[0].message.content == "Noted."
+    assert len(service.conversations("busy")) == 2
