@@ -29,6 +29,8 @@ from loop.admin_token import AdminToken
 from loop.registry import AppRegistry
 
 CHALLENGE = {"WWW-Authenticate": 'Bearer realm="mnemoloop"'}
+# Where `admin_or_any_app` leaves the app of the key, in the request's state.
+_KEY_APP = "key_app"
 
 
 def _registry(connection: ASGIConnection[Any, Any, Any, Any]) -> AppRegistry:
@@ -102,6 +104,18 @@ async def admin_only(connection: ASGIConnection[Any, Any, Any, Any]) -> None:
             "this route needs the admin token: an app key opens only its own app's"
             " conversations and the reading of its memories"
         )
+
+
+async def admin_or_any_app(connection: ASGIConnection[Any, Any, Any, Any]) -> None:
+    """The admin token or any app's key; the handler scopes what the key reaches to its own
+    app (`key_app`)."""
+    connection.state[_KEY_APP] = (await checked_owner(connection)).app_id
+
+
+def key_app(connection: ASGIConnection[Any, Any, Any, Any]) -> str | None:
+    """The app whose key `admin_or_any_app` found; None for the admin token."""
+    app_id: str | None = connection.state[_KEY_APP]
+    return app_id
 
 
 async def admin_or_own_app(connection: ASGIConnection[Any, Any, Any, Any]) -> None:

@@ -23,7 +23,7 @@ from pydantic import BaseModel, Field
 from admin_api.auth import TokenOwner, token_owner
 from admin_api.schemas import job_out, memory_event_out, memory_out
 from loop.admin_token import AdminToken
-from loop.registry import AppRegistry
+from loop.registry import MAX_USER_ID, AppRegistry, validate_user_id
 from loop.service import Stores
 from memory_agent.errors import MnemoloopError
 from memory_agent.models import MAX_MEMORY_ID
@@ -33,6 +33,8 @@ MAX_TURNS = 200
 MAX_TURN_CHARS = 32_000
 # A request to /mcp may carry a whole transcript; nothing larger is read.
 MAX_REQUEST_BYTES = 1024 * 1024
+# A user of the app, as the app names them: their memory space instead of the app's shared one.
+UserIdArgument = Annotated[str | None, Field(min_length=1, max_length=MAX_USER_ID)]
 
 
 class Caller(TokenOwner):
@@ -106,15 +108,18 @@ def build_mcp_server(stores: Stores, find_caller: FindCaller) -> FastMCP[Any]:
         app_id: str | None = None,
         query: str | None = None,
         limit: Annotated[int, Field(ge=1, le=100)] = 10,
+        user_id: UserIdArgument = None,
     ) -> list[dict[str, Any]]:
-        """An app's memories, newest first; with `query`, those matching it, best first."""
+        """An app's memories, newest first; with `query`, those matching it, best first. Of
+        the user's space with `user_id`, else of the app's shared space."""
         app = (await find_caller(ctx)).app(app_id)
         async with _tool_errors():
             await registry.require(app)
+            space = _space(user_id)
             if query is not None:
-                memories = await agent.search_memories(app, query, limit=limit)
+                memories = await agent.search_memories(app, query, limit=limit, user_id=space)
             else:
-                memories = (await agent.list_memories(app))[:limit]
+                memories = (await agent.list_memories(app, user_id=space))[:limit]
         return [_builtins(memory_out(m)) for m in memories]
 
     @server.tool()
@@ -122,13 +127,16 @@ def build_mcp_server(stores: Stores, find_caller: FindCaller) -> FastMCP[Any]:
         ctx: Context[Any, Any, Any],
         transcript: Annotated[list[Turn], Field(min_length=1, max_length=MAX_TURNS)],
         app_id: str | None = None,
+        user_id: UserIdArgument = None,
     ) -> dict[str, Any]:
         """Hand a finished conversation (its turns, oldest first) to the memory sub-agent,
-        which writes the app's memory of it in the background; answers with the job."""
+        which writes the app's memory of it in the background (in the user's space with
+        `user_id`); answers with the job."""
         app = (await find_caller(ctx)).app(app_id)
         async with _tool_errors():
             job = await conversations.record_finished(
-                app, [(turn.role, turn.content) for turn in transcript], reason="mcp"
+                app, [(turn.role, turn.content) for turn in transcript], reason="mcp",
+                user_id=_space(user_id),
             )
         return _builtins(job_out(job))
 
@@ -153,12 +161,17 @@ def build_mcp_server(stores: Stores, find_caller: FindCaller) -> FastMCP[Any]:
         memory_id: Annotated[int | None, Field(ge=1, le=MAX_MEMORY_ID)] = None,
         since: Annotated[int, Field(ge=0, le=MAX_MEMORY_ID)] = 0,
         limit: Annotated[int, Field(ge=1, le=1000)] = 100,
+        user_id: UserIdArgument = None,
     ) -> list[dict[str, Any]]:
-        """Every change to the app's memories (or to one), oldest first, after event `since`."""
+        """Every change to the app's memories (or to one, or to one user's space), oldest
+        first, after event `since`."""
         app = (await find_caller(ctx)).app(app_id)
         async with _tool_errors():
             await registry.require(app)
-            events = await agent.history(app, memory_id=memory_id, after_id=since, limit=limit)
+            events = await agent.history(
+                app, memory_id=memory_id, after_id=since, limit=limit,
+                user_id=None if user_id is None else _space(user_id),
+            )
         return [_builtins(memory_event_out(event)) for event in events]
 
     @server.tool()
@@ -190,6 +203,17 @@ def build_mcp_server(stores: Stores, find_caller: FindCaller) -> FastMCP[Any]:
         return agent.format_memories_for_context(app_record.name, memories)
 
     return server
+
+
+def _space(user_id: str | None) -> str:
+    """The space a tool reads or writes: the user's (checked), else the app's shared one."""
+    if user_id is None:
+        return ""
+    try:
+        validate_user_id(user_id)
+    except MnemoloopError as error:
+        raise ToolError(str(error)) from error
+    return user_id
 
 
 @asynccontextmanager

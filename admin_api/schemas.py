@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 import msgspec
-from litestar.params import PathParameter
+from litestar.openapi.spec import Operation, RequestBody
+from litestar.params import PathParameter, QueryParameter
 
+from loop.errors import InvalidInput
 from loop.jobs import MemoryJob
-from loop.registry import APP_ID_PATTERN, MAX_NAME, NAME_PATTERN
+from loop.registry import APP_ID_PATTERN, MAX_NAME, MAX_USER_ID, NAME_PATTERN, USER_ID_PATTERN
 from memory_agent.models import MAX_MEMORY_ID, ImportedMemory, Memory, MemoryEvent
 
 AppId = Annotated[
@@ -29,13 +32,62 @@ MemoryId = Annotated[
 ]
 
 
+@dataclass
+class OptionalBodyOperation(Operation):
+    """An operation whose JSON body may be left out (Litestar marks every body required)."""
+
+    def __post_init__(self) -> None:
+        if isinstance(self.request_body, RequestBody):
+            self.request_body.required = False
+
+
+def strict_booleans(raw: object, *names: str) -> None:
+    """The request decodes leniently (0 and "false" read as booleans): the named fields of
+    the raw JSON body must be true or false."""
+    if not isinstance(raw, dict):
+        return
+    for name in names:
+        if name in raw and not isinstance(raw[name], bool):
+            raise InvalidInput(f"{name}: true or false")
+
+
 class Body(msgspec.Struct, rename="camel"):
     """A request body. Unknown fields are ignored, as the OpenAPI schema allows them."""
+
+
+UserIdText = Annotated[
+    str,
+    msgspec.Meta(
+        pattern=USER_ID_PATTERN,
+        max_length=MAX_USER_ID,
+        description="a user of the app, as the app names them: no control characters, no '/'",
+    ),
+]
+UserIdQuery = Annotated[
+    str | None,
+    QueryParameter(
+        name="userId",
+        pattern=USER_ID_PATTERN,
+        max_length=MAX_USER_ID,
+        description="a user's memory space; without it, the app's shared space",
+    ),
+]
 
 
 class InstallApp(Body):
     app_id: AppId
     name: AppName
+    # A user's conversation writes its memory to the app's shared space too.
+    users_write_shared: bool = False
+
+
+class AppSettings(Body):
+    users_write_shared: bool
+
+
+class OpenConversation(Body):
+    # The user whose memory space the conversation reads and writes; none: the app's shared.
+    user_id: UserIdText | None = None
 
 
 class PostMessage(Body):
@@ -90,6 +142,30 @@ class AppOut(Reply):
     name: str
     installed: bool
     memory_count: int
+    users_write_shared: bool
+
+
+class SpaceOut(Reply):
+    """A memory space of an app: its shared one (`userId` "") or a user's."""
+
+    user_id: str
+    memory_count: int
+
+
+class SpacesOut(Reply):
+    spaces: list[SpaceOut]
+
+
+class ErasedAppOut(Reply):
+    app_id: str
+    memories: int
+    conversations: int
+    jobs_cancelled: int
+
+
+class ErasedUserOut(Reply):
+    user_id: str
+    apps: list[ErasedAppOut]
 
 
 class AppsOut(Reply):
@@ -146,6 +222,8 @@ class MemoryOut(Reply):
     updated_at: str
     source_conversation_id: str | None
     metadata: dict[str, Any]
+    # The space: "" for the app's shared one, else the user's.
+    user_id: str
 
 
 class MemoriesOut(Reply):
@@ -246,7 +324,8 @@ class HealthOut(Reply):
 
 def memory_out(m: Memory) -> MemoryOut:
     return MemoryOut(
-        m.id, m.content, m.created_at, m.updated_at, m.source_conversation_id, m.metadata
+        m.id, m.content, m.created_at, m.updated_at, m.source_conversation_id, m.metadata,
+        m.user_id,
     )
 
 

@@ -22,7 +22,7 @@ from loop.prompt_budget import PromptBudget
 from loop.registry import App, AppRegistry
 from loop.reply_feed import AnswerSettled, AnswerText
 from loop.wakeups import InFlight
-from memory_agent import ChatMessage, ChatModel, MemorySubAgent, ToolSpec
+from memory_agent import ChatMessage, ChatModel, Memory, MemorySubAgent, ToolSpec
 from memory_agent.chat_model import TokenUsage
 from memory_agent.context import neutralise
 from memory_agent.energy import energy_cost
@@ -271,7 +271,8 @@ class CentralLoop:
         answering.answers_up_to = max((m.id for m in conversation.messages), default=0)
         app = await self._registry.require(conversation.app_id)
         context = await self.build_context(
-            app, conversation.chat_messages(), conversation.system_prompt
+            app, conversation.chat_messages(), conversation.system_prompt,
+            user_id=conversation.user_id,
         )
         feed = self._conversations.replies
         model = self._model.named(conversation.model) if conversation.model else self._model
@@ -296,14 +297,22 @@ class CentralLoop:
         )
 
     async def build_context(
-        self, app: App, conversation: list[ChatMessage], client_system_prompt: str | None = None
+        self,
+        app: App,
+        conversation: list[ChatMessage],
+        client_system_prompt: str | None = None,
+        *,
+        user_id: str = "",
     ) -> list[ChatMessage]:
         """The base system prompt (or the client's own, within half the prompt budget), then
-        the app's memory block (if any), then the newest turns of the conversation that fit
-        the prompt budget."""
+        the memory block (if any): the app's shared memories, and in a user's conversation
+        that user's before them; then the newest turns of the conversation that fit the
+        prompt budget."""
         started = time.perf_counter()
-        memories = await self._agent.get_memories(app.app_id, self._agent.memory_limit)
-        block = self._agent.format_memories_for_context(app.name, memories)
+        limit = self._agent.memory_limit
+        shared = await self._agent.get_memories(app.app_id, limit)
+        own = await self._agent.get_memories(app.app_id, limit, user_id=user_id) if user_id else []
+        block = self._memory_block(app.name, shared, own)
         self._metrics.retrieval_seconds.observe(time.perf_counter() - started)
         system = (
             self._budget.beginning_within_half(client_system_prompt)
@@ -314,6 +323,16 @@ class CentralLoop:
         if block:
             context.append(ChatMessage("system", block))
         return context + self._budget.newest_turns_that_fit(context, conversation)
+
+    def _memory_block(self, app_name: str, shared: list[Memory], own: list[Memory]) -> str:
+        """The block. A user's conversation may bring twice the cap (theirs and the app's):
+        then it stays within half the prompt budget, the oldest shared memories left out
+        first, then the user's."""
+        while True:
+            block = self._agent.format_memories_for_context(app_name, shared, own)
+            if not own or self._budget.within_half(block):
+                return block
+            (shared if shared else own).pop()
 
     async def end_idle_conversations(self) -> int:
         """End conversations idle too long; never one whose answer is being written."""

@@ -56,6 +56,8 @@ class ClientRequest:
     system_prompt: str | None = None
     # The backend's name of the model to answer with; None for the configured one.
     model: str | None = None
+    # The user whose memory space a new conversation reads and writes ("": the app's shared).
+    user_id: str = ""
 
 
 @dataclass(frozen=True)
@@ -151,10 +153,10 @@ class ClientThreads:
         conversation_id = uuid.uuid4().hex
         await tx.execute(
             "INSERT INTO conversations (conversation_id, app_id, status, created_at,"
-            " last_activity_at, client_thread, system_prompt, model)"
-            " VALUES (?, ?, 'open', ?, ?, ?, ?, ?)",
+            " last_activity_at, client_thread, system_prompt, model, user_id)"
+            " VALUES (?, ?, 'open', ?, ?, ?, ?, ?, ?)",
             (conversation_id, request.app_id, now, now, request.thread, request.system_prompt,
-             request.model),
+             request.model, request.user_id),
         )
         return conversation_id
 

@@ -56,6 +56,8 @@ class Conversation:
     # A dialect client's own system prompt, and the model it named (loop/client_threads.py).
     system_prompt: str | None = None
     model: str | None = None
+    # The user whose memory space the conversation reads and writes ("": the app's shared).
+    user_id: str = ""
 
     @property
     def state(self) -> str:
@@ -116,18 +118,19 @@ class ConversationStore:
         # This instance's answers as they are written, for callers waiting for a reply.
         self.replies = ReplyFeed()
 
-    async def open(self, app_id: str) -> str:
+    async def open(self, app_id: str, *, user_id: str = "") -> str:
+        """A new conversation of the app, of one of its users (`user_id`) or none ("")."""
         async with self._db.transaction() as tx:
-            return await self._open(tx, app_id)
+            return await self._open(tx, app_id, user_id)
 
     async def record_finished(
-        self, app_id: str, turns: Sequence[tuple[Role, str]], *, reason: str
+        self, app_id: str, turns: Sequence[tuple[Role, str]], *, reason: str, user_id: str = ""
     ) -> MemoryJob:
         """A conversation held elsewhere (an agent's, through MCP), stored as ended with its
         memory job queued, in one transaction: nothing answers it, and the job runs as any
         other. Returns the job."""
         async with self._db.transaction() as tx:
-            conversation_id = await self._open(tx, app_id)
+            conversation_id = await self._open(tx, app_id, user_id)
             now = now_text(self._clock)
             for role, content in turns:
                 await insert_message(tx, conversation_id, role, content, now)
@@ -138,14 +141,14 @@ class ConversationStore:
         self.job_queued.set()
         return MemoryJob.from_row(row)
 
-    async def _open(self, tx: SqlTransaction, app_id: str) -> str:
+    async def _open(self, tx: SqlTransaction, app_id: str, user_id: str) -> str:
         await self.require_installed(tx, app_id)
         conversation_id = uuid.uuid4().hex
         now = now_text(self._clock)
         await tx.execute(
             "INSERT INTO conversations (conversation_id, app_id, status, created_at,"
-            " last_activity_at) VALUES (?, ?, 'open', ?, ?)",
-            (conversation_id, app_id, now, now),
+            " last_activity_at, user_id) VALUES (?, ?, 'open', ?, ?, ?)",
+            (conversation_id, app_id, now, now, user_id),
         )
         return conversation_id
 
@@ -212,6 +215,7 @@ class ConversationStore:
             row["answer_error"],
             row["system_prompt"],
             row["model"],
+            row["user_id"],
         )
 
     async def recent(
@@ -249,8 +253,14 @@ class ConversationStore:
             job = await claim(tx)
             if job is None:
                 return None
+            also_shared = False
+            if job.user_id:
+                app = await tx.fetch_one(
+                    "SELECT users_write_shared FROM apps WHERE app_id = ?", (job.app_id,)
+                )
+                also_shared = bool(app and app[0])
             return ClaimedJob(
-                job, await _chat_messages(tx, job.conversation_id, carried=False)
+                job, await _chat_messages(tx, job.conversation_id, carried=False), also_shared
             )
 
         return await self._db.run_transaction(claim_and_read)
@@ -378,7 +388,8 @@ async def end_within(
     `tx` has committed."""
     # Locks the row (PostgreSQL): two instances ending it at once queue one job.
     row = await tx.fetch_one(
-        "SELECT app_id, status, last_activity_at FROM conversations WHERE conversation_id = ?"
+        "SELECT app_id, status, last_activity_at, user_id FROM conversations"
+        " WHERE conversation_id = ?"
         f"{tx.dialect.lock_rows}",
         (conversation_id,),
     )
@@ -394,9 +405,9 @@ async def end_within(
         (reason, now, now, conversation_id),
     )
     await tx.execute(
-        "INSERT INTO memory_jobs (app_id, conversation_id, status, created_at, updated_at)"
-        " VALUES (?, ?, 'pending', ?, ?)",
-        (row["app_id"], conversation_id, now, now),
+        "INSERT INTO memory_jobs (app_id, conversation_id, status, created_at, updated_at,"
+        " user_id) VALUES (?, ?, 'pending', ?, ?, ?)",
+        (row["app_id"], conversation_id, now, now, row["user_id"]),
     )
     await tx.notify(JOBS_CHANNEL)
     return True

@@ -49,6 +49,8 @@ class MemoryJob:
     note: str | None = None
     steps: list[dict[str, Any]] = field(default_factory=list)
     not_before: str | None = None
+    # The space the memory goes to: its conversation's user, or "" for the app's shared one.
+    user_id: str = ""
 
     @classmethod
     def from_row(cls, row: Any) -> MemoryJob:
@@ -65,6 +67,7 @@ class MemoryJob:
             row["note"],
             json.loads(row["steps"]) if row["steps"] else [],
             row["not_before"],
+            row["user_id"],
         )
 
 
@@ -85,6 +88,8 @@ class ClaimedJob:
 
     job: MemoryJob
     messages: list[ChatMessage]
+    # A user's conversation of an app whose users' memories go to its shared space too.
+    also_shared: bool = False
 
 
 _RELEASE = "lease_owner = NULL, lease_until = NULL"
@@ -239,17 +244,26 @@ class MemoryJobStore:
         )
         return delay
 
-    async def cancel_for_app(self, app_id: str, reason: str) -> int:
-        """Cancel the app's waiting and running jobs (a running one can no longer write)."""
+    async def cancel_for_app(
+        self, app_id: str, reason: str, *, user_id: str | None = None
+    ) -> int:
+        """Cancel the app's waiting and running jobs (a running one can no longer write): all
+        of them, or those of one user's conversations."""
+        space, params = ("", ()) if user_id is None else (" AND user_id = ?", (user_id,))
         return await self._db.execute(
             "UPDATE memory_jobs SET status = 'cancelled', last_error = ?, updated_at = ?,"
-            f" {_RELEASE} WHERE app_id = ? AND status IN ('pending', 'deferred', 'running')",
-            (reason, now_text(self._clock), app_id),
+            f" {_RELEASE} WHERE app_id = ?{space}"
+            " AND status IN ('pending', 'deferred', 'running')",
+            (reason, now_text(self._clock), app_id, *params),
         )
 
-    async def erase_steps(self, app_id: str) -> None:
-        """Purge: compaction reasons may quote memories; the app's job records lose them."""
-        await self._db.execute("UPDATE memory_jobs SET steps = NULL WHERE app_id = ?", (app_id,))
+    async def erase_steps(self, app_id: str, *, user_id: str | None = None) -> None:
+        """Purge: compaction reasons may quote memories; the app's job records (or one
+        user's) lose them."""
+        space, params = ("", ()) if user_id is None else (" AND user_id = ?", (user_id,))
+        await self._db.execute(
+            f"UPDATE memory_jobs SET steps = NULL WHERE app_id = ?{space}", (app_id, *params)
+        )
 
     async def defer_pending(self, reason: str) -> int:
         return await self._db.execute(

@@ -148,7 +148,10 @@ class MemoryWorker:
             try:
                 await while_renewing(
                     lambda: self._agent.create_memory(
-                        MemoryCreationRequest(job.app_id, job.conversation_id, messages, job.id),
+                        MemoryCreationRequest(
+                            job.app_id, job.conversation_id, messages, job.id,
+                            user_id=job.user_id, also_shared=claimed.also_shared,
+                        ),
                         commit_guard=lambda tx, result: self._record_done(tx, job, result, spent),
                     ),
                     lambda: self._jobs.renew(job),

@@ -46,6 +46,9 @@ class PromptBudget:
             break
         return list(reversed(kept))
 
+    def within_half(self, text: str) -> bool:
+        return estimate_tokens(text) <= self.tokens // 2
+
     def beginning_within_half(self, text: str) -> str:
         """`text`, or its beginning within half the budget (a client's own system prompt:
         the memory block and the newest turns need the rest)."""

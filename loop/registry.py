@@ -22,6 +22,8 @@ class App:
     installed_at: str
     uninstalled_at: str | None
     memory_count: int = 0
+    # A user's conversation writes its memory to the app's shared space too.
+    users_write_shared: bool = False
 
     @classmethod
     def from_row(cls, row: Row) -> App:
@@ -33,7 +35,18 @@ class App:
             row["installed_at"],
             row["uninstalled_at"],
             row["memory_count"] if "memory_count" in keys else 0,
+            bool(row["users_write_shared"]),
         )
+
+
+@dataclass(frozen=True)
+class ErasedFromApp:
+    """What erasing a person took from one app."""
+
+    app_id: str
+    memories: int
+    conversations: int
+    jobs_cancelled: int
 
 
 @dataclass(frozen=True)
@@ -47,8 +60,19 @@ APP_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$"
 # No control character (C0, DEL or C1), not blank.
 NAME_PATTERN = r"^[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f][^\x00-\x1f\x7f-\x9f]*$"
 MAX_NAME = 200
+# A user of an app, as the app names them: as a name, without '/' (it is a path segment).
+USER_ID_PATTERN = r"^[^\x00-\x1f\x7f-\x9f/]*[^\s\x00-\x1f\x7f-\x9f/][^\x00-\x1f\x7f-\x9f/]*$"
+MAX_USER_ID = 200
 APP_ID = re.compile(APP_ID_PATTERN)
 NAME = re.compile(NAME_PATTERN)
+USER_ID = re.compile(USER_ID_PATTERN)
+
+
+def validate_user_id(user_id: str) -> None:
+    if len(user_id) > MAX_USER_ID or not USER_ID.fullmatch(user_id):
+        raise InvalidInput(
+            f"userId: 1-{MAX_USER_ID} characters, no control characters and no '/', not blank"
+        )
 
 
 def validate_app(app_id: str, name: str) -> None:
@@ -108,19 +132,26 @@ class AppRegistry:
             await self._db.checkpoint()
         return purged
 
-    async def purge_memories(self, app_id: str, *, confirmed_count: int | None = None) -> int:
-        """Delete every memory of the app, erase their text everywhere, and cancel the app's
-        memory jobs, in one transaction: no job in flight can write afterwards. Returns the
-        number of memories deleted. With `confirmed_count` (what an operator was shown), raises
-        `MemoryCountChanged` and deletes nothing when the app holds another number."""
+    async def purge_memories(
+        self, app_id: str, *, confirmed_count: int | None = None, user_id: str | None = None
+    ) -> int:
+        """Delete every memory of the app (of all its spaces, or of one user's), erase their
+        text everywhere, and cancel the memory jobs that would write there, in one
+        transaction: no job in flight can write afterwards. Returns the number of memories
+        deleted. With `confirmed_count` (what an operator was shown), raises
+        `MemoryCountChanged` and deletes nothing when there is another number."""
         await self.require(app_id)
         async with self._db.transaction() as tx:
-            purged = await self._purge(tx, app_id, confirmed_count)
+            purged = await self._purge(tx, app_id, confirmed_count, user_id)
         await self._db.checkpoint()
         return purged
 
     async def _purge(
-        self, tx: SqlTransaction, app_id: str, confirmed_count: int | None = None
+        self,
+        tx: SqlTransaction,
+        app_id: str,
+        confirmed_count: int | None = None,
+        user_id: str | None = None,
     ) -> int:
         # The app's row first, as a memory job's transaction takes it first: the two wait for
         # each other in the same order, never in a cycle.
@@ -128,13 +159,76 @@ class AppRegistry:
             f"SELECT app_id FROM apps WHERE app_id = ?{tx.dialect.lock_rows}", (app_id,)
         )
         if confirmed_count is not None:
-            count = await self._agent.get_memory_count(app_id, tx=tx)
+            count = await self._agent.get_memory_count(app_id, tx=tx, user_id=user_id)
             if count != confirmed_count:
                 raise MemoryCountChanged(app_id, confirmed_count, count)
         jobs = self._jobs.within(tx)
-        await jobs.cancel_for_app(app_id, "cancelled: the app's memories were purged")
-        await jobs.erase_steps(app_id)
-        return await self._agent.delete_app_memories(app_id, tx=tx)
+        await jobs.cancel_for_app(
+            app_id, "cancelled: the memories it would write to were purged", user_id=user_id
+        )
+        await jobs.erase_steps(app_id, user_id=user_id)
+        return await self._agent.delete_app_memories(app_id, tx=tx, user_id=user_id)
+
+    async def erase_user(self, user_id: str, *, app_id: str | None = None) -> list[ErasedFromApp]:
+        """Erase one person from every app (or from `app_id` only), in one transaction: their
+        memory spaces, their conversations with every message, their memory jobs (cancelled
+        first, so none in flight can write) and the history of their spaces. Nothing of them
+        is kept, not even an erased event. Returns what went, per app."""
+        validate_user_id(user_id)
+        async with self._db.transaction() as tx:
+            erased = [
+                await self._erase_user_within(tx, user_id, app)
+                for app in await self._apps_of_user(tx, user_id, app_id)
+            ]
+        await self._db.checkpoint()
+        return erased
+
+    async def _apps_of_user(
+        self, tx: SqlTransaction, user_id: str, app_id: str | None
+    ) -> list[str]:
+        only, params = ("", ()) if app_id is None else (" AND app_id = ?", (app_id,))
+        rows = await tx.fetch_all(
+            "SELECT app_id FROM ("
+            f" SELECT app_id FROM app_memories WHERE user_id = ?{only}"
+            f" UNION SELECT app_id FROM conversations WHERE user_id = ?{only}"
+            f" UNION SELECT app_id FROM memory_events WHERE user_id = ?{only}"
+            ") AS touched ORDER BY app_id",
+            (user_id, *params) * 3,
+        )
+        return [str(row[0]) for row in rows]
+
+    async def _erase_user_within(
+        self, tx: SqlTransaction, user_id: str, app_id: str
+    ) -> ErasedFromApp:
+        # The app's row first, in app order: a memory job's transaction takes it first too.
+        await tx.fetch_one(
+            f"SELECT app_id FROM apps WHERE app_id = ?{tx.dialect.lock_rows}", (app_id,)
+        )
+        cancelled = await self._jobs.within(tx).cancel_for_app(
+            app_id, "cancelled: its user was erased", user_id=user_id
+        )
+        space = (app_id, user_id)
+        memories = await tx.execute(
+            "DELETE FROM app_memories WHERE app_id = ? AND user_id = ?", space
+        )
+        await tx.execute("DELETE FROM memory_events WHERE app_id = ? AND user_id = ?", space)
+        theirs = "SELECT conversation_id FROM conversations WHERE app_id = ? AND user_id = ?"
+        await tx.execute(f"DELETE FROM messages WHERE conversation_id IN ({theirs})", space)
+        await tx.execute(f"DELETE FROM memory_jobs WHERE conversation_id IN ({theirs})", space)
+        conversations = await tx.execute(
+            "DELETE FROM conversations WHERE app_id = ? AND user_id = ?", space
+        )
+        if tx.dialect.name == "sqlite":
+            await tx.execute("INSERT INTO memory_search (memory_search) VALUES ('optimize')")
+        return ErasedFromApp(app_id, memories, conversations, cancelled)
+
+    async def set_users_write_shared(self, app_id: str, value: bool) -> App:
+        """Whether a user's conversation writes its memory to the app's shared space too."""
+        await self.require(app_id)
+        await self._db.execute(
+            "UPDATE apps SET users_write_shared = ? WHERE app_id = ?", (int(value), app_id)
+        )
+        return await self.require(app_id)
 
     async def get(self, app_id: str) -> App | None:
         if not APP_ID.fullmatch(app_id):

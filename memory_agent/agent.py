@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import anyio
 
@@ -47,6 +47,10 @@ class MemoryCreationRequest:
     conversation_id: str
     messages: Sequence[ChatMessage]
     job_id: int | None = None
+    # The space the memory is written to: "" for the app's shared one, else the user's.
+    user_id: str = ""
+    # Written to the app's shared space as well (an app whose users' memories are shared).
+    also_shared: bool = False
 
 
 @dataclass(frozen=True)
@@ -144,7 +148,27 @@ class MemorySubAgent:
             log.error("❌ Memory creation failed for %s: %s", request.conversation_id, error)
             raise
         self._log_created(request, result)
+        if request.also_shared:
+            await self._write_shared_too(request, written)
         return result
+
+    async def _write_shared_too(
+        self, request: MemoryCreationRequest, written: WrittenMemory
+    ) -> None:
+        """The same memory in the app's shared space, after the user's was committed (and
+        the job recorded done with it): a failure here is logged and counted, and leaves the
+        user's memory as it is."""
+        shared = replace(request, user_id="", also_shared=False)
+        try:
+            result = await self._store_with_compaction(shared, written, None)
+        except MnemoloopError as error:
+            self.stats.creation_failures += 1
+            log.error(
+                "❌ The shared copy of the memory of %s was not written: %s",
+                request.conversation_id, error,
+            )
+            return
+        self._log_created(shared, result)
 
     async def _store_with_compaction(
         self,
@@ -162,7 +186,7 @@ class MemorySubAgent:
             async def apply_or_read(
                 tx: SqlTransaction, decided: tuple[list[Memory], list[DecidedStep]] | None = decided
             ) -> MemoryCreated | list[Memory]:
-                current = await self._current_memories(tx, request.app_id)
+                current = await self._current_memories(tx, request)
                 steps = self._compactor.steps_if_they_fit(current, written.content)
                 if steps is None and decided and _fingerprint(current) == _fingerprint(decided[0]):
                     steps = decided[1]
@@ -181,18 +205,21 @@ class MemorySubAgent:
 
         # Still changing: the policy decides on what is there now, inside the transaction.
         async def apply_policy(tx: SqlTransaction) -> MemoryCreated:
-            current = await self._current_memories(tx, request.app_id)
+            current = await self._current_memories(tx, request)
             steps = self._compactor.policy_only(current, written.content)
             return await self._apply(tx, request, written, current, steps, commit_guard)
 
         return await self._db.run_transaction(apply_policy)
 
-    async def _current_memories(self, tx: SqlTransaction, app_id: str) -> list[Memory]:
-        """The app's memories as of now, its row held so that no other write (from this
-        instance or another) changes them before this transaction ends."""
+    async def _current_memories(
+        self, tx: SqlTransaction, request: MemoryCreationRequest
+    ) -> list[Memory]:
+        """The space's memories as of now (the cap holds per space), the app's row held so
+        that no other write (from this instance or another) changes them before this
+        transaction ends."""
         store = self._store.within(tx)
-        await store.lock_app(app_id)
-        return await store.list_oldest_first(app_id)
+        await store.lock_app(request.app_id)
+        return await store.list_oldest_first(request.app_id, user_id=request.user_id)
 
     async def _apply(
         self,
@@ -214,6 +241,7 @@ class MemorySubAgent:
             source=EventSource(
                 now_text(self._clock), request.conversation_id, request.job_id, self._model.name
             ),
+            user_id=request.user_id,
         )
         note = f"memory {memory.id} written" if memory else _fate_of_new(outcomes)
         result = MemoryCreated(memory, outcomes, note, written.content)
@@ -250,28 +278,42 @@ class MemorySubAgent:
 
     # -- recall -----------------------------------------------------------------------------
 
-    async def get_memories(self, app_id: str, limit: int = 10) -> list[Memory]:
-        """The app's newest memories, newest first (the loop's read for a conversation)."""
-        memories = await self._store.list_newest(app_id, limit)
+    async def get_memories(
+        self, app_id: str, limit: int = 10, *, user_id: str = ""
+    ) -> list[Memory]:
+        """A space's newest memories, newest first (the loop's read for a conversation)."""
+        memories = await self._store.list_newest(app_id, limit, user_id=user_id)
         log.info("🧠 Retrieved %d memories for app %s", len(memories), app_id)
         return memories
 
-    async def list_memories(self, app_id: str) -> list[Memory]:
-        """Every memory of the app, newest first (for operators)."""
-        return await self._store.list_newest(app_id, max(self._limit * 10, 1000))
+    async def list_memories(self, app_id: str, *, user_id: str = "") -> list[Memory]:
+        """Every memory of a space, newest first (for operators)."""
+        return await self._store.list_newest(
+            app_id, max(self._limit * 10, 1000), user_id=user_id
+        )
 
-    async def search_memories(self, app_id: str, query: str, limit: int = 20) -> list[Memory]:
-        """The app's memories matching `query` (its words), most relevant first. Raises
+    async def spaces(self, app_id: str) -> list[tuple[str, int]]:
+        """The app's spaces that hold memories, with their counts, the shared one ("")
+        first."""
+        return await self._store.spaces(app_id)
+
+    async def search_memories(
+        self, app_id: str, query: str, limit: int = 20, *, user_id: str = ""
+    ) -> list[Memory]:
+        """A space's memories matching `query` (its words), most relevant first. Raises
         `InvalidSearchQuery` for an empty or overlong query."""
-        return await self._store.search(app_id, search_terms(query), limit)
+        return await self._store.search(app_id, search_terms(query), limit, user_id=user_id)
 
     async def has_memory(self, app_id: str, memory_id: int) -> bool:
         return await self._store.get(app_id, memory_id) is not None
 
-    async def get_memory_count(self, app_id: str, *, tx: SqlTransaction | None = None) -> int:
-        """How many memories the app holds (inside the caller's transaction when one is given)."""
+    async def get_memory_count(
+        self, app_id: str, *, tx: SqlTransaction | None = None, user_id: str | None = None
+    ) -> int:
+        """How many memories the app holds, in all its spaces or in one (inside the caller's
+        transaction when one is given)."""
         store = self._store.within(tx) if tx is not None else self._store
-        return await store.count(app_id)
+        return await store.count(app_id, user_id=user_id)
 
     async def history(
         self,
@@ -281,9 +323,11 @@ class MemorySubAgent:
         after_id: int = 0,
         limit: int = 100,
         newest_first: bool = False,
+        user_id: str | None = None,
     ) -> list[MemoryEvent]:
         return await self._store.history(
-            app_id, memory_id=memory_id, after_id=after_id, limit=limit, newest_first=newest_first
+            app_id, memory_id=memory_id, after_id=after_id, limit=limit,
+            newest_first=newest_first, user_id=user_id,
         )
 
     async def latest_history_of(
@@ -292,8 +336,10 @@ class MemorySubAgent:
         """Each memory's newest `limit` events, oldest first."""
         return await self._store.latest_history_of(app_id, memory_ids, limit)
 
-    def format_memories_for_context(self, app_name: str, memories: Sequence[Memory]) -> str:
-        return format_memories_for_context(app_name, memories)
+    def format_memories_for_context(
+        self, app_name: str, memories: Sequence[Memory], user_memories: Sequence[Memory] = ()
+    ) -> str:
+        return format_memories_for_context(app_name, memories, user_memories)
 
     # -- admin ------------------------------------------------------------------------------
 
@@ -308,44 +354,54 @@ class MemorySubAgent:
             await store.delete(app_id, memory_id)
             await store.record_event(
                 app_id, memory_id, "deleted", "admin", EventSource(now_text(self._clock)),
-                reason="deleted by an admin", before=memory.content,
+                reason="deleted by an admin", before=memory.content, user_id=memory.user_id,
             )
         return True
 
-    async def delete_app_memories(self, app_id: str, *, tx: SqlTransaction | None = None) -> int:
-        """Purge: delete every memory of the app and erase their text from the history too
-        (the events stay). Inside the caller's transaction when one is given. Returns how many
-        memories were deleted."""
+    async def delete_app_memories(
+        self, app_id: str, *, tx: SqlTransaction | None = None, user_id: str | None = None
+    ) -> int:
+        """Purge: delete every memory of the app (of all its spaces, or of one) and erase
+        their text from the history too (the events stay). Inside the caller's transaction
+        when one is given. Returns how many memories were deleted."""
         if tx is None:
             async with self._db.transaction() as own:
-                return await self.delete_app_memories(app_id, tx=own)
+                return await self.delete_app_memories(app_id, tx=own, user_id=user_id)
         source = EventSource(now_text(self._clock))
         store = self._store.within(tx)
         await store.lock_app(app_id)
-        deleted = await store.delete_all(app_id)
-        for memory_id in deleted:
-            await store.record_event(app_id, memory_id, "deleted", "purge", source)
-        await store.erase_history_text(app_id)
+        deleted = await store.delete_all(app_id, user_id=user_id)
+        for memory_id, space in deleted:
+            await store.record_event(
+                app_id, memory_id, "deleted", "purge", source, user_id=space
+            )
+        await store.erase_history_text(app_id, user_id=user_id)
         await store.compact_search_index()
         return len(deleted)
 
     async def import_memories(
-        self, app_id: str, memories: Sequence[ImportedMemory], *, replace: bool = False
+        self,
+        app_id: str,
+        memories: Sequence[ImportedMemory],
+        *,
+        replace: bool = False,
+        user_id: str = "",
     ) -> int:
-        """Store memories from an export, all or none: refused (`MemoryImportRefused`) when
-        one cannot be stored or the app would hold more than its limit. With `replace`, the
-        app's memories are deleted first. Returns how many memories the app holds after."""
+        """Store memories from an export in a space, all or none: refused
+        (`MemoryImportRefused`) when one cannot be stored or the space would hold more than
+        its limit. With `replace`, the space's memories are deleted first. Returns how many
+        memories the space holds after."""
         prepared = transfer.checked(memories, max_chars=self._max_chars)
         async with self._db.transaction() as tx:
             store = self._store.within(tx)
             await store.lock_app(app_id)
-            kept = 0 if replace else await store.count(app_id)
+            kept = 0 if replace else await store.count(app_id, user_id=user_id)
             transfer.check_room(app_id, len(prepared), kept, self._limit)
             await transfer.write_imported(
                 store, app_id, prepared, replacing=replace,
-                source=EventSource(now_text(self._clock)),
+                source=EventSource(now_text(self._clock)), user_id=user_id,
             )
-            return await store.count(app_id)
+            return await store.count(app_id, user_id=user_id)
 
     # -- energy -----------------------------------------------------------------------------
 

@@ -25,6 +25,7 @@ class _Write:
     content: dict[int, str]
     metadata: dict[int, dict[str, Any]] = field(default_factory=dict)
     new_id: int = NEW_MEMORY_ID
+    user_id: str = ""
 
 
 async def apply_write(
@@ -37,6 +38,7 @@ async def apply_write(
     current: Sequence[Memory],
     steps: Sequence[DecidedStep],
     source: EventSource,
+    user_id: str = "",
 ) -> tuple[Memory | None, list[CompactionOutcome]]:
     """Insert the new memory (unless a step deletes or folds it) and apply `steps` to
     `current`, through `store` (bound to the job's transaction); returns the memory inserted
@@ -48,6 +50,7 @@ async def apply_write(
         source_conversation_id,
         {m.id: m.content for m in current},
         {m.id: m.metadata for m in current},
+        user_id=user_id,
     )
     memory: Memory | None = None
     if NEW_MEMORY_ID not in {decided.step.removed for decided in steps}:
@@ -57,10 +60,12 @@ async def apply_write(
             created_at=source.at,
             source_conversation_id=source_conversation_id,
             metadata={"relatedConversations": [source_conversation_id]},
+            user_id=user_id,
         )
         await store.record_event(
             app_id, memory.id, "created", "job", source,
             reason=f"written from the conversation ({written_by})", after=content,
+            user_id=user_id,
         )
         write.new_id = memory.id
     outcomes = []
@@ -77,6 +82,7 @@ async def _delete(write: _Write, decided: DecidedStep) -> CompactionOutcome:
         await write.store.record_event(
             write.app_id, target, "deleted", decided.decided_by, write.source,
             reason=_reason(decided), before=write.content.pop(target),
+            user_id=write.user_id,
         )
     return _outcome(write.app_id, decided, target)
 
@@ -99,6 +105,7 @@ async def _edit(write: _Write, decided: DecidedStep) -> CompactionOutcome:
     await write.store.record_event(
         write.app_id, target, "edited", decided.decided_by, write.source,
         reason=_reason(decided), before=write.content[target], after=content,
+        user_id=write.user_id,
     )
     write.content[target], write.metadata[target] = content, metadata
     if folded is not None and folded != NEW_MEMORY_ID:
@@ -107,6 +114,7 @@ async def _edit(write: _Write, decided: DecidedStep) -> CompactionOutcome:
             write.app_id, folded, "deleted", decided.decided_by, write.source,
             reason=f"folded into memory {target}: {step.reason}",
             before=write.content.pop(folded),
+            user_id=write.user_id,
         )
     return _outcome(write.app_id, decided, target)
 

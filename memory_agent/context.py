@@ -18,6 +18,9 @@ from memory_agent.text import normalise_text
 HEADER = "(memories for app: {app_name})"
 INTRO = "The following are memories from previous conversations with this app:"
 FOOTER = "Use these memories to provide context-aware responses."
+# In a user's conversation, the user's own memories and the app's shared ones, each marked.
+OWN = "About this user:"
+SHARED = "Shared by everyone who uses this app:"
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029\u0085]")
 _TEMPLATE_TOKEN = re.compile(r"<\|[^|>]*\|>|\[/?INST\]|<</?SYS>>|</?s>", re.IGNORECASE)
@@ -28,7 +31,9 @@ _BLOCK_MARKER = re.compile(
     r"\(?" + _GAP + r"\b" + _GAP.join("memories for app".split()) + r"\b" + _GAP + r":?"
     r"|" + _GAP.join("use these memories to provide context".split())
     + r"[\s\W_]*aware[\s\W_]*responses"
-    r"|" + _GAP.join("the following are memories from previous conversations".split()),
+    r"|" + _GAP.join("the following are memories from previous conversations".split())
+    + r"|" + _GAP.join("about this user".split()) + _GAP + ":"
+    + r"|" + _GAP.join("shared by everyone who uses this app".split()),
     re.IGNORECASE,
 )
 _INSTRUCTION = re.compile(
@@ -54,12 +59,24 @@ def neutralise(content: str) -> str:
     return text
 
 
-def format_memories_for_context(app_name: str, memories: Sequence[Memory]) -> str:
-    """The seed's memory block, newest memory first; "" when there is nothing to inject."""
-    if not memories:
+def format_memories_for_context(
+    app_name: str, memories: Sequence[Memory], user_memories: Sequence[Memory] = ()
+) -> str:
+    """The seed's memory block, newest memory first; "" when there is nothing to inject.
+    With `user_memories` (a user's conversation), those come first under their own heading,
+    then `memories`, the app's shared ones, under theirs."""
+    if not memories and not user_memories:
         return ""
     lines = [HEADER.format(app_name=neutralise(app_name)), INTRO, ""]
-    for number, memory in enumerate(memories, start=1):
-        lines.append(f"{number}. [Created: {memory.created_date}] {neutralise(memory.content)}")
+    sections = [(OWN, user_memories), (SHARED, memories)] if user_memories else [("", memories)]
+    number = 0
+    for heading, section in sections:
+        if heading and section:
+            lines.append(heading)
+        for memory in section:
+            number += 1
+            lines.append(
+                f"{number}. [Created: {memory.created_date}] {neutralise(memory.content)}"
+            )
     lines += ["", FOOTER]
     return "\n".join(lines)

@@ -30,12 +30,14 @@ class Memory:
     updated_at: str
     source_conversation_id: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    # The space: "" for the app's shared one, else the user's.
+    user_id: str = ""
 
     @classmethod
     def from_row(cls, row: Sequence[Any]) -> Memory:
         """From a row of the store's columns, in the store's order (read by position: this is
         on the path of every retrieval)."""
-        memory_id, app_id, content, created_at, updated_at, source, metadata = row
+        memory_id, app_id, content, created_at, updated_at, source, metadata, user_id = row
         return cls(
             memory_id,
             app_id,
@@ -45,6 +47,7 @@ class Memory:
             source,
             # Most memories carry none: no parse for those.
             json.loads(metadata) if metadata and metadata != "{}" else {},
+            user_id,
         )
 
     @property

@@ -1,5 +1,9 @@
 """All SQL for memories and their history, on one session: the database itself (each
-statement its own transaction) or a transaction, when the store is made `within(tx)`."""
+statement its own transaction) or a transaction, when the store is made `within(tx)`.
+
+An app's memories live in spaces: the app's shared one (`user_id` "") and one per user of the
+app. Reads and writes of one space take `user_id`; whole-app operations take `user_id=None`
+for every space."""
 
 from __future__ import annotations
 
@@ -13,7 +17,9 @@ from memory_agent.models import Memory, MemoryActor, MemoryEvent, MemoryEventKin
 from memory_agent.ports import Row, SqlSession
 
 # The order Memory.from_row reads them in.
-_COLUMNS = "id, app_id, content, created_at, updated_at, source_conversation_id, metadata"
+_COLUMNS = (
+    "id, app_id, content, created_at, updated_at, source_conversation_id, metadata, user_id"
+)
 # The same, of `app_memories AS m` in a join.
 _MEMORY_COLUMNS = ", ".join(f"m.{column.strip()}" for column in _COLUMNS.split(","))
 _EVENT_COLUMNS = (
@@ -30,6 +36,11 @@ class EventSource:
     conversation_id: str | None = None
     job_id: int | None = None
     model: str | None = None
+
+
+def _in_space(user_id: str | None, column: str = "user_id") -> tuple[str, tuple[str, ...]]:
+    """The condition that keeps one space (nothing for `None`: every space)."""
+    return ("", ()) if user_id is None else (f" AND {column} = ?", (user_id,))
 
 
 class MemoryStore:
@@ -60,12 +71,14 @@ class MemoryStore:
         updated_at: str | None = None,
         source_conversation_id: str | None = None,
         metadata: dict[str, Any] | None = None,
+        user_id: str = "",
     ) -> Memory:
         metadata = metadata or {}
         updated_at = updated_at or created_at
         sql = (
             "INSERT INTO app_memories (app_id, content, created_at, updated_at,"
-            " source_conversation_id, metadata) VALUES (?, ?, ?, ?, ?, ?) RETURNING id"
+            " source_conversation_id, metadata, user_id) VALUES (?, ?, ?, ?, ?, ?, ?)"
+            " RETURNING id"
         )
         params = (
             app_id,
@@ -74,6 +87,7 @@ class MemoryStore:
             updated_at,
             source_conversation_id,
             json.dumps(metadata),
+            user_id,
         )
         rows = await self._db.execute_returning(sql, params)
         return Memory(
@@ -84,6 +98,7 @@ class MemoryStore:
             updated_at,
             source_conversation_id,
             metadata,
+            user_id,
         )
 
     async def get(
@@ -93,47 +108,61 @@ class MemoryStore:
         )
         return Memory.from_row(row) if row else None
 
-    async def list_newest(
-        self, app_id: str, limit: int) -> list[Memory]:
+    async def list_newest(self, app_id: str, limit: int, *, user_id: str = "") -> list[Memory]:
         rows = await self._db.fetch_all(
-            f"SELECT {_COLUMNS} FROM app_memories WHERE app_id = ?"
+            f"SELECT {_COLUMNS} FROM app_memories WHERE app_id = ? AND user_id = ?"
             " ORDER BY created_at DESC, id DESC LIMIT ?",
-            (app_id, limit),
+            (app_id, user_id, limit),
         )
         return [Memory.from_row(row) for row in rows]
 
-    async def list_oldest_first(self, app_id: str) -> list[Memory]:
+    async def list_oldest_first(self, app_id: str, *, user_id: str = "") -> list[Memory]:
         rows = await self._db.fetch_all(
-            f"SELECT {_COLUMNS} FROM app_memories WHERE app_id = ? ORDER BY created_at, id",
-            (app_id,),
+            f"SELECT {_COLUMNS} FROM app_memories WHERE app_id = ? AND user_id = ?"
+            " ORDER BY created_at, id",
+            (app_id, user_id),
         )
         return [Memory.from_row(row) for row in rows]
 
-    async def search(self, app_id: str, terms: list[str], limit: int) -> list[Memory]:
-        """The app's memories holding any of `terms`, most relevant first."""
+    async def search(
+        self, app_id: str, terms: list[str], limit: int, *, user_id: str = ""
+    ) -> list[Memory]:
+        """The space's memories holding any of `terms`, most relevant first."""
         if self._db.dialect.name == "postgresql":
             rows = await self._db.fetch_all(
                 f"SELECT {_COLUMNS} FROM app_memories,"
                 " websearch_to_tsquery('english', ?) AS query"
-                " WHERE app_id = ? AND search @@ query"
+                " WHERE app_id = ? AND user_id = ? AND search @@ query"
                 " ORDER BY ts_rank(search, query) DESC, id DESC LIMIT ?",
-                (search.postgres_websearch(terms), app_id, limit),
+                (search.postgres_websearch(terms), app_id, user_id, limit),
             )
         else:
             rows = await self._db.fetch_all(
                 f"SELECT {_MEMORY_COLUMNS} FROM memory_search JOIN app_memories AS m"
                 " ON m.id = memory_search.rowid"
-                " WHERE memory_search MATCH ? AND m.app_id = ?"
+                " WHERE memory_search MATCH ? AND m.app_id = ? AND m.user_id = ?"
                 " ORDER BY bm25(memory_search), m.id DESC LIMIT ?",
-                (search.sqlite_match(terms), app_id, limit),
+                (search.sqlite_match(terms), app_id, user_id, limit),
             )
         return [Memory.from_row(row) for row in rows]
 
-    async def count(self, app_id: str) -> int:
+    async def count(self, app_id: str, *, user_id: str | None = None) -> int:
+        """How many memories the app holds: in one space, or in all (`None`)."""
+        space, params = _in_space(user_id)
         row = await self._db.fetch_one(
-            "SELECT COUNT(*) FROM app_memories WHERE app_id = ?", (app_id,)
+            f"SELECT COUNT(*) FROM app_memories WHERE app_id = ?{space}", (app_id, *params)
         )
         return int(row[0]) if row else 0
+
+    async def spaces(self, app_id: str) -> list[tuple[str, int]]:
+        """The app's spaces that hold memories, with how many: the shared one ("") first,
+        then its users' in order."""
+        rows = await self._db.fetch_all(
+            "SELECT user_id, COUNT(*) FROM app_memories WHERE app_id = ?"
+            " GROUP BY user_id ORDER BY user_id",
+            (app_id,),
+        )
+        return [(str(row[0]), int(row[1])) for row in rows]
 
     async def update_content(
         self,
@@ -157,13 +186,20 @@ class MemoryStore:
         )
         return deleted == 1
 
-    async def delete_all(self, app_id: str) -> list[int]:
-        """Delete every memory of the app; returns their ids."""
+    async def delete_all(
+        self, app_id: str, *, user_id: str | None = None
+    ) -> list[tuple[int, str]]:
+        """Delete every memory of the app (of one space, or of all: `None`); returns their
+        ids, each with its space."""
+        space, params = _in_space(user_id)
         rows = await self._db.fetch_all(
-            "SELECT id FROM app_memories WHERE app_id = ? ORDER BY id", (app_id,)
+            f"SELECT id, user_id FROM app_memories WHERE app_id = ?{space} ORDER BY id",
+            (app_id, *params),
         )
-        await self._db.execute("DELETE FROM app_memories WHERE app_id = ?", (app_id,))
-        return [int(row[0]) for row in rows]
+        await self._db.execute(
+            f"DELETE FROM app_memories WHERE app_id = ?{space}", (app_id, *params)
+        )
+        return [(int(row[0]), str(row[1])) for row in rows]
 
     # -- history ----------------------------------------------------------------------------
 
@@ -178,13 +214,14 @@ class MemoryStore:
         reason: str | None = None,
         before: str | None = None,
         after: str | None = None,
+        user_id: str = "",
     ) -> None:
         await self._db.execute(
             "INSERT INTO memory_events (app_id, memory_id, event, actor, reason, content_before,"
-            " content_after, conversation_id, job_id, model, created_at)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " content_after, conversation_id, job_id, model, created_at, user_id)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (app_id, memory_id, event, actor, reason, before, after, source.conversation_id,
-             source.job_id, source.model, source.at),
+             source.job_id, source.model, source.at, user_id),
         )
 
     async def compact_search_index(self) -> None:
@@ -194,12 +231,14 @@ class MemoryStore:
         if self._db.dialect.name == "sqlite":
             await self._db.execute("INSERT INTO memory_search (memory_search) VALUES ('optimize')")
 
-    async def erase_history_text(self, app_id: str) -> None:
-        """Purge: every text of the app's history goes; the events stay, marked erased."""
+    async def erase_history_text(self, app_id: str, *, user_id: str | None = None) -> None:
+        """Purge: every text of the app's history (of one space, or of all: `None`) goes;
+        the events stay, marked erased."""
+        space, params = _in_space(user_id)
         await self._db.execute(
             "UPDATE memory_events SET content_before = NULL, content_after = NULL,"
-            " reason = NULL, erased = 1 WHERE app_id = ?",
-            (app_id,),
+            f" reason = NULL, erased = 1 WHERE app_id = ?{space}",
+            (app_id, *params),
         )
 
     async def history(
@@ -210,10 +249,12 @@ class MemoryStore:
         after_id: int = 0,
         limit: int = 100,
         newest_first: bool = False,
+        user_id: str | None = None,
     ) -> list[MemoryEvent]:
         """Events oldest first, from the one after `after_id` (the cursor); or the newest
-        `limit` of them, newest first."""
-        where, params = "app_id = ? AND id > ?", [app_id, after_id]
+        `limit` of them, newest first. Of one space, or of all (`None`)."""
+        space, space_params = _in_space(user_id)
+        where, params = f"app_id = ? AND id > ?{space}", [app_id, after_id, *space_params]
         if memory_id is not None:
             where += " AND memory_id = ?"
             params.append(memory_id)

@@ -55,16 +55,17 @@ async def write_imported(
     *,
     replacing: bool,
     source: EventSource,
+    user_id: str = "",
 ) -> None:
-    """Inside the caller's transaction: delete the app's memories (when `replacing`), then
-    store the imported ones."""
+    """Inside the caller's transaction: delete the space's memories (when `replacing`), then
+    store the imported ones in it."""
     if replacing:
-        for old in await store.list_oldest_first(app_id):
+        for old in await store.list_oldest_first(app_id, user_id=user_id):
             await store.record_event(
                 app_id, old.id, "deleted", "import", source, reason="replaced by an import",
-                before=old.content,
+                before=old.content, user_id=user_id,
             )
-        await store.delete_all(app_id)
+        await store.delete_all(app_id, user_id=user_id)
     for memory in memories:
         stored = await store.insert(
             app_id,
@@ -73,10 +74,11 @@ async def write_imported(
             updated_at=memory.updated_at,
             source_conversation_id=memory.source_conversation_id,
             metadata=memory.metadata,
+            user_id=user_id,
         )
         await store.record_event(
             app_id, stored.id, "created", "import", source, reason="imported",
-            after=memory.content,
+            after=memory.content, user_id=user_id,
         )
 
 

@@ -17,6 +17,7 @@ import msgspec
 from admin_api.schemas import ExportOut, ImportMemories, export_out, imported_memories
 from loop.admin_token import REFRESH_SECONDS
 from loop.llm.choice import NoModelLoaded
+from loop.registry import validate_user_id
 from loop.service import Services, open_services
 from loop.settings import Settings, SettingsError, load_settings
 from loop.storage import (
@@ -89,7 +90,9 @@ def build_parser() -> argparse.ArgumentParser:
     memories = command(
         commands, "memories", "list, search, export, import, purge and delete memories"
     ).add_subparsers(dest="action", required=True, metavar="ACTION")
-    command(memories, "list", "an app's memories, newest first").add_argument("app_id")
+    listed = command(memories, "list", "an app's memories, newest first")
+    listed.add_argument("app_id")
+    command(memories, "spaces", "an app's memory spaces with their counts").add_argument("app_id")
     export = command(
         memories, "export", "an app's memories as the API's JSON (all apps: a list of those)"
     )
@@ -106,13 +109,26 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("app_id")
     search.add_argument("query")
     search.add_argument("--limit", type=int, default=20, help="at most this many (default 20)")
-    command(memories, "purge", "delete all of an app's memories").add_argument("app_id")
+    purge = command(memories, "purge", "delete all of an app's memories (or of one user's)")
+    purge.add_argument("app_id")
     delete = command(memories, "delete", "delete one memory")
     delete.add_argument("app_id")
     delete.add_argument("memory_id", type=memory_id)
     history = command(memories, "history", "every change to an app's memories (or one)")
     history.add_argument("app_id")
     history.add_argument("memory_id", type=memory_id, nargs="?")
+    for per_space in (listed, export, imported, search, purge, history):
+        per_space.add_argument(
+            "--user", metavar="USER_ID", help="a user's memory space (default: the app's shared"
+            " one; for history and purge, every space)"
+        )
+
+    users = command(commands, "users", "the people apps serve").add_subparsers(
+        dest="action", required=True, metavar="ACTION"
+    )
+    erase = command(users, "erase", "erase a person from every app: memories, conversations")
+    erase.add_argument("user_id")
+    erase.add_argument("--app", metavar="APP_ID", help="from this app only")
     return parser
 
 
@@ -128,7 +144,7 @@ def memory_id(text: str) -> int:
 
 
 # Commands that read or change what a database holds: they never create one.
-_NEEDS_A_DATABASE = ("apps", "memories", "mcp", "token")
+_NEEDS_A_DATABASE = ("apps", "memories", "mcp", "token", "users")
 
 
 class CommandRefused(Exception):
@@ -208,21 +224,30 @@ async def _apps(settings: Settings, args: argparse.Namespace) -> int:
 
 async def _memories(settings: Settings, args: argparse.Namespace) -> int:
     async with _admin_services(settings) as services:
+        user = getattr(args, "user", None)
+        if user is not None:
+            validate_user_id(user)
+        space = user or ""
         if args.action == "list":
             await services.stores.registry.require(args.app_id)
-            for memory in await services.stores.agent.list_memories(args.app_id):
+            for memory in await services.stores.agent.list_memories(args.app_id, user_id=space):
                 print(f"[{memory.id}] {memory.created_at[:10]} {memory.content}")
+        elif args.action == "spaces":
+            await services.stores.registry.require(args.app_id)
+            print("SPACE\tMEMORIES")
+            for user_id, count in await services.stores.agent.spaces(args.app_id):
+                print(f"{user_id or '(shared)'}\t{count}")
         elif args.action == "export":
             registry = services.stores.registry
             app_ids = [args.app_id] if args.app_id else [a.app_id for a in await registry.list()]
-            documents = [await _export(services, app_id) for app_id in app_ids]
+            documents = [await _export(services, app_id, space) for app_id in app_ids]
             exported = documents[0] if args.app_id else documents
             print(msgspec.json.format(msgspec.json.encode(exported)).decode())
         elif args.action == "import":
             await services.stores.registry.require(args.app_id)
             document = _read_export(args.file)
             count = await services.stores.agent.import_memories(
-                args.app_id, imported_memories(document), replace=args.replace
+                args.app_id, imported_memories(document), replace=args.replace, user_id=space
             )
             print(
                 f"imported {len(document.memories)} memories into {args.app_id};"
@@ -231,7 +256,7 @@ async def _memories(settings: Settings, args: argparse.Namespace) -> int:
         elif args.action == "search":
             await services.stores.registry.require(args.app_id)
             found = await services.stores.agent.search_memories(
-                args.app_id, args.query, limit=max(args.limit, 1)
+                args.app_id, args.query, limit=max(args.limit, 1), user_id=space
             )
             for memory in found:
                 print(f"[{memory.id}] {memory.created_at[:10]} {memory.content}")
@@ -240,12 +265,13 @@ async def _memories(settings: Settings, args: argparse.Namespace) -> int:
         elif args.action == "history":
             await services.stores.registry.require(args.app_id)
             events = await services.stores.agent.history(
-                args.app_id, memory_id=args.memory_id, limit=1_000_000
+                args.app_id, memory_id=args.memory_id, limit=1_000_000, user_id=user
             )
             for event in events:
                 print(describe_event(event))
         elif args.action == "purge":
-            print(f"deleted {await services.stores.registry.purge_memories(args.app_id)} memories")
+            purged = await services.stores.registry.purge_memories(args.app_id, user_id=user)
+            print(f"deleted {purged} memories")
         else:
             await services.stores.registry.require(args.app_id)
             if not await services.stores.agent.delete_memory(args.app_id, args.memory_id):
@@ -257,9 +283,24 @@ async def _memories(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
-async def _export(services: Services, app_id: str) -> ExportOut:
+async def _users(settings: Settings, args: argparse.Namespace) -> int:
+    async with _admin_services(settings) as services:
+        if args.app:
+            await services.stores.registry.require(args.app)
+        erased = await services.stores.registry.erase_user(args.user_id, app_id=args.app)
+        for app in erased:
+            print(
+                f"{app.app_id}: erased {app.memories} memories and {app.conversations}"
+                f" conversations; cancelled {app.jobs_cancelled} memory jobs"
+            )
+        if not erased:
+            print(f"nothing of {args.user_id!r} is kept", file=sys.stderr)
+    return 0
+
+
+async def _export(services: Services, app_id: str, user_id: str = "") -> ExportOut:
     await services.stores.registry.require(app_id)
-    memories = await services.stores.agent.list_memories(app_id)
+    memories = await services.stores.agent.list_memories(app_id, user_id=user_id)
     return export_out(app_id, now_text(services.clock), memories)
 
 
@@ -353,6 +394,7 @@ _COMMANDS: dict[str, Command] = {
     "migrate": _migrate,
     "apps": _apps,
     "memories": _memories,
+    "users": _users,
     "chat": _chat,
     "demo": _demo,
     "mcp": _mcp,

@@ -42,6 +42,7 @@ from bench_support import (
     percentile,
     seed_ended_conversations,
     seed_memories,
+    seed_user_spaces,
 )
 
 from loop.llm.choice import NoModelLoaded
@@ -81,6 +82,47 @@ async def retrieval_latencies(dbs: dict[int, Path | str], samples: int, rounds: 
                     agent.format_memories_for_context(app_id, memories)
                     timings[apps].append(time.perf_counter() - started)
         return timings
+
+
+async def space_latencies(dbs: dict[int, Path | str], samples: int, rounds: int = 20
+                          ) -> dict[int, list[float]]:
+    """Seconds to read a random user's memories and the app's shared ones and format the
+    block, as a user's conversation gets it, per database (keyed by its number of users)."""
+    async with AsyncExitStack() as stack:
+        agents = {}
+        for users, db in dbs.items():
+            database = await stack.enter_async_context(database_for(str(db)))
+            agents[users] = MemorySubAgent(database, NoModelLoaded())
+        rng = random.Random(1)
+        timings: dict[int, list[float]] = {users: [] for users in dbs}
+        for _ in range(rounds):
+            for users, agent in agents.items():
+                for _ in range(samples // rounds):
+                    user_id = f"user{rng.randrange(users)}"
+                    started = time.perf_counter()
+                    shared = await agent.get_memories("app0")
+                    own = await agent.get_memories("app0", user_id=user_id)
+                    agent.format_memories_for_context("app0", shared, own)
+                    timings[users].append(time.perf_counter() - started)
+        return timings
+
+
+def bench_spaces(tmp: Path, quick: bool) -> dict[str, Any]:
+    """One app's users: retrieval with 100 users against 100,000 (10,000 with --quick)."""
+    small_users, large_users = (100, 10_000) if quick else (100, 100_000)
+    samples = 3_000 if quick else 20_000
+    dbs: dict[int, Path | str] = {}
+    for users in (small_users, large_users):
+        dbs[users] = tmp / f"spaces-{users}.db"
+        seed_user_spaces(dbs[users], users=users, per_user=5, shared=5)
+    timings = anyio.run(space_latencies, dbs, samples)
+    small, large = timings[small_users], timings[large_users]
+    return {
+        "spaces_users": [small_users, large_users],
+        "spaces_retrieval_p99_ms": [round(percentile(small, 99) * 1000, 4),
+                                    round(percentile(large, 99) * 1000, 4)],
+        "spaces_p99_scaling": round(percentile(large, 99) / percentile(small, 99), 3),
+    }
 
 
 def bench_retrieval(tmp: Path, quick: bool) -> dict[str, Any]:
@@ -400,8 +442,8 @@ def main() -> None:
     results: dict[str, Any] = {"mode": "quick" if args.quick else "full", "cpus": os.cpu_count()}
     with tempfile.TemporaryDirectory(prefix="mnemoloop-bench-") as folder:
         tmp = Path(folder)
-        benches = (bench_retrieval, bench_jobs, bench_overhead, bench_http, bench_dialects,
-                   bench_postgres, bench_model, bench_energy)
+        benches = (bench_retrieval, bench_spaces, bench_jobs, bench_overhead, bench_http,
+                   bench_dialects, bench_postgres, bench_model, bench_energy)
         for bench in benches:
             if args.only and bench.__name__ != args.only:
                 continue

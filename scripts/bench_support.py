@@ -59,6 +59,20 @@ def seed_memories(db: Path, *, apps: int, per_app: int) -> None:
         connection.execute("ANALYZE")
 
 
+def seed_user_spaces(db: Path, *, users: int, per_user: int, shared: int) -> None:
+    """One app (`app0`) with `shared` memories in its shared space and `per_user` in each of
+    `users` users' spaces."""
+    with closing(_migrated_with_apps(db, 1)) as connection, connection:
+        rows = [("", k) for k in range(shared)]
+        rows += [(f"user{n}", k) for n in range(users) for k in range(per_user)]
+        connection.executemany(
+            "INSERT INTO app_memories (app_id, user_id, content, created_at, updated_at,"
+            " metadata) VALUES ('app0', ?, ?, ?, ?, '{}')",
+            ((user, f"{user or 'Everyone'} said thing {k}. It matters for later work.",
+              f"2025-10-{k + 1:02d}T10:00:00.000000Z", STAMP) for user, k in rows))
+        connection.execute("ANALYZE")
+
+
 def seed_ended_conversations(db: Path, *, apps: int, per_app: int) -> None:
     """Ended conversations with their pending memory jobs, interleaved across apps."""
     with closing(_migrated_with_apps(db, apps)) as connection, connection:

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from admin_api import create_app
-from admin_api.auth import admin_only, admin_or_own_app
+from admin_api.auth import admin_only, admin_or_any_app, admin_or_own_app
 from admin_api.dialects.common import dialect_caller
 from tests.fakes import friend_fact
 from tests.harness import assistant_model, eventually, http_client, running, service
@@ -100,7 +100,8 @@ async def test_install_list_and_uninstall(client):
     assert key.startswith("mlk_")
     listed = await client.get("/apps", headers=ADMIN)
     assert listed.json() == {"apps": [
-        {"appId": "cal", "name": "Calendar", "installed": True, "memoryCount": 0}]}
+        {"appId": "cal", "name": "Calendar", "installed": True, "memoryCount": 0,
+         "usersWriteShared": False}]}
     gone = await client.delete("/apps/cal", headers=ADMIN)
     assert gone.json() == {"success": True, "purgedMemories": 0}
     assert (await client.get("/apps", headers=ADMIN)).json()["apps"][0]["installed"] is False
@@ -117,7 +118,7 @@ async def test_a_conversation_is_answered_and_ends_into_a_memory(client, service
     assert len(memories) == 1
     assert memories[0]["sourceConversationId"] == conversation_id
     assert set(memories[0]) == {"id", "content", "createdAt", "updatedAt",
-                                "sourceConversationId", "metadata"}
+                                "sourceConversationId", "metadata", "userId"}
     jobs = (await client.get("/memory-jobs?appId=cal&status=done", headers=ADMIN)).json()["jobs"]
     assert [j["conversationId"] for j in jobs] == [conversation_id]
     again = await client.post(f"/conversations/{conversation_id}/end", headers=ADMIN)
@@ -298,7 +299,8 @@ async def test_every_api_route_checks_the_bearer_token(services):
                 assert handler.resolve_before_request() is dialect_caller, route.path
                 dialects += 1
                 continue
-            assert handler.resolve_before_request() in (admin_only, admin_or_own_app), (
+            assert handler.resolve_before_request() in (admin_only, admin_or_own_app,
+                                                        admin_or_any_app), (
                 route.path, handler.http_methods)
             checked += 1
     # Every operation the API documents but /health was looked at.

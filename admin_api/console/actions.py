@@ -8,19 +8,28 @@ from typing import Annotated, Any
 from urllib.parse import quote
 
 from litestar import Request, Response, get, post
-from litestar.params import FromPath, PathParameter
+from litestar.params import FromPath, PathParameter, QueryParameter
 from litestar.response import Redirect
 
 from admin_api.console.render import page
 from admin_api.dependencies import Provided
 from loop.errors import AppNotInstalled, MemoryCountChanged
+from loop.registry import MAX_USER_ID, validate_user_id
 from loop.service import Stores
 from memory_agent.models import MAX_MEMORY_ID
 
 
-def _back_to_app(app_id: str, done: str, n: int) -> Redirect:
-    """To the app's page, which says what was done (`done`: one of `pages.NOTICES`)."""
-    return Redirect(f"/console/apps/{quote(app_id, safe='')}?done={done}&n={n}", status_code=303)
+def _back_to_app(app_id: str, done: str, n: int, user: str = "") -> Redirect:
+    """To the app's page (of a user's space), which says what was done (`done`: one of
+    `pages.NOTICES`)."""
+    space = f"&user={quote(user, safe='')}" if user else ""
+    return Redirect(
+        f"/console/apps/{quote(app_id, safe='')}?done={done}&n={n}{space}", status_code=303
+    )
+
+
+# A user's memory space: the purge of that space only.
+UserFilter = Annotated[str | None, QueryParameter(name="user", max_length=MAX_USER_ID)]
 
 
 MemoryId = Annotated[int, PathParameter(ge=1, le=MAX_MEMORY_ID)]
@@ -43,33 +52,45 @@ async def _confirmation(
     status: int = 200,
     **context: Any,
 ) -> Response[Any]:
-    """A page asking to confirm a change to the app, naming how many memories it holds now."""
+    """A page asking to confirm a change to the app (or to a user's space: `user`), naming
+    how many memories it holds now."""
     app = await stores.registry.require(app_id)
-    count = await stores.agent.get_memory_count(app_id)
-    return page(request, template, status=status, app=app, count=count, **context)
+    user = context.pop("user", "") or ""
+    count = await stores.agent.get_memory_count(app_id, user_id=user or None)
+    return page(request, template, status=status, app=app, count=count, user=user, **context)
 
 
 @get("/apps/{app_id:str}/purge", include_in_schema=False)
 async def confirm_purge(
-    request: Request[Any, Any, Any], stores: Provided[Stores], app_id: FromPath[str]
+    request: Request[Any, Any, Any],
+    stores: Provided[Stores],
+    app_id: FromPath[str],
+    user: UserFilter = None,
 ) -> Response[Any]:
-    return await _confirmation(request, stores, app_id, "confirm_purge.html")
+    if user:
+        validate_user_id(user)
+    return await _confirmation(request, stores, app_id, "confirm_purge.html", user=user)
 
 
 @post("/apps/{app_id:str}/purge", include_in_schema=False)
 async def purge(
-    request: Request[Any, Any, Any], stores: Provided[Stores], app_id: FromPath[str]
+    request: Request[Any, Any, Any],
+    stores: Provided[Stores],
+    app_id: FromPath[str],
+    user: UserFilter = None,
 ) -> Response[Any]:
+    if user:
+        validate_user_id(user)
     try:
         deleted = await stores.registry.purge_memories(
-            app_id, confirmed_count=await _confirmed_count(request)
+            app_id, confirmed_count=await _confirmed_count(request), user_id=user or None
         )
     except MemoryCountChanged:
         # Memories came or went since the confirmation was shown: it named another number.
         return await _confirmation(
-            request, stores, app_id, "confirm_purge.html", status=409, changed=True
+            request, stores, app_id, "confirm_purge.html", status=409, changed=True, user=user
         )
-    return _back_to_app(app_id, "purged", deleted)
+    return _back_to_app(app_id, "purged", deleted, user or "")
 
 
 @get("/apps/{app_id:str}/uninstall", include_in_schema=False)

@@ -14,6 +14,7 @@ from admin_api.console.render import page
 from admin_api.dependencies import Provided
 from loop.health import HealthChecks
 from loop.jobs import JOB_STATUSES
+from loop.registry import MAX_USER_ID, validate_user_id
 from loop.service import Stores
 from memory_agent.errors import InvalidSearchQuery
 
@@ -31,6 +32,8 @@ LIST_LIMIT = 200
 HISTORY_LIMIT = 50
 
 AppFilter = Annotated[str | None, QueryParameter(name="app", max_length=64)]
+# A user's memory space on an app's page; none: the app's shared space.
+UserFilter = Annotated[str | None, QueryParameter(name="user", max_length=MAX_USER_ID)]
 
 
 @get("/", include_in_schema=False)
@@ -61,16 +64,22 @@ async def app_page(
     q: Annotated[str | None, QueryParameter(max_length=1000)] = None,
     done: Annotated[str | None, QueryParameter(max_length=40)] = None,
     n: Annotated[int, QueryParameter(ge=0, le=2**53)] = 0,
+    user: UserFilter = None,
 ) -> Template:
     app = await stores.registry.require(app_id)
+    if user:
+        validate_user_id(user)
+    space = user or ""
     search_error = None
     if q:
         try:
-            memories = await stores.agent.search_memories(app_id, q, limit=LIST_LIMIT)
+            memories = await stores.agent.search_memories(
+                app_id, q, limit=LIST_LIMIT, user_id=space
+            )
         except InvalidSearchQuery as error:
             memories, search_error = [], str(error)
     else:
-        memories = await stores.agent.list_memories(app_id)
+        memories = await stores.agent.list_memories(app_id, user_id=space)
     # Each memory's latest changes, oldest of them first.
     histories = await stores.agent.latest_history_of(
         app_id, [memory.id for memory in memories], HISTORY_LIMIT
@@ -82,9 +91,14 @@ async def app_page(
         cap=stores.agent.memory_limit,
         memories=memories,
         count=await stores.agent.get_memory_count(app_id),
+        space_count=await stores.agent.get_memory_count(app_id, user_id=space),
+        spaces=await stores.agent.spaces(app_id),
+        user=space,
         histories=histories,
         history_limit=HISTORY_LIMIT,
-        changes=await stores.agent.history(app_id, limit=50, newest_first=True),
+        changes=await stores.agent.history(
+            app_id, limit=50, newest_first=True, user_id=space or None
+        ),
         q=q or "",
         search_error=search_error,
         done=NOTICES[done].format(n=n) if done in NOTICES else None,

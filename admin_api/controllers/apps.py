@@ -1,13 +1,23 @@
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
-from litestar import Controller, delete, get, post
+from litestar import Controller, Request, delete, get, patch, post
 from litestar.params import FromPath, JSONBody, QueryParameter
 
 from admin_api.auth import admin_only
 from admin_api.dependencies import Provided
-from admin_api.schemas import AppOut, AppsOut, InstallApp, InstalledAppOut, UninstalledOut, problems
+from admin_api.schemas import (
+    AppOut,
+    AppSettings,
+    AppsOut,
+    InstallApp,
+    InstalledAppOut,
+    UninstalledOut,
+    problems,
+    strict_booleans,
+)
+from loop.registry import App
 from loop.service import Stores
 
 
@@ -22,20 +32,38 @@ class AppsController(Controller):
         responses=problems(400, 401, 403, 409, 413),
     )
     async def install(
-        self, data: JSONBody[InstallApp], stores: Provided[Stores]
+        self, request: Request[Any, Any, Any], data: JSONBody[InstallApp], stores: Provided[Stores]
     ) -> InstalledAppOut:
+        strict_booleans(await request.json(), "usersWriteShared")
         installed = await stores.registry.install(data.app_id, data.name)
+        if data.users_write_shared:
+            await stores.registry.set_users_write_shared(data.app_id, True)
         app = installed.app
         return InstalledAppOut(app.app_id, app.name, app.installed, installed.api_key)
 
     @get("/", summary="List apps with their memory counts", responses=problems(401, 403))
     async def list_apps(self, stores: Provided[Stores]) -> AppsOut:
-        return AppsOut(
-            [
-                AppOut(a.app_id, a.name, a.installed, a.memory_count)
-                for a in await stores.registry.list()
-            ]
-        )
+        return AppsOut([_app_out(a) for a in await stores.registry.list()])
+
+    @patch(
+        "/{app_id:str}",
+        summary="Change an app's settings",
+        description=(
+            "`usersWriteShared`: a conversation of one of the app's users writes its memory"
+            " to the app's shared space too (every user's conversations get those)."
+        ),
+        responses=problems(400, 401, 403, 404, 413),
+    )
+    async def change(
+        self,
+        request: Request[Any, Any, Any],
+        app_id: FromPath[str],
+        data: JSONBody[AppSettings],
+        stores: Provided[Stores],
+    ) -> AppOut:
+        strict_booleans(await request.json(), "usersWriteShared")
+        app = await stores.registry.set_users_write_shared(app_id, data.users_write_shared)
+        return _app_out(app)
 
     @delete(
         "/{app_id:str}",
@@ -51,3 +79,7 @@ class AppsController(Controller):
     ) -> UninstalledOut:
         purged = await stores.registry.uninstall(app_id, purge_memories=purge_memories)
         return UninstalledOut(True, purged)
+
+
+def _app_out(app: App) -> AppOut:
+    return AppOut(app.app_id, app.name, app.installed, app.memory_count, app.users_write_shared)

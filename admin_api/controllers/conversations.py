@@ -19,6 +19,8 @@ from admin_api.schemas import (
     ConversationOut,
     EndConversation,
     MessageOut,
+    OpenConversation,
+    OptionalBodyOperation,
     PostedOut,
     PostMessage,
     problems,
@@ -38,13 +40,20 @@ class ConversationsController(Controller):
 
     @post(
         "/apps/{app_id:str}/conversations",
-        summary="Open a conversation",
-        responses=problems(401, 403, 404, 409),
+        operation_class=OptionalBodyOperation,
+        summary="Open a conversation (of one of the app's users, with `userId`)",
+        responses=problems(400, 401, 403, 404, 409, 413),
     )
     async def open_conversation(
-        self, app_id: FromPath[str], stores: Provided[Stores]
+        self,
+        app_id: FromPath[str],
+        stores: Provided[Stores],
+        data: JSONBody[OpenConversation | None] = None,
     ) -> ConversationCreatedOut:
-        return ConversationCreatedOut(await stores.conversations.open(app_id))
+        user_id = data.user_id if data else None
+        return ConversationCreatedOut(
+            await stores.conversations.open(app_id, user_id=user_id or "")
+        )
 
     @post(
         "/conversations/{conversation_id:str}/messages",
@@ -75,6 +84,8 @@ class ConversationsController(Controller):
             Parameter(
                 ge=0,
                 le=MAX_WAIT_SECONDS,
+                # Litestar leaves a bound of 0 out of the schema.
+                schema_extra={"minimum": 0},
                 description="seconds to wait for the reply before answering 202",
             ),
         ] = None,
@@ -128,6 +139,7 @@ class ConversationsController(Controller):
         "/conversations/{conversation_id:str}/end",
         status_code=202,
         summary="End a conversation (idempotent); its memory is written in the background",
+        operation_class=OptionalBodyOperation,
         responses=problems(400, 401, 403, 404, 413),
     )
     async def end_conversation(

@@ -9,14 +9,27 @@ from litestar.params import FromPath, QueryParameter
 
 from admin_api.auth import admin_or_own_app
 from admin_api.dependencies import Provided
-from admin_api.schemas import MAX_ID, HistoryOut, MemoryId, memory_event_out, problems
+from admin_api.schemas import (
+    MAX_ID,
+    HistoryOut,
+    MemoryId,
+    UserIdQuery,
+    memory_event_out,
+    problems,
+)
 from loop.service import Stores
 from memory_agent.errors import MemoryNotFound
 from memory_agent.models import MemoryEvent
 
 Since = Annotated[
     int,
-    QueryParameter(ge=0, le=MAX_ID, description="the cursor: events after this id"),
+    QueryParameter(
+        ge=0,
+        le=MAX_ID,
+        description="the cursor: events after this id",
+        # Litestar leaves a bound of 0 out of the schema.
+        schema_extra={"minimum": 0},
+    ),
 ]
 Limit = Annotated[int, QueryParameter(ge=1, le=1000)]
 
@@ -29,7 +42,7 @@ class HistoryController(Controller):
 
     @get(
         "/history",
-        summary="Every change to the app's memories, oldest first",
+        summary="Every change to the app's memories (or to one user's space), oldest first",
         responses=problems(400, 401, 403, 404),
     )
     async def app_history(
@@ -38,9 +51,12 @@ class HistoryController(Controller):
         stores: Provided[Stores],
         since: Since = 0,
         limit: Limit = 100,
+        user_id: UserIdQuery = None,
     ) -> HistoryOut:
         await stores.registry.require(app_id)
-        events = await stores.agent.history(app_id, after_id=since, limit=limit)
+        events = await stores.agent.history(
+            app_id, after_id=since, limit=limit, user_id=user_id
+        )
         return page(events, limit)
 
     @get(

@@ -15,6 +15,7 @@ from admin_api.schemas import (
     MemoryId,
     PurgedOut,
     SuccessOut,
+    UserIdQuery,
     export_out,
     imported_memories,
     memory_out,
@@ -35,13 +36,14 @@ class MemoriesController(Controller):
     @get(
         "/",
         before_request=admin_or_own_app,
-        summary="An app's memories, newest first; with `q`, those matching it, best first",
+        summary="A space's memories, newest first; with `q`, those matching it, best first",
         responses=problems(400, 401, 403, 404),
     )
     async def list_memories(
         self,
         app_id: FromPath[str],
         stores: Provided[Stores],
+        user_id: UserIdQuery = None,
         q: Annotated[
             str | None,
             QueryParameter(
@@ -55,11 +57,12 @@ class MemoriesController(Controller):
         ] = None,
         limit: Annotated[int, QueryParameter(ge=1, le=1000, description="with `q`")] = 20,
     ) -> MemoriesOut:
+        space = user_id or ""
         if q is not None:
             await stores.registry.require(app_id)
-            memories = await stores.agent.search_memories(app_id, q, limit=limit)
+            memories = await stores.agent.search_memories(app_id, q, limit=limit, user_id=space)
         else:
-            memories = await stores.agent.list_memories(app_id)
+            memories = await stores.agent.list_memories(app_id, user_id=space)
             if not memories:
                 await stores.registry.require(app_id)  # no memories: is there such an app?
         return MemoriesOut([memory_out(m) for m in memories])
@@ -67,14 +70,18 @@ class MemoriesController(Controller):
     @get(
         "/export",
         before_request=admin_or_own_app,
-        summary="An app's memories as a document that `POST .../memories/import` takes back",
-        responses=problems(401, 403, 404),
+        summary="A space's memories as a document that `POST .../memories/import` takes back",
+        responses=problems(400, 401, 403, 404),
     )
     async def export(
-        self, app_id: FromPath[str], stores: Provided[Stores], clock: Provided[Clock]
+        self,
+        app_id: FromPath[str],
+        stores: Provided[Stores],
+        clock: Provided[Clock],
+        user_id: UserIdQuery = None,
     ) -> ExportOut:
         await stores.registry.require(app_id)
-        memories = await stores.agent.list_memories(app_id)
+        memories = await stores.agent.list_memories(app_id, user_id=user_id or "")
         return export_out(app_id, now_text(clock), memories)
 
     @post(
@@ -100,23 +107,28 @@ class MemoriesController(Controller):
         data: JSONBody[ImportMemories],
         stores: Provided[Stores],
         replace: Annotated[
-            bool, QueryParameter(description="delete the app's memories first")
+            bool, QueryParameter(description="delete the space's memories first")
         ] = False,
+        user_id: UserIdQuery = None,
     ) -> ImportedOut:
         await stores.registry.require(app_id)
         memories = imported_memories(data)
-        count = await stores.agent.import_memories(app_id, memories, replace=replace)
+        count = await stores.agent.import_memories(
+            app_id, memories, replace=replace, user_id=user_id or ""
+        )
         return ImportedOut(len(memories), count)
 
     @delete(
         "/",
         status_code=200,
         before_request=admin_only,
-        summary="Purge all of an app's memories",
-        responses=problems(401, 403, 404),
+        summary="Purge all of an app's memories (every space), or one user's space",
+        responses=problems(400, 401, 403, 404),
     )
-    async def purge(self, app_id: FromPath[str], stores: Provided[Stores]) -> PurgedOut:
-        return PurgedOut(True, await stores.registry.purge_memories(app_id))
+    async def purge(
+        self, app_id: FromPath[str], stores: Provided[Stores], user_id: UserIdQuery = None
+    ) -> PurgedOut:
+        return PurgedOut(True, await stores.registry.purge_memories(app_id, user_id=user_id))
 
     @delete(
         "/{memory_id:int}",

@@ -5,7 +5,8 @@ module only reads its request shape and writes its response shape.
 Headers a client may send with either dialect:
 - `X-Mnemoloop-App`: the app, when the bearer token is the admin token;
 - `X-Mnemoloop-User`, `X-Mnemoloop-Conversation`: the caller's thread (the dialect's own
-  `user` and `metadata.conversation` fields name them too);
+  `user` and `metadata.conversation` fields name them too); the user's memory space is the
+  one the conversation reads and writes;
 - `X-Mnemoloop-End-Conversation: true`: the conversation ends once this reply is written,
   and its memory job is queued.
 """
@@ -27,6 +28,7 @@ from admin_api.errors import domain_status, validation_detail
 from loop.client_threads import ClientRequest, thread_key
 from loop.conversations import ReplyStatus
 from loop.errors import ThreadBusy
+from loop.registry import validate_user_id
 from loop.replies import Question
 from loop.service import Models, Stores
 from memory_agent import ChatMessage, ChatModel
@@ -84,13 +86,25 @@ def caller_app(request: Request[Any, Any, Any]) -> str:
     return str(request.state[_APP])
 
 
-def thread_of(request: Request[Any, Any, Any], user: Any = None, conversation: Any = None) -> str:
-    """The caller's thread: the headers, else the dialect's fields."""
+@dataclass(frozen=True)
+class Caller:
+    """Who a request speaks for within its app: the user (whose memory space the
+    conversation reads and writes; "" for the app's shared one) and the thread."""
+
+    user_id: str
+    thread: str
+
+
+def caller_of(
+    request: Request[Any, Any, Any], user: Any = None, conversation: Any = None
+) -> Caller:
+    """The headers, else the dialect's fields."""
     headers = request.headers
-    return thread_key(
-        headers.get(USER_HEADER) or (str(user) if user else None),
-        headers.get(CONVERSATION_HEADER) or (str(conversation) if conversation else None),
-    )
+    user_id = headers.get(USER_HEADER) or (str(user) if user else "")
+    if user_id:
+        validate_user_id(user_id)
+    named = headers.get(CONVERSATION_HEADER) or (str(conversation) if conversation else None)
+    return Caller(user_id, thread_key(user_id, named))
 
 
 def wants_end(request: Request[Any, Any, Any]) -> bool:
@@ -139,11 +153,11 @@ async def post_history(
     stores: Stores,
     history: ClientTurns,
     model: ChosenModel,
-    thread: str,
+    caller: Caller,
 ) -> Question:
     posted = await stores.client_threads.post(
-        ClientRequest(caller_app(request), thread, history.turns, history.system_prompt,
-                      model.stored)
+        ClientRequest(caller_app(request), caller.thread, history.turns, history.system_prompt,
+                      model.stored, caller.user_id)
     )
     conversations = stores.conversations
     return Question(conversations, conversations.replies.subscribe(posted.conversation_id),

@@ -20,6 +20,7 @@ from admin_api.dependencies import Provided
 from admin_api.dialects.common import (
     MAX_DIALECT_BODY_BYTES,
     DialectError,
+    caller_of,
     chosen_model,
     client_turns,
     closing,
@@ -33,7 +34,6 @@ from admin_api.dialects.common import (
     served_names,
     settled_reply,
     stream_failure,
-    thread_of,
 )
 from loop.conversations import ReplyStatus
 from loop.replies import Question
@@ -90,7 +90,7 @@ async def chat(
         # Ollama's way to load a model: nothing to answer, nothing opened.
         return Response(_done(model.served, "", None, "load", 0))
     history = client_turns(messages)
-    question = await post_history(request, stores, history, model, thread_of(request))
+    question = await post_history(request, stores, history, model, caller_of(request))
     headers = conversation_header(question)
     if data.get("stream", True) is not False:
         ending = lambda: end_if_asked(request, stores, question)  # noqa: E731

@@ -19,6 +19,7 @@ from admin_api.dependencies import Provided
 from admin_api.dialects.common import (
     MAX_DIALECT_BODY_BYTES,
     DialectError,
+    caller_of,
     chosen_model,
     client_turns,
     closing,
@@ -32,7 +33,6 @@ from admin_api.dialects.common import (
     served_names,
     settled_reply,
     stream_failure,
-    thread_of,
 )
 from loop.conversations import ReplyStatus
 from loop.replies import Question
@@ -115,8 +115,8 @@ async def chat_completions(
     history = client_turns(_messages(data))
     model = await chosen_model(models_of(request).chat, data["model"])
     metadata = data["metadata"] if isinstance(data.get("metadata"), dict) else {}
-    thread = thread_of(request, data.get("user"), metadata.get("conversation"))
-    question = await post_history(request, stores, history, model, thread)
+    caller = caller_of(request, data.get("user"), metadata.get("conversation"))
+    question = await post_history(request, stores, history, model, caller)
     completion_id = f"chatcmpl-{question.conversation_id}-{question.message_id}"
     shape = _Shape(completion_id, int(started), model.served)
     if data.get("stream"):

@@ -14,6 +14,7 @@ from admin_api.schemas import (
     ConversationOut,
     EndConversation,
     EnergyOut,
+    ErasedUserOut,
     ExportOut,
     HealthOut,
     HistoryOut,
@@ -25,9 +26,12 @@ from admin_api.schemas import (
     JobsOut,
     MemoriesOut,
     MemoryOut,
+    OpenConversation,
     PostedOut,
     PostMessage,
     PurgedOut,
+    SpaceOut,
+    SpacesOut,
     SuccessOut,
     UninstalledOut,
 )
@@ -52,6 +56,7 @@ WAIT_MARGIN = 10.0
 S = TypeVar("S")
 AppList = list[AppOut]
 MemoryList = list[MemoryOut]
+SpaceList = list[SpaceOut]
 JobList = list[JobOut]
 
 
@@ -78,10 +83,15 @@ class Conversations(Group[S]):
     """Conversations and their messages (admin token or the app's key)."""
 
     @route
-    def open(self, app_id: str) -> Call[str]:
-        """Open a conversation; returns its id."""
+    def open(self, app_id: str, user_id: str | None = None) -> Call[str]:
+        """Open a conversation (of one of the app's users: it reads and writes their memory
+        space); returns its id."""
         path = f"/apps/{segment(app_id)}/conversations"
-        return Call("POST", path, picked(ConversationCreatedOut, lambda out: out.conversation_id))
+        body = OpenConversation(user_id) if user_id is not None else None
+        return Call(
+            "POST", path, picked(ConversationCreatedOut, lambda out: out.conversation_id),
+            body=body,
+        )
 
     @route
     def send(
@@ -130,17 +140,28 @@ def _message(conversation_id: str, content: str, wait: float | None) -> Call[Pos
 
 class Memories(Group[S]):
     """An app's memories and their history: an app's key reads its own; deleting needs the
-    admin token."""
+    admin token. `user_id` names a user's memory space; without it, the app's shared one."""
 
     @route
-    def list(self, app_id: str) -> Call[MemoryList]:
-        """The app's memories, newest first."""
-        return Call("GET", _memories(app_id), picked(MemoriesOut, lambda out: out.memories))
+    def list(self, app_id: str, user_id: str | None = None) -> Call[MemoryList]:
+        """The space's memories, newest first."""
+        return Call(
+            "GET", _memories(app_id), picked(MemoriesOut, lambda out: out.memories),
+            query_params(userId=user_id),
+        )
 
     @route
-    def search(self, app_id: str, query: str, limit: int | None = None) -> Call[MemoryList]:
-        """The app's memories matching any word of `query`, best first."""
-        params = query_params(q=query, limit=limit)
+    def spaces(self, app_id: str) -> Call[SpaceList]:
+        """The app's spaces that hold memories, with their counts: the shared one first."""
+        path = f"/apps/{segment(app_id)}/spaces"
+        return Call("GET", path, picked(SpacesOut, lambda out: out.spaces))
+
+    @route
+    def search(
+        self, app_id: str, query: str, limit: int | None = None, user_id: str | None = None
+    ) -> Call[MemoryList]:
+        """The space's memories matching any word of `query`, best first."""
+        params = query_params(q=query, limit=limit, userId=user_id)
         return Call(
             "GET", _memories(app_id), picked(MemoriesOut, lambda out: out.memories), params
         )
@@ -151,24 +172,35 @@ class Memories(Group[S]):
         return Call("DELETE", path, picked(SuccessOut, nothing))
 
     @route
-    def export(self, app_id: str) -> Call[ExportOut]:
-        """The app's memories as a document `import_` takes back (here or elsewhere)."""
-        return Call("GET", f"{_memories(app_id)}/export", decoded_as(ExportOut))
+    def export(self, app_id: str, user_id: str | None = None) -> Call[ExportOut]:
+        """The space's memories as a document `import_` takes back (here or elsewhere)."""
+        return Call(
+            "GET", f"{_memories(app_id)}/export", decoded_as(ExportOut),
+            query_params(userId=user_id),
+        )
 
     @route
     def import_(
-        self, app_id: str, document: ExportOut | ImportMemories, *, replace: bool = False
+        self,
+        app_id: str,
+        document: ExportOut | ImportMemories,
+        *,
+        replace: bool = False,
+        user_id: str | None = None,
     ) -> Call[ImportedOut]:
-        """Store the memories of an export, all or none (admin token). Refused (`Conflict`)
-        when the app would hold more than its limit; `replace` deletes its memories first."""
-        params = query_params(replace="true") if replace else {}
+        """Store the memories of an export in a space, all or none (admin token). Refused
+        (`Conflict`) when the space would hold more than its limit; `replace` deletes its
+        memories first."""
+        params = query_params(replace="true" if replace else None, userId=user_id)
         path = f"{_memories(app_id)}/import"
         return Call("POST", path, decoded_as(ImportedOut), params, body=document)
 
     @route
-    def purge(self, app_id: str) -> Call[PurgedOut]:
-        """Delete all of the app's memories."""
-        return Call("DELETE", _memories(app_id), decoded_as(PurgedOut))
+    def purge(self, app_id: str, user_id: str | None = None) -> Call[PurgedOut]:
+        """Delete all of the app's memories (every space), or of one user's space."""
+        return Call(
+            "DELETE", _memories(app_id), decoded_as(PurgedOut), query_params(userId=user_id)
+        )
 
     @route
     def history(
@@ -178,13 +210,26 @@ class Memories(Group[S]):
         *,
         since: int | None = None,
         limit: int | None = None,
+        user_id: str | None = None,
     ) -> Call[HistoryOut]:
-        """Every change to the app's memories (or to one memory), oldest first; pass the
-        answer's `next_cursor` as `since` for the next page."""
+        """Every change to the app's memories (or to one memory, or to one user's space),
+        oldest first; pass the answer's `next_cursor` as `since` for the next page."""
         path = f"/apps/{segment(app_id)}/history"
+        params = query_params(since=since, limit=limit, userId=user_id)
         if memory_id is not None:
             path = f"{_memories(app_id)}/{memory_id}/history"
-        return Call("GET", path, decoded_as(HistoryOut), query_params(since=since, limit=limit))
+            params = query_params(since=since, limit=limit)
+        return Call("GET", path, decoded_as(HistoryOut), params)
+
+
+class Users(Group[S]):
+    """The people apps serve: erasing one from every app (an app's key: from its own)."""
+
+    @route
+    def erase(self, user_id: str) -> Call[ErasedUserOut]:
+        """Erase the user's memory spaces, conversations and their history; answers what
+        went, per app."""
+        return Call("DELETE", f"/users/{segment(user_id)}/memories", decoded_as(ErasedUserOut))
 
 
 def _memories(app_id: str) -> str:
@@ -199,6 +244,7 @@ class _Api(Group[S]):
         self.apps = Apps(session)
         self.conversations = Conversations(session)
         self.memories = Memories(session)
+        self.users = Users(session)
 
     @route
     def health(self) -> Call[HealthOut]:
