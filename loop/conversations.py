@@ -12,17 +12,18 @@ from datetime import timedelta
 from loop.errors import AppNotFound, AppNotInstalled, ConversationEnded, ConversationNotFound
 from loop.jobs import ClaimedJob, MemoryJob
 from loop.reply_feed import ReplyFeed
+from loop.storage import Engine
 from loop.wakeups import JOBS_CHANNEL, MESSAGES_CHANNEL, Wakeup
 from memory_agent import ChatMessage
 from memory_agent.chat_model import Role, TokenUsage
 from memory_agent.ports import (
     Clock,
-    Database,
     SqlSession,
     SqlTransaction,
     format_timestamp,
     now_text,
 )
+from memory_agent.secrets import redact
 
 
 def app_facing_state(status: str, answer_state: str | None) -> str:
@@ -109,7 +110,7 @@ _IN_ORDER = (
 
 
 class ConversationStore:
-    def __init__(self, database: Database, clock: Clock) -> None:
+    def __init__(self, database: Engine, clock: Clock) -> None:
         self._db = database
         self._clock = clock
         # Set here for this instance's own waiters, and by notifications from the others.
@@ -237,6 +238,24 @@ class ConversationStore:
             )
             for r in rows
         ]
+
+    async def redact_messages(self, conversation_id: str) -> int:
+        """Replace the secrets in the conversation's messages by their markers (once its
+        memory job has read them), and clean the database files of the originals; returns
+        how many messages changed."""
+        changed = 0
+        async with self._db.transaction() as tx:
+            for row in await tx.fetch_all(
+                "SELECT id, content FROM messages WHERE conversation_id = ?", (conversation_id,)
+            ):
+                redacted = redact(row["content"])
+                if redacted.changed:
+                    changed += await tx.execute(
+                        "UPDATE messages SET content = ? WHERE id = ?", (redacted.text, row["id"])
+                    )
+        if changed:
+            await self._db.checkpoint()
+        return changed
 
     async def chat_messages(self, conversation_id: str) -> list[ChatMessage]:
         """The conversation's messages, for the model."""

@@ -36,8 +36,10 @@ class MemoryWorker:
         retry_base_seconds: float = 5.0,
         poll_interval: float = 0.5,
         recover_on_start: bool = True,
+        keep_conversation_secrets: bool = False,
     ) -> None:
         self._jobs = jobs
+        self._keep_secrets = keep_conversation_secrets
         self._conversations = conversations
         self._agent = agent
         self._energy = energy
@@ -194,6 +196,9 @@ class MemoryWorker:
             status = "failed"
             await self._jobs.finish(job, status, f"{type(failure).__name__}: {failure}")
         await self._charge_memory_energy()
+        if status != "pending" and not self._keep_secrets:
+            # The job has read the conversation for the last time: its secrets go.
+            await self._conversations.redact_messages(job.conversation_id)
         return status
 
     async def run_now(self, conversation_id: str) -> MemoryJob | None:

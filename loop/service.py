@@ -187,6 +187,7 @@ async def open_services(
             attempts=settings.memory_job_attempts,
             retry_base_seconds=settings.memory_retry_base_seconds,
             recover_on_start=not database.shared,
+            keep_conversation_secrets=settings.keep_conversation_secrets,
         )
         yield Services(
             settings,

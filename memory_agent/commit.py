@@ -10,6 +10,7 @@ from typing import Any
 from memory_agent.compaction import DecidedStep
 from memory_agent.models import CompactionOutcome, Memory
 from memory_agent.retention import NEW_MEMORY_ID
+from memory_agent.secrets import redact_text
 from memory_agent.store import EventSource, MemoryStore
 
 
@@ -89,7 +90,7 @@ async def _delete(write: _Write, decided: DecidedStep) -> CompactionOutcome:
 
 async def _edit(write: _Write, decided: DecidedStep) -> CompactionOutcome:
     step = decided.step
-    target, folded, content = step.target, step.folded, step.new_content or ""
+    target, folded, content = step.target, step.folded, redact_text(step.new_content or "")
     related = list(write.metadata[target].get("relatedConversations", []))
     if folded is not None:
         folded_from = (

@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from memory_agent.errors import InvalidImport, MemoryImportRefused
 from memory_agent.models import ImportedMemory
 from memory_agent.ports import format_timestamp
+from memory_agent.secrets import redact_text
 from memory_agent.store import EventSource, MemoryStore
 
 
@@ -69,7 +70,7 @@ async def write_imported(
     for memory in memories:
         stored = await store.insert(
             app_id,
-            memory.content,
+            redact_text(memory.content),
             created_at=memory.created_at,
             updated_at=memory.updated_at,
             source_conversation_id=memory.source_conversation_id,
@@ -78,7 +79,7 @@ async def write_imported(
         )
         await store.record_event(
             app_id, stored.id, "created", "import", source, reason="imported",
-            after=memory.content, user_id=user_id,
+            after=stored.content, user_id=user_id,
         )
 
 

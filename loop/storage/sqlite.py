@@ -226,7 +226,10 @@ class SqliteDatabase:
         writer = self._writer_connection()
         async with self._write_lock:
             with _translated("checkpoint"):
-                await writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                # Read to its end and closed: a statement left open on the writer would make
+                # its next COMMIT fail ("SQL statements in progress").
+                async with writer.execute("PRAGMA wal_checkpoint(TRUNCATE)") as cursor:
+                    await cursor.fetchall()
 
     def _writer_connection(self) -> aiosqlite.Connection:
         if self._writer is None:

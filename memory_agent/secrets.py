@@ -1,0 +1,152 @@
+"""Text that looks like a secret, replaced by a marker naming its kind before anything is
+written (a memory, its history, the search index, a log line) or kept (a conversation's
+messages, once its memory job has read them).
+
+What is found:
+- payment card numbers: 13 to 19 digits, alone or in groups split by spaces or dashes, that
+  pass the Luhn check (so an order number rarely does, and a phone number written with `+`
+  never is taken);
+- IBANs: a country code, two check digits and 11 to 30 letters or digits, in groups or not,
+  that pass the ISO 13616 mod-97 check;
+- API keys and tokens of common shapes: OpenAI, Anthropic, Stripe, GitHub, GitLab, Slack, AWS
+  access keys, Google API keys, JSON Web Tokens, mnemoloop's own app keys, and whatever follows
+  `Bearer`;
+- private keys in PEM form (`-----BEGIN … PRIVATE KEY-----` to its end);
+- a value given as a password, passphrase, PIN, one-time code or card security code, in the
+  languages of `language.py` ("my password is …", "PIN: …", "mot de passe : …",
+  "contraseña es …", "Passwort ist …", "senha é …", "codice OTP …").
+
+What is not: a secret in no known shape and given with no such word ("the door opens with
+hunter2"), a card number written in words, a key split over several messages.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+CARD = "[card number]"
+IBAN = "[IBAN]"
+API_KEY = "[API key]"
+TOKEN = "[token]"
+PRIVATE_KEY = "[private key]"
+PASSWORD = "[password]"
+PIN = "[PIN]"
+ONE_TIME_CODE = "[one-time code]"
+
+_PRIVATE_KEY = re.compile(
+    r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\Z)",
+    re.DOTALL,
+)
+_KEY_SHAPES = re.compile(
+    r"\b(?:"
+    r"sk-(?:proj-|ant-)?[A-Za-z0-9_\-]{20,}"  # OpenAI, Anthropic
+    r"|(?:sk|pk|rk)_(?:live|test)_[A-Za-z0-9]{16,}"  # Stripe
+    r"|gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}"  # GitHub
+    r"|glpat-[A-Za-z0-9_\-]{20,}"  # GitLab
+    r"|xox[abposr]-[A-Za-z0-9\-]{10,}"  # Slack
+    r"|(?:AKIA|ASIA)[0-9A-Z]{16}"  # AWS access key ids
+    r"|AIza[0-9A-Za-z_\-]{35}"  # Google API keys
+    r"|mlk_[A-Za-z0-9_\-]{20,}"  # mnemoloop app keys
+    r")"
+)
+_JWT = re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}")
+_BEARER = re.compile(r"(?i)\b(bearer)\s+[A-Za-z0-9_\-.~+/]{16,}=*")
+# Digits in groups split by one space or dash, 13 to 19 in all; not after a `+` or a digit.
+_CARD = re.compile(r"(?<![\d+])(?<!\+ )\d(?:[ \-]?\d){12,18}(?!\d)")
+_IBAN = re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}\b")
+
+# Words that name what follows as a secret, in the languages of `language.py`.
+_PASSWORD_WORDS = (
+    r"password|passphrase|passcode|pass ?word|passwort|kennwort|contrase[ñn]a|clave"
+    r"|mot de passe|mdp|senha|palavra-passe|parola d'ordine"
+)
+_PIN_WORDS = r"pin(?: code| number|-code|-nummer|-nummer)?|c[oó]digo pin|code pin|codice pin"
+_CODE_WORDS = (
+    r"one[- ]time (?:pass)?code|one[- ]time password|otp(?: code)?|2fa code|mfa code"
+    r"|verification code|security code|cvv|cvc|c[oó]digo de (?:verificaci[oó]n|seguran[cç]a)"
+    r"|code de (?:v[ée]rification|s[ée]curit[ée])|best[äa]tigungscode|sicherheitscode"
+    r"|codice (?:di verifica|otp)"
+)
+_LINK = (
+    r"\s*(?:(?:is|was|=|:|est|es|ist|é|è|lautet|sera|will be|now|now is|ahora es|c'est)\s*)*"
+    r"[:=]?\s*[\"'“«]?"
+)
+_GIVEN = re.compile(
+    rf"(?i)\b(?P<what>{_PASSWORD_WORDS}|{_PIN_WORDS}|{_CODE_WORDS})\b(?P<link>{_LINK})"
+    r"(?P<value>[^\s\"'”»,;]{3,}(?<![.!?]))"
+)
+
+
+@dataclass(frozen=True)
+class Redacted:
+    text: str
+    # How many of each marker were put in.
+    found: Counter[str]
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.found)
+
+
+def redact(text: str) -> Redacted:
+    """`text` with every secret it shows replaced by its kind's marker."""
+    found: Counter[str] = Counter()
+
+    def marker(kind: str) -> str:
+        found[kind] += 1
+        return kind
+
+    text = _PRIVATE_KEY.sub(lambda _: marker(PRIVATE_KEY), text)
+    text = _JWT.sub(lambda _: marker(TOKEN), text)
+    text = _BEARER.sub(lambda m: f"{m.group(1)} {marker(TOKEN)}", text)
+    text = _KEY_SHAPES.sub(lambda _: marker(API_KEY), text)
+    text = _IBAN.sub(lambda m: marker(IBAN) if _iban_valid(m.group(0)) else m.group(0), text)
+    text = _CARD.sub(lambda m: marker(CARD) if _luhn_valid(m.group(0)) else m.group(0), text)
+    text = _GIVEN.sub(lambda m: _given(m, marker), text)
+    return Redacted(text, found)
+
+
+def redact_text(text: str) -> str:
+    return redact(text).text
+
+
+def _given(match: re.Match[str], marker: object) -> str:
+    value = match.group("value")
+    if value.startswith("[") and value.endswith("]"):
+        return match.group(0)  # a marker already
+    if not match.group("link").strip() and not any(c.isdigit() for c in value):
+        return match.group(0)  # "pin the post", "password reset": no value is given
+    what = match.group("what").lower()
+    if re.fullmatch(_PASSWORD_WORDS, what):
+        kind = PASSWORD
+    elif re.fullmatch(_PIN_WORDS, what):
+        kind = PIN
+    else:
+        kind = ONE_TIME_CODE
+    assert callable(marker)
+    return f"{match.group('what')}{match.group('link')}{marker(kind)}"
+
+
+def _luhn_valid(candidate: str) -> bool:
+    digits = [int(c) for c in candidate if c.isdigit()]
+    if not 13 <= len(digits) <= 19 or len(set(digits)) == 1:
+        return False
+    total = 0
+    for index, digit in enumerate(reversed(digits)):
+        if index % 2:
+            digit *= 2
+            if digit > 9:
+                digit -= 9
+        total += digit
+    return total % 10 == 0
+
+
+def _iban_valid(candidate: str) -> bool:
+    compact = candidate.replace(" ", "")
+    if not 15 <= len(compact) <= 34:
+        return False
+    rearranged = compact[4:] + compact[:4]
+    number = "".join(str(int(c, 36)) for c in rearranged)
+    return int(number) % 97 == 1
