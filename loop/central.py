@@ -314,6 +314,7 @@ class CentralLoop:
         own = await self._agent.get_memories(app.app_id, limit, user_id=user_id) if user_id else []
         block = self._memory_block(app.name, shared, own)
         self._metrics.retrieval_seconds.observe(time.perf_counter() - started)
+        self._metrics.count_answer(with_memories=bool(block))
         system = (
             self._budget.beginning_within_half(client_system_prompt)
             if client_system_prompt

@@ -34,8 +34,19 @@ class Metrics:
             " after which they carried on.",
             registry=self.registry,
         )
+        # Whether each answered conversation's prompt carried memories.
+        self.context_injections = Counter(
+            "mnemoloop_context_injections",
+            "Answers composed, by whether their prompt carried memories.",
+            ["with_memories"],
+            registry=self.registry,
+        )
         self._snapshot = _Snapshot()
         self.registry.register(self._snapshot)
+
+    def count_answer(self, *, with_memories: bool) -> None:
+        self.context_injections.labels(with_memories=str(with_memories).lower()).inc()
+        self._snapshot.answers[with_memories] += 1
 
     def render(
         self,
@@ -45,11 +56,14 @@ class Metrics:
         energy_spent: dict[str, int],
         apps_with_memories: int,
         apps: int,
+        spaces_with_memories: int = 0,
+        spaces: int = 0,
     ) -> bytes:
         self._snapshot.stats = stats
         self._snapshot.jobs = jobs_by_status
         self._snapshot.energy = energy_spent
         self._snapshot.apps = (apps_with_memories, apps)
+        self._snapshot.spaces = (spaces_with_memories, spaces)
         return generate_latest(self.registry)
 
 
@@ -61,6 +75,9 @@ class _Snapshot(Collector):
         self.jobs: dict[str, int] = {}
         self.energy: dict[str, int] = {}
         self.apps = (0, 0)
+        self.spaces = (0, 0)
+        # Answers composed, by whether their prompt carried memories.
+        self.answers = {True: 0, False: 0}
 
     def collect(self) -> Iterator[CounterMetricFamily | GaugeMetricFamily]:
         created = CounterMetricFamily("mnemoloop_memories_created", "Memories written.")
@@ -112,3 +129,19 @@ class _Snapshot(Collector):
         apps.add_metric(["true"], self.apps[0])
         apps.add_metric(["false"], self.apps[1] - self.apps[0])
         yield apps
+        utilisation = GaugeMetricFamily(
+            "mnemoloop_memory_utilisation",
+            "Share of apps, and of memory spaces (each app's shared one and each user's seen),"
+            " that hold at least one memory.",
+            labels=["of"],
+        )
+        for of, (holding, known) in (("apps", self.apps), ("spaces", self.spaces)):
+            utilisation.add_metric([of], holding / known if known else 0.0)
+        yield utilisation
+        answered = sum(self.answers.values())
+        rate = GaugeMetricFamily(
+            "mnemoloop_context_injection_rate",
+            "Share of the answers composed by this instance whose prompt carried memories.",
+        )
+        rate.add_metric([], self.answers[True] / answered if answered else 0.0)
+        yield rate

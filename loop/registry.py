@@ -222,6 +222,19 @@ class AppRegistry:
             await tx.execute("INSERT INTO memory_search (memory_search) VALUES ('optimize')")
         return ErasedFromApp(app_id, memories, conversations, cancelled)
 
+    async def space_counts(self) -> tuple[int, int]:
+        """Memory spaces holding at least one memory, and all known: each app's shared one
+        and each user an app has had a conversation or a memory of."""
+        holding = await self._db.fetch_one(
+            "SELECT COUNT(*) FROM (SELECT DISTINCT app_id, user_id FROM app_memories) AS s"
+        )
+        known = await self._db.fetch_one(
+            "SELECT COUNT(*) FROM (SELECT app_id, '' AS user_id FROM apps"
+            " UNION SELECT app_id, user_id FROM conversations"
+            " UNION SELECT app_id, user_id FROM app_memories) AS s"
+        )
+        return int(holding[0]) if holding else 0, int(known[0]) if known else 0
+
     async def set_users_write_shared(self, app_id: str, value: bool) -> App:
         """Whether a user's conversation writes its memory to the app's shared space too."""
         await self.require(app_id)

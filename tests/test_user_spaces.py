@@ -235,3 +235,20 @@ async def test_fifty_users_of_one_app_stay_apart_over_instances(db_path, tmp_pat
 def code(user: int, turn: int) -> int:
     """A locker code that names its user: 1000 + user, then the turn."""
     return (1000 + user) * 10 + turn
+
+
+async def test_metrics_give_memory_utilisation_and_the_context_injection_rate(client):
+    await client.post("/apps", json={"appId": "inn", "name": "Inn"}, headers=ADMIN)
+    await converse(client, "inn", "Breakfast is served from 7:30")  # nothing to inject yet
+    await settled(client, "inn")
+    await converse(client, "inn", "My room code is 5150", user="ana")  # the shared one goes in
+    await settled(client, "inn")
+    opened = await client.post("/apps/inn/conversations", json={"userId": "cy"}, headers=ADMIN)
+    await client.post(f"/conversations/{opened.json()['conversationId']}/end", headers=ADMIN)
+    await settled(client, "inn")
+    text = (await client.get("/metrics", headers=ADMIN)).text
+    # Spaces known: the shared one, ana's and cy's; holding memories: the shared one and ana's.
+    assert 'mnemoloop_memory_utilisation{of="spaces"} 0.6666666666666666' in text
+    assert 'mnemoloop_memory_utilisation{of="apps"} 1.0' in text
+    assert "mnemoloop_context_injection_rate 0.5" in text
+    assert 'mnemoloop_context_injections_total{with_memories="true"} 1.0' in text

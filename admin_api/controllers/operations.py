@@ -93,11 +93,14 @@ class OperationsController(Controller):
     ) -> Response[bytes]:
         apps = await stores.registry.list()
         energy = await stores.energy.report()
+        spaces_with_memories, spaces = await stores.registry.space_counts()
         text = metrics.render(
             stats=stores.agent.stats,
             jobs_by_status=await stores.jobs.counts_by_status(),
             energy_spent={"memory": energy.memory_spent, "conversation": energy.conversation_spent},
             apps_with_memories=sum(1 for app in apps if app.memory_count),
             apps=len(apps),
+            spaces_with_memories=spaces_with_memories,
+            spaces=spaces,
         )
         return Response(text, media_type=CONTENT_TYPE)
