@@ -118,6 +118,8 @@ class ImportedMemoryIn(Body):
     updated_at: Timestamp | None = None
     source_conversation_id: Annotated[str, msgspec.Meta(max_length=200)] | None = None
     metadata: dict[str, Any] = msgspec.field(default_factory=dict)
+    # The space the export took it from; an import into another space is refused.
+    user_id: Annotated[str, msgspec.Meta(max_length=MAX_USER_ID)] | None = None
 
 
 class ImportMemories(Body):
@@ -333,7 +335,18 @@ def export_out(app_id: str, exported_at: str, memories: list[Memory]) -> ExportO
     return ExportOut(app_id, exported_at, [memory_out(m) for m in memories])
 
 
-def imported_memories(document: ImportMemories) -> list[ImportedMemory]:
+def imported_memories(document: ImportMemories, user_id: str = "") -> list[ImportedMemory]:
+    """The document's memories, for the space of `user_id` ("" the app's shared one): a
+    memory exported from another space is refused rather than moved (a user's memories in the
+    shared space would be given to every user)."""
+    for index, m in enumerate(document.memories):
+        if m.user_id is not None and m.user_id != user_id:
+            into = f"user {user_id!r}'s space" if user_id else "the app's shared space"
+            raise InvalidInput(
+                f"memories[{index}] was exported from "
+                + (f"user {m.user_id!r}'s space" if m.user_id else "the app's shared space")
+                + f", not {into}: import it there (userId), or leave out its userId"
+            )
     return [
         ImportedMemory(
             m.content, m.created_at, m.updated_at, m.source_conversation_id, m.metadata

@@ -260,8 +260,12 @@ class CentralLoop:
             usage=answer.usage,
         )
         if not stored:
-            log.warning("the answer to %s was not stored: its claim ran out", conversation_id)
-            self._settled(answering, "another instance took the answer over", final=False)
+            if await self._conversations.is_open(conversation_id):
+                log.warning("the answer to %s was not stored: its claim ran out", conversation_id)
+                self._settled(answering, "another instance took the answer over", final=False)
+            else:
+                # Ended or erased meanwhile: nobody will answer it, and its waiters hear so.
+                self._settled(answering, "the conversation ended before its answer was stored")
             raise AnswerTaken(conversation_id)
         self._settled(answering)
         return answer

@@ -239,6 +239,12 @@ class ConversationStore:
             for r in rows
         ]
 
+    async def is_open(self, conversation_id: str) -> bool:
+        row = await self._db.fetch_one(
+            "SELECT status FROM conversations WHERE conversation_id = ?", (conversation_id,)
+        )
+        return row is not None and row["status"] == "open"
+
     async def redact_messages(self, conversation_id: str) -> int:
         """Replace the secrets in the conversation's messages by their markers (once its
         memory job has read them), and clean the database files of the originals; returns
@@ -253,6 +259,16 @@ class ConversationStore:
                     changed += await tx.execute(
                         "UPDATE messages SET content = ? WHERE id = ?", (redacted.text, row["id"])
                     )
+            # A drop-in client's own system prompt is the conversation's too.
+            prompt = await tx.fetch_one(
+                "SELECT system_prompt FROM conversations WHERE conversation_id = ?",
+                (conversation_id,),
+            )
+            if prompt is not None and prompt[0] and (redacted := redact(prompt[0])).changed:
+                changed += await tx.execute(
+                    "UPDATE conversations SET system_prompt = ? WHERE conversation_id = ?",
+                    (redacted.text, conversation_id),
+                )
         if changed:
             await self._db.checkpoint()
         return changed

@@ -201,8 +201,11 @@ class AppRegistry:
         self, tx: SqlTransaction, user_id: str, app_id: str
     ) -> ErasedFromApp:
         # The app's row first, in app order: a memory job's transaction takes it first too.
+        # Keeping keys: a conversation ending meanwhile inserts a memory job that points at
+        # this row, and must not wait for us while we wait for its conversation.
         await tx.fetch_one(
-            f"SELECT app_id FROM apps WHERE app_id = ?{tx.dialect.lock_rows}", (app_id,)
+            f"SELECT app_id FROM apps WHERE app_id = ?{tx.dialect.lock_rows_keeping_keys}",
+            (app_id,),
         )
         cancelled = await self._jobs.within(tx).cancel_for_app(
             app_id, "cancelled: its user was erased", user_id=user_id

@@ -120,7 +120,11 @@ class MemorySubAgent:
     # -- creation ---------------------------------------------------------------------------
 
     async def create_memory(
-        self, request: MemoryCreationRequest, *, commit_guard: CommitGuard | None = None
+        self,
+        request: MemoryCreationRequest,
+        *,
+        commit_guard: CommitGuard | None = None,
+        shared_guard: CommitGuard | None = None,
     ) -> MemoryCreated:
         """Write the conversation's memory and keep the app at its cap, in one transaction.
 
@@ -153,19 +157,32 @@ class MemorySubAgent:
             log.error("❌ Memory creation failed for %s: %s", request.conversation_id, error)
             raise
         self._log_created(request, result)
-        if request.also_shared:
-            await self._write_shared_too(request, written)
+        if request.also_shared and written is not None:
+            await self._write_shared_too(request, written, result, shared_guard)
         return result
 
     async def _write_shared_too(
-        self, request: MemoryCreationRequest, written: WrittenMemory
+        self,
+        request: MemoryCreationRequest,
+        written: WrittenMemory,
+        first: MemoryCreated,
+        shared_guard: CommitGuard | None,
     ) -> None:
         """The same memory in the app's shared space, after the user's was committed (and
-        the job recorded done with it): a failure here is logged and counted, and leaves the
-        user's memory as it is."""
+        the job recorded done with it), if `shared_guard(tx, first)` still allows it in the
+        writing transaction (a purge or an erasure meanwhile does not). A failure here is
+        logged and counted, and leaves the user's memory as it is."""
         shared = replace(request, user_id="", also_shared=False)
+
+        async def allowed(tx: SqlTransaction, _: MemoryCreated) -> bool:
+            return shared_guard is None or await shared_guard(tx, first)
+
         try:
-            result = await self._store_with_compaction(shared, written, None)
+            result = await self._store_with_compaction(shared, written, allowed)
+        except MemoryWriteRefused:
+            log.info("📝 The shared copy of the memory of %s was not written: its user's memory"
+                     " or job is gone", request.conversation_id)
+            return
         except MnemoloopError as error:
             self.stats.creation_failures += 1
             log.error(

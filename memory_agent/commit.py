@@ -121,10 +121,11 @@ async def _edit(write: _Write, decided: DecidedStep) -> CompactionOutcome:
 
 
 def _reason(decided: DecidedStep) -> str:
+    """The step's reason for the history, without any secret the model may have written."""
     if decided.fallback_reason is None:
-        return decided.step.reason
+        return redact_text(decided.step.reason)
     why = decided.fallback_reason
-    return f"{decided.step.reason} (the model's decision was not applied: {why})"
+    return redact_text(f"{decided.step.reason} (the model's decision was not applied: {why})")
 
 
 def _outcome(app_id: str, decided: DecidedStep, target: int) -> CompactionOutcome:
@@ -133,7 +134,7 @@ def _outcome(app_id: str, decided: DecidedStep, target: int) -> CompactionOutcom
         app_id,
         step.action,
         target,
-        step.reason,
+        redact_text(step.reason),
         decided.decided_by,
         decided.fallback_reason,
         step.folded,

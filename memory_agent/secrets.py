@@ -3,9 +3,10 @@ written (a memory, its history, the search index, a log line) or kept (a convers
 messages, once its memory job has read them).
 
 What is found:
-- payment card numbers: 13 to 19 digits, alone or in groups split by spaces or dashes, that
-  pass the Luhn check (so an order number rarely does, and a phone number written with `+`
-  never is taken);
+- payment card numbers: 13 to 19 digits in one run, or in a card's groups (4-4-4-4, 4-4-4-4-3,
+  4-6-5) split by spaces or dashes, not starting with 0, that pass the Luhn check (one order
+  number in ten of that shape passes it too; a phone number written with `+` or `0` never is
+  taken);
 - IBANs: a country code, two check digits and 11 to 30 letters or digits, in groups or not,
   that pass the ISO 13616 mod-97 check;
 - API keys and tokens of common shapes: OpenAI, Anthropic, Stripe, GitHub, GitLab, Slack, AWS
@@ -48,14 +49,21 @@ _KEY_SHAPES = re.compile(
     r"|xox[abposr]-[A-Za-z0-9\-]{10,}"  # Slack
     r"|(?:AKIA|ASIA)[0-9A-Z]{16}"  # AWS access key ids
     r"|AIza[0-9A-Za-z_\-]{35}"  # Google API keys
-    r"|mlk_[A-Za-z0-9_\-]{20,}"  # mnemoloop app keys
+    r"|ml[ka]_[A-Za-z0-9_\-]{20,}"  # mnemoloop app keys and admin tokens
     r")"
 )
 _JWT = re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}")
 _BEARER = re.compile(r"(?i)\b(bearer)\s+[A-Za-z0-9_\-.~+/]{16,}=*")
-# Digits in groups split by one space or dash, 13 to 19 in all; not after a `+` or a digit.
-_CARD = re.compile(r"(?<![\d+])(?<!\+ )\d(?:[ \-]?\d){12,18}(?!\d)")
-_IBAN = re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}\b")
+# A card's digits: one run, or a card's groups split by one space or dash; not after a `+`
+# or a digit, and not starting with 0 (a phone number's trunk prefix).
+_CARD = re.compile(
+    r"(?<![\d+])(?<!\+ )(?!0)"
+    r"(?:\d{4}(?P<sep>[ \-])\d{4}(?P=sep)\d{4}(?P=sep)\d{4}(?:(?P=sep)\d{3})?"
+    r"|\d{4}(?P<amex>[ \-])\d{6}(?P=amex)\d{5}"
+    r"|\d{13,19})(?![\d])"
+)
+# Country code and check digits, then the rest in groups of four (or in one run).
+_IBAN = re.compile(r"(?i)\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?\b")
 
 # Words that name what follows as a secret, in the languages of `language.py`.
 _PASSWORD_WORDS = (
@@ -70,12 +78,13 @@ _CODE_WORDS = (
     r"|codice (?:di verifica|otp)"
 )
 _LINK = (
-    r"\s*(?:(?:is|was|=|:|est|es|ist|é|è|lautet|sera|will be|now|now is|ahora es|c'est)\s*)*"
-    r"[:=]?\s*[\"'“«]?"
+    r"\s*(?:(?:is|was|est|es|ist|é|è|lautet|sera|will be|now|ahora es|c'est)\b\s*"
+    r"|[:=]\s*)*[\"'“«]?"
 )
 _GIVEN = re.compile(
     rf"(?i)\b(?P<what>{_PASSWORD_WORDS}|{_PIN_WORDS}|{_CODE_WORDS})\b(?P<link>{_LINK})"
-    r"(?P<value>[^\s\"'”»,;]{3,}(?<![.!?]))"
+    # A code may come in groups ("123 456"); a trailing stop or comma is the sentence's.
+    r"(?P<value>\d{3}[ \-]\d{3}\b|[^\s\"'”»;]{3,}(?<![.!?,]))"
 )
 
 
@@ -102,7 +111,7 @@ def redact(text: str) -> Redacted:
     text = _JWT.sub(lambda _: marker(TOKEN), text)
     text = _BEARER.sub(lambda m: f"{m.group(1)} {marker(TOKEN)}", text)
     text = _KEY_SHAPES.sub(lambda _: marker(API_KEY), text)
-    text = _IBAN.sub(lambda m: marker(IBAN) if _iban_valid(m.group(0)) else m.group(0), text)
+    text = _IBAN.sub(lambda m: _iban(m.group(0), marker), text)
     text = _CARD.sub(lambda m: marker(CARD) if _luhn_valid(m.group(0)) else m.group(0), text)
     text = _GIVEN.sub(lambda m: _given(m, marker), text)
     return Redacted(text, found)
@@ -116,8 +125,13 @@ def _given(match: re.Match[str], marker: object) -> str:
     value = match.group("value")
     if value.startswith("[") and value.endswith("]"):
         return match.group(0)  # a marker already
-    if not match.group("link").strip() and not any(c.isdigit() for c in value):
-        return match.group(0)  # "pin the post", "password reset": no value is given
+    link = match.group("link")
+    if not any(c.isdigit() or not c.isalpha() for c in value) and not (
+        set(link) & set(":=\"'“«")
+    ):
+        # "pin the post", "password reset", "the PIN is wrong": a word, not a value (a value
+        # of letters alone counts after ":" or "=", or in quotes).
+        return match.group(0)
     what = match.group("what").lower()
     if re.fullmatch(_PASSWORD_WORDS, what):
         kind = PASSWORD
@@ -143,8 +157,21 @@ def _luhn_valid(candidate: str) -> bool:
     return total % 10 == 0
 
 
+def _iban(candidate: str, marker: object) -> str:
+    """The IBAN's marker, for the longest run of its groups that passes the check (what
+    follows it, an amount or a BIC, is kept); else the text as it was."""
+    groups = candidate.split(" ") if " " in candidate else [candidate]
+    for end in range(len(groups), 0, -1):
+        head = " ".join(groups[:end])
+        if _iban_valid(head):
+            assert callable(marker)
+            rest = candidate[len(head):]
+            return f"{marker(IBAN)}{rest}"
+    return candidate
+
+
 def _iban_valid(candidate: str) -> bool:
-    compact = candidate.replace(" ", "")
+    compact = candidate.replace(" ", "").upper()
     if not 15 <= len(compact) <= 34:
         return False
     rearranged = compact[4:] + compact[:4]

@@ -237,17 +237,25 @@ async def _memories(settings: Settings, args: argparse.Namespace) -> int:
             print("SPACE\tMEMORIES")
             for user_id, count in await services.stores.agent.spaces(args.app_id):
                 print(f"{user_id or '(shared)'}\t{count}")
-        elif args.action == "export":
+        elif args.action == "export":  # of one space; without an app, of every space
             registry = services.stores.registry
-            app_ids = [args.app_id] if args.app_id else [a.app_id for a in await registry.list()]
-            documents = [await _export(services, app_id, space) for app_id in app_ids]
+            if args.app_id:
+                documents = [await _export(services, args.app_id, space)]
+            else:
+                # Every app and every space of it: a backup loses no user's memories.
+                documents = [
+                    await _export(services, app.app_id, user_id)
+                    for app in await registry.list()
+                    for user_id in await _spaces_of(services, app.app_id)
+                ]
             exported = documents[0] if args.app_id else documents
             print(msgspec.json.format(msgspec.json.encode(exported)).decode())
         elif args.action == "import":
             await services.stores.registry.require(args.app_id)
             document = _read_export(args.file)
             count = await services.stores.agent.import_memories(
-                args.app_id, imported_memories(document), replace=args.replace, user_id=space
+                args.app_id, imported_memories(document, space), replace=args.replace,
+                user_id=space,
             )
             print(
                 f"imported {len(document.memories)} memories into {args.app_id};"
@@ -296,6 +304,12 @@ async def _users(settings: Settings, args: argparse.Namespace) -> int:
         if not erased:
             print(f"nothing of {args.user_id!r} is kept", file=sys.stderr)
     return 0
+
+
+async def _spaces_of(services: Services, app_id: str) -> list[str]:
+    """The app's shared space, then each user's that holds memories."""
+    spaces = [user_id for user_id, _ in await services.stores.agent.spaces(app_id)]
+    return ["", *(user_id for user_id in spaces if user_id)]
 
 
 async def _export(services: Services, app_id: str, user_id: str = "") -> ExportOut:

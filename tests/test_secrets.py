@@ -55,6 +55,14 @@ FOUND = [
     ("Le code de vérification est 552211.", "552211", ONE_TIME_CODE),
     ("Der Bestätigungscode lautet 664420", "664420", ONE_TIME_CODE),
     ("CVV 123", "123", ONE_TIME_CODE),
+    ("card 4111 1111 1111 1111 05/27 ok", "4111 1111", CARD),
+    ("4111111111111111 123", "4111111111111111", CARD),
+    ("DE89 3704 0044 0532 0130 00 BIC COBADEFFXXX", "3704 0044", IBAN),
+    ("de89 3704 0044 0532 0130 00", "3704 0044", IBAN),
+    ("otp: 123 456", "456", ONE_TIME_CODE),
+    ("password: abc,def123", "def123", PASSWORD),
+    ("password: sunshine", "sunshine", PASSWORD),
+    ("admin mla_abcdefghijklmnopqrstuvwxyz", "mla_abcdef", API_KEY),
 ]
 
 KEPT = [
@@ -68,6 +76,9 @@ KEPT = [
     "I pin the post every morning and need a password reset link.",
     "My bank is in Lyon and the branch opens at 9:00.",
     "Version 3.11.9 on host db-01.internal, port 5432.",
+    "I had password issues; the verification code was sent; the PIN is wrong.",
+    "Le mot de passe est oublié et la clave es sencilla.",
+    "Call 0044 20 7946 0956 between 2026-11-24 2026-12-07.",
 ]
 
 

@@ -252,3 +252,20 @@ async def test_metrics_give_memory_utilisation_and_the_context_injection_rate(cl
     assert 'mnemoloop_memory_utilisation{of="apps"} 1.0' in text
     assert "mnemoloop_context_injection_rate 0.5" in text
     assert 'mnemoloop_context_injections_total{with_memories="true"} 1.0' in text
+
+
+async def test_an_export_goes_back_into_its_own_space_only(client):
+    await client.post("/apps", json={"appId": "dojo", "name": "Dojo"}, headers=ADMIN)
+    await converse(client, "dojo", "My locker code is 4242", user="eve")
+    await settled(client, "dojo")
+    exported = (await client.get("/apps/dojo/memories/export", params={"userId": "eve"},
+                                 headers=ADMIN)).json()
+    assert [m["userId"] for m in exported["memories"]] == ["eve"]
+    into_shared = await client.post("/apps/dojo/memories/import", json=exported, headers=ADMIN)
+    assert into_shared.status_code == 400 and "eve" in into_shared.json()["detail"]
+    assert await contents(client, "dojo") == []
+    back = await client.post("/apps/dojo/memories/import",
+                             params={"userId": "eve", "replace": "true"}, json=exported,
+                             headers=ADMIN)
+    assert back.status_code == 201, back.text
+    assert len(await contents(client, "dojo", "eve")) == 1

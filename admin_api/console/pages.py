@@ -97,7 +97,7 @@ async def app_page(
         histories=histories,
         history_limit=HISTORY_LIMIT,
         changes=await stores.agent.history(
-            app_id, limit=50, newest_first=True, user_id=space or None
+            app_id, limit=50, newest_first=True, user_id=space
         ),
         q=q or "",
         search_error=search_error,

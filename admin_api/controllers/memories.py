@@ -112,7 +112,7 @@ class MemoriesController(Controller):
         user_id: UserIdQuery = None,
     ) -> ImportedOut:
         await stores.registry.require(app_id)
-        memories = imported_memories(data)
+        memories = imported_memories(data, user_id or "")
         count = await stores.agent.import_memories(
             app_id, memories, replace=replace, user_id=user_id or ""
         )
