@@ -27,13 +27,11 @@ client's own examples.
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from loop.conversations import ConversationStore, end_within, insert_message
 from loop.errors import ThreadBusy
-from loop.wakeups import MESSAGES_CHANNEL
 from memory_agent import ChatMessage
 from memory_agent.ports import Clock, Database, Row, SqlTransaction, now_text
 
@@ -128,37 +126,28 @@ class ClientThreads:
             await self._keep_settings(tx, conversation_id, request)
             if have == wanted and waiting:
                 if failed:
-                    await self._try_again(tx, conversation_id)
+                    await self._conversations.retry_within(tx, conversation_id)
                 return Posted(conversation_id, last_user, opened=False, asked_before=True)
             if have[:-1] == wanted and have[-1][0] == "assistant" and not waiting:
                 return Posted(conversation_id, last_user, opened=False, asked_before=True)
             if have == wanted[:-1]:
-                return Posted(conversation_id, await self._ask(tx, conversation_id, request, now),
+                return Posted(conversation_id, await self._ask(tx, conversation_id, request),
                               opened=False)
             if waiting and not failed:
                 raise ThreadBusy(conversation_id)
             if have == wanted[: len(have)]:
                 await self._store_answered(tx, conversation_id, request.turns[len(have):-1], now)
-                return Posted(conversation_id, await self._ask(tx, conversation_id, request, now),
+                return Posted(conversation_id, await self._ask(tx, conversation_id, request),
                               opened=False)
             await end_within(tx, conversation_id, END_REASON_REPLACED, now)
         replaced = str(current["conversation_id"]) if current is not None else None
-        conversation_id = await self._open(tx, request, now)
-        await self._store_answered(tx, conversation_id, request.turns[:-1], now)
-        message_id = await self._ask(tx, conversation_id, request, now)
-        return Posted(conversation_id, message_id, opened=True, replaced=replaced)
-
-    async def _open(self, tx: SqlTransaction, request: ClientRequest, now: str) -> str:
-        await self._conversations.require_installed(tx, request.app_id)
-        conversation_id = uuid.uuid4().hex
-        await tx.execute(
-            "INSERT INTO conversations (conversation_id, app_id, status, created_at,"
-            " last_activity_at, client_thread, system_prompt, model, user_id)"
-            " VALUES (?, ?, 'open', ?, ?, ?, ?, ?, ?)",
-            (conversation_id, request.app_id, now, now, request.thread, request.system_prompt,
-             request.model, request.user_id),
+        conversation_id = await self._conversations.open_within(
+            tx, request.app_id, request.user_id, client_thread=request.thread,
+            system_prompt=request.system_prompt, model=request.model,
         )
-        return conversation_id
+        await self._store_answered(tx, conversation_id, request.turns[:-1], now)
+        message_id = await self._ask(tx, conversation_id, request)
+        return Posted(conversation_id, message_id, opened=True, replaced=replaced)
 
     async def _keep_settings(
         self, tx: SqlTransaction, conversation_id: str, request: ClientRequest
@@ -184,25 +173,7 @@ class ClientThreads:
                 (last, conversation_id),
             )
 
-    async def _ask(
-        self, tx: SqlTransaction, conversation_id: str, request: ClientRequest, now: str
-    ) -> int:
-        message_id = await insert_message(
-            tx, conversation_id, "user", request.turns[-1].content, now
+    async def _ask(self, tx: SqlTransaction, conversation_id: str, request: ClientRequest) -> int:
+        return await self._conversations.add_message_within(
+            tx, conversation_id, "user", request.turns[-1].content
         )
-        await tx.execute(
-            "UPDATE conversations SET last_activity_at = ?, answer_state ="
-            " NULLIF(answer_state, 'failed'), answer_error = NULL, answer_attempts = 0"
-            " WHERE conversation_id = ?",
-            (now, conversation_id),
-        )
-        await tx.notify(MESSAGES_CHANNEL)
-        return message_id
-
-    async def _try_again(self, tx: SqlTransaction, conversation_id: str) -> None:
-        await tx.execute(
-            "UPDATE conversations SET answer_state = NULL, answer_error = NULL,"
-            " answer_attempts = 0 WHERE conversation_id = ? AND answer_state = 'failed'",
-            (conversation_id,),
-        )
-        await tx.notify(MESSAGES_CHANNEL)

@@ -122,7 +122,7 @@ class ConversationStore:
     async def open(self, app_id: str, *, user_id: str = "") -> str:
         """A new conversation of the app, of one of its users (`user_id`) or none ("")."""
         async with self._db.transaction() as tx:
-            return await self._open(tx, app_id, user_id)
+            return await self.open_within(tx, app_id, user_id)
 
     async def record_finished(
         self, app_id: str, turns: Sequence[tuple[Role, str]], *, reason: str, user_id: str = ""
@@ -131,7 +131,7 @@ class ConversationStore:
         memory job queued, in one transaction: nothing answers it, and the job runs as any
         other. Returns the job."""
         async with self._db.transaction() as tx:
-            conversation_id = await self._open(tx, app_id, user_id)
+            conversation_id = await self.open_within(tx, app_id, user_id)
             now = now_text(self._clock)
             for role, content in turns:
                 await insert_message(tx, conversation_id, role, content, now)
@@ -142,39 +142,59 @@ class ConversationStore:
         self.job_queued.set()
         return MemoryJob.from_row(row)
 
-    async def _open(self, tx: SqlTransaction, app_id: str, user_id: str) -> str:
+    async def open_within(
+        self,
+        tx: SqlTransaction,
+        app_id: str,
+        user_id: str,
+        *,
+        client_thread: str | None = None,
+        system_prompt: str | None = None,
+        model: str | None = None,
+    ) -> str:
+        """Inside `tx`: a new open conversation; a dialect client's has its thread, system
+        prompt and model (loop/client_threads.py)."""
         await self.require_installed(tx, app_id)
         conversation_id = uuid.uuid4().hex
         now = now_text(self._clock)
         await tx.execute(
             "INSERT INTO conversations (conversation_id, app_id, status, created_at,"
-            " last_activity_at, user_id) VALUES (?, ?, 'open', ?, ?, ?)",
-            (conversation_id, app_id, now, now, user_id),
+            " last_activity_at, user_id, client_thread, system_prompt, model)"
+            " VALUES (?, ?, 'open', ?, ?, ?, ?, ?, ?)",
+            (conversation_id, app_id, now, now, user_id, client_thread, system_prompt, model),
         )
         return conversation_id
 
     async def add_message(self, conversation_id: str, role: Role, content: str) -> int:
         """Add a message to an open conversation; returns its id."""
-        now = now_text(self._clock)
         async with self._db.transaction() as tx:
             await self._require_open(tx, conversation_id)
-            message_id = await insert_message(tx, conversation_id, role, content, now)
-            # A new user message is a new question: a failed answer is tried afresh.
-            # (An answer being written stays claimed; this message, newer than what that
-            # answer saw, waits for the next one: see `answered_up_to`.)
-            reset = (
-                ", answer_state = NULLIF(answer_state, 'failed'), answer_error = NULL,"
-                " answer_attempts = 0"
-            )
-            await tx.execute(
-                "UPDATE conversations SET last_activity_at = ?"
-                f"{reset if role == 'user' else ''} WHERE conversation_id = ?",
-                (now, conversation_id),
-            )
-            if role == "user":
-                await tx.notify(MESSAGES_CHANNEL)
+            message_id = await self.add_message_within(tx, conversation_id, role, content)
         if role == "user":
             self.message_posted.set()
+        return message_id
+
+    async def add_message_within(
+        self, tx: SqlTransaction, conversation_id: str, role: Role, content: str
+    ) -> int:
+        """Inside `tx`, on a conversation known to be open: the message, and the
+        conversation's activity. The caller sets `message_posted` once `tx` has committed."""
+        now = now_text(self._clock)
+        message_id = await insert_message(tx, conversation_id, role, content, now)
+        # A new user message is a new question: a failed answer is tried afresh.
+        # (An answer being written stays claimed; this message, newer than what that
+        # answer saw, waits for the next one: see `answered_up_to`.)
+        reset = (
+            ", answer_state = NULLIF(answer_state, 'failed'), answer_error = NULL,"
+            " answer_attempts = 0"
+        )
+        await tx.execute(
+            "UPDATE conversations SET last_activity_at = ?"
+            f"{reset if role == 'user' else ''} WHERE conversation_id = ?",
+            (now, conversation_id),
+        )
+        if role == "user":
+            await tx.notify(MESSAGES_CHANNEL)
         return message_id
 
     async def end(
@@ -347,13 +367,18 @@ class ConversationStore:
         """The app asks for another try at a failed answer."""
         await self.get(conversation_id)  # raises ConversationNotFound
         async with self._db.transaction() as tx:
-            await tx.execute(
-                "UPDATE conversations SET answer_state = NULL, answer_error = NULL,"
-                " answer_attempts = 0 WHERE conversation_id = ? AND answer_state = 'failed'",
-                (conversation_id,),
-            )
-            await tx.notify(MESSAGES_CHANNEL)
+            await self.retry_within(tx, conversation_id)
         self.message_posted.set()
+
+    async def retry_within(self, tx: SqlTransaction, conversation_id: str) -> None:
+        """Inside `tx`: a failed answer is tried again. The caller sets `message_posted`
+        once `tx` has committed."""
+        await tx.execute(
+            "UPDATE conversations SET answer_state = NULL, answer_error = NULL,"
+            " answer_attempts = 0 WHERE conversation_id = ? AND answer_state = 'failed'",
+            (conversation_id,),
+        )
+        await tx.notify(MESSAGES_CHANNEL)
 
     async def require_installed(self, tx: SqlTransaction, app_id: str) -> None:
         app = await tx.fetch_one("SELECT installed FROM apps WHERE app_id = ?", (app_id,))

@@ -19,7 +19,7 @@ from typing import Any, Literal
 from loop.backoff import backoff_seconds
 from memory_agent import ChatMessage
 from memory_agent.models import CompactionOutcome, outcome_label
-from memory_agent.ports import Clock, SqlSession, format_timestamp, now_text
+from memory_agent.ports import Clock, SqlSession, format_timestamp, in_space, now_text
 
 JobStatus = Literal["pending", "running", "deferred", "done", "skipped", "failed", "cancelled"]
 JOB_STATUSES: tuple[JobStatus, ...] = (
@@ -249,7 +249,7 @@ class MemoryJobStore:
     ) -> int:
         """Cancel the app's waiting and running jobs (a running one can no longer write): all
         of them, or those of one user's conversations."""
-        space, params = ("", ()) if user_id is None else (" AND user_id = ?", (user_id,))
+        space, params = in_space(user_id)
         return await self._db.execute(
             "UPDATE memory_jobs SET status = 'cancelled', last_error = ?, updated_at = ?,"
             f" {_RELEASE} WHERE app_id = ?{space}"
@@ -260,7 +260,7 @@ class MemoryJobStore:
     async def erase_steps(self, app_id: str, *, user_id: str | None = None) -> None:
         """Purge: compaction reasons may quote memories; the app's job records (or one
         user's) lose them."""
-        space, params = ("", ()) if user_id is None else (" AND user_id = ?", (user_id,))
+        space, params = in_space(user_id)
         await self._db.execute(
             f"UPDATE memory_jobs SET steps = NULL WHERE app_id = ?{space}", (app_id, *params)
         )

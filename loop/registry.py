@@ -210,19 +210,14 @@ class AppRegistry:
         cancelled = await self._jobs.within(tx).cancel_for_app(
             app_id, "cancelled: its user was erased", user_id=user_id
         )
+        memories = await self._agent.erase_space(app_id, user_id, tx=tx)
         space = (app_id, user_id)
-        memories = await tx.execute(
-            "DELETE FROM app_memories WHERE app_id = ? AND user_id = ?", space
-        )
-        await tx.execute("DELETE FROM memory_events WHERE app_id = ? AND user_id = ?", space)
         theirs = "SELECT conversation_id FROM conversations WHERE app_id = ? AND user_id = ?"
         await tx.execute(f"DELETE FROM messages WHERE conversation_id IN ({theirs})", space)
         await tx.execute(f"DELETE FROM memory_jobs WHERE conversation_id IN ({theirs})", space)
         conversations = await tx.execute(
             "DELETE FROM conversations WHERE app_id = ? AND user_id = ?", space
         )
-        if tx.dialect.name == "sqlite":
-            await tx.execute("INSERT INTO memory_search (memory_search) VALUES ('optimize')")
         return ErasedFromApp(app_id, memories, conversations, cancelled)
 
     async def space_counts(self) -> tuple[int, int]:

@@ -401,6 +401,15 @@ class MemorySubAgent:
         await store.compact_search_index()
         return len(deleted)
 
+    async def erase_space(self, app_id: str, user_id: str, *, tx: SqlTransaction) -> int:
+        """Erasing a person, inside the caller's transaction (which holds the app's row): the
+        user's space and its history go, and the search index is compacted as a purge does.
+        Returns how many memories went."""
+        store = self._store.within(tx)
+        erased = await store.erase_space(app_id, user_id)
+        await store.compact_search_index()
+        return erased
+
     async def import_memories(
         self,
         app_id: str,

@@ -48,6 +48,12 @@ POSTGRESQL = Dialect(
 )
 
 
+def in_space(user_id: str | None) -> tuple[str, tuple[str, ...]]:
+    """The condition (` AND user_id = ?`, with its parameter) that keeps one memory space of
+    an app; nothing for `None`, every space."""
+    return ("", ()) if user_id is None else (" AND user_id = ?", (user_id,))
+
+
 class SqlSession(Protocol):
     """Statements on the database: on the database itself each statement is its own
     transaction; inside `Database.transaction()` they share one."""

@@ -14,7 +14,7 @@ from typing import Any
 
 from memory_agent import search
 from memory_agent.models import Memory, MemoryActor, MemoryEvent, MemoryEventKind
-from memory_agent.ports import Row, SqlSession
+from memory_agent.ports import Row, SqlSession, in_space
 
 # The order Memory.from_row reads them in.
 _COLUMNS = (
@@ -36,11 +36,6 @@ class EventSource:
     conversation_id: str | None = None
     job_id: int | None = None
     model: str | None = None
-
-
-def _in_space(user_id: str | None, column: str = "user_id") -> tuple[str, tuple[str, ...]]:
-    """The condition that keeps one space (nothing for `None`: every space)."""
-    return ("", ()) if user_id is None else (f" AND {column} = ?", (user_id,))
 
 
 class MemoryStore:
@@ -148,7 +143,7 @@ class MemoryStore:
 
     async def count(self, app_id: str, *, user_id: str | None = None) -> int:
         """How many memories the app holds: in one space, or in all (`None`)."""
-        space, params = _in_space(user_id)
+        space, params = in_space(user_id)
         row = await self._db.fetch_one(
             f"SELECT COUNT(*) FROM app_memories WHERE app_id = ?{space}", (app_id, *params)
         )
@@ -191,7 +186,7 @@ class MemoryStore:
     ) -> list[tuple[int, str]]:
         """Delete every memory of the app (of one space, or of all: `None`); returns their
         ids, each with its space."""
-        space, params = _in_space(user_id)
+        space, params = in_space(user_id)
         rows = await self._db.fetch_all(
             f"SELECT id, user_id FROM app_memories WHERE app_id = ?{space} ORDER BY id",
             (app_id, *params),
@@ -200,6 +195,17 @@ class MemoryStore:
             f"DELETE FROM app_memories WHERE app_id = ?{space}", (app_id, *params)
         )
         return [(int(row[0]), str(row[1])) for row in rows]
+
+    async def erase_space(self, app_id: str, user_id: str) -> int:
+        """Erasing a person: the user's memories and their space's history, with no event
+        left behind; returns how many memories went."""
+        erased = await self._db.execute(
+            "DELETE FROM app_memories WHERE app_id = ? AND user_id = ?", (app_id, user_id)
+        )
+        await self._db.execute(
+            "DELETE FROM memory_events WHERE app_id = ? AND user_id = ?", (app_id, user_id)
+        )
+        return erased
 
     # -- history ----------------------------------------------------------------------------
 
@@ -234,7 +240,7 @@ class MemoryStore:
     async def erase_history_text(self, app_id: str, *, user_id: str | None = None) -> None:
         """Purge: every text of the app's history (of one space, or of all: `None`) goes;
         the events stay, marked erased."""
-        space, params = _in_space(user_id)
+        space, params = in_space(user_id)
         await self._db.execute(
             "UPDATE memory_events SET content_before = NULL, content_after = NULL,"
             f" reason = NULL, erased = 1 WHERE app_id = ?{space}",
@@ -253,7 +259,7 @@ class MemoryStore:
     ) -> list[MemoryEvent]:
         """Events oldest first, from the one after `after_id` (the cursor); or the newest
         `limit` of them, newest first. Of one space, or of all (`None`)."""
-        space, space_params = _in_space(user_id)
+        space, space_params = in_space(user_id)
         where, params = f"app_id = ? AND id > ?{space}", [app_id, after_id, *space_params]
         if memory_id is not None:
             where += " AND memory_id = ?"
