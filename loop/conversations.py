@@ -268,30 +268,35 @@ class ConversationStore:
     async def redact_messages(self, conversation_id: str) -> int:
         """Replace the secrets in the conversation's messages by their markers (once its
         memory job has read them), and clean the database files of the originals; returns
-        how many messages changed."""
-        changed = 0
-        async with self._db.transaction() as tx:
-            for row in await tx.fetch_all(
+        how many texts changed. Read first: a conversation without secrets (most) costs no
+        write transaction. It has ended, so nothing changes its texts meanwhile."""
+        # A drop-in client's own system prompt is the conversation's too.
+        texts = [
+            ("UPDATE messages SET content = ? WHERE id = ?", row["id"], row["content"])
+            for row in await self._db.fetch_all(
                 "SELECT id, content FROM messages WHERE conversation_id = ?", (conversation_id,)
-            ):
-                redacted = redact(row["content"])
-                if redacted.changed:
-                    changed += await tx.execute(
-                        "UPDATE messages SET content = ? WHERE id = ?", (redacted.text, row["id"])
-                    )
-            # A drop-in client's own system prompt is the conversation's too.
-            prompt = await tx.fetch_one(
-                "SELECT system_prompt FROM conversations WHERE conversation_id = ?",
+            )
+        ] + [
+            ("UPDATE conversations SET system_prompt = ? WHERE conversation_id = ?",
+             conversation_id, row["system_prompt"])
+            for row in await self._db.fetch_all(
+                "SELECT system_prompt FROM conversations WHERE conversation_id = ?"
+                " AND system_prompt IS NOT NULL",
                 (conversation_id,),
             )
-            if prompt is not None and prompt[0] and (redacted := redact(prompt[0])).changed:
-                changed += await tx.execute(
-                    "UPDATE conversations SET system_prompt = ? WHERE conversation_id = ?",
-                    (redacted.text, conversation_id),
-                )
-        if changed:
-            await self._db.checkpoint()
-        return changed
+        ]
+        changes = [
+            (update, redacted.text, key)
+            for update, key, text in texts
+            if (redacted := redact(text)).changed
+        ]
+        if not changes:
+            return 0
+        async with self._db.transaction() as tx:
+            for update, text, key in changes:
+                await tx.execute(update, (text, key))
+        await self._db.checkpoint()
+        return len(changes)
 
     async def chat_messages(self, conversation_id: str) -> list[ChatMessage]:
         """The conversation's messages, for the model."""

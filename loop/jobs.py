@@ -224,6 +224,16 @@ class MemoryJobStore:
         )
         return row is not None
 
+    async def done_in_installed_app(self, job: MemoryJob) -> bool:
+        """Whether the job is still `done` (not erased with its user) and its app installed:
+        what a shared copy of its memory waits on."""
+        row = await self._db.fetch_one(
+            "SELECT 1 FROM memory_jobs j JOIN apps a ON a.app_id = j.app_id"
+            " WHERE j.id = ? AND j.status = 'done' AND a.installed = 1",
+            (job.id,),
+        )
+        return row is not None
+
     async def finish(self, job: MemoryJob, status: JobStatus, error: str | None = None) -> None:
         """End a running job that wrote nothing (skipped, failed), if this claim still holds
         it; a cancelled job stays so."""

@@ -155,7 +155,9 @@ class MemoryWorker:
                             user_id=job.user_id, also_shared=claimed.also_shared,
                         ),
                         commit_guard=lambda tx, result: self._record_done(tx, job, result, spent),
-                        shared_guard=lambda tx, first: _shared_copy_allowed(tx, job, first),
+                        shared_guard=lambda tx, _: self._jobs.within(tx).done_in_installed_app(
+                            job
+                        ),
                     ),
                     lambda: self._jobs.renew(job),
                     every=self._jobs.lease_seconds / 3,
@@ -246,19 +248,3 @@ class _SpentInCommit:
     units: int = 0
     state: Row | None = None
 
-
-async def _shared_copy_allowed(tx: SqlTransaction, job: MemoryJob, first: MemoryCreated) -> bool:
-    """Inside the shared copy's transaction: the job is still done, its app installed, and the
-    memory it wrote in the user's space (if any) still there; a purge, an uninstall or the
-    user's erasure since then stops the copy."""
-    row = await tx.fetch_one(
-        "SELECT j.status, a.installed FROM memory_jobs j JOIN apps a ON a.app_id = j.app_id"
-        " WHERE j.id = ?",
-        (job.id,),
-    )
-    if row is None or row[0] != "done" or not row[1]:
-        return False
-    if first.memory is None:
-        return True
-    kept = await tx.fetch_one("SELECT 1 FROM app_memories WHERE id = ?", (first.memory.id,))
-    return kept is not None

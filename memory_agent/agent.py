@@ -175,6 +175,12 @@ class MemorySubAgent:
         shared = replace(request, user_id="", also_shared=False)
 
         async def allowed(tx: SqlTransaction, _: MemoryCreated) -> bool:
+            # The user's memory, when one was written, is still there (no purge or erasure
+            # since), and the caller's own conditions hold.
+            if first.memory is not None and not await self._store.within(tx).get(
+                request.app_id, first.memory.id
+            ):
+                return False
             return shared_guard is None or await shared_guard(tx, first)
 
         try:
