@@ -19,6 +19,7 @@ from admin_api.controllers.conversations import ConversationsController
 from admin_api.controllers.history import HistoryController
 from admin_api.controllers.memories import MemoriesController
 from admin_api.controllers.operations import OperationsController, health, home
+from admin_api.controllers.steering import SteeringController
 from admin_api.controllers.users import SpacesController
 from admin_api.dependencies import dependencies
 from admin_api.dialects import ollama_router, openai_router
@@ -56,6 +57,7 @@ def create_app(services: Services, admin_token: AdminToken | str | None = None) 
             HistoryController,
             MemoriesController,
             OperationsController,
+            SteeringController,
             SpacesController,
         ],
         security=[{"bearer": []}],

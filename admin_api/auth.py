@@ -119,7 +119,10 @@ def key_app(connection: ASGIConnection[Any, Any, Any, Any]) -> str | None:
 
 
 async def admin_or_own_app(connection: ASGIConnection[Any, Any, Any, Any]) -> None:
+    """The admin token, or the key of the app the path names (of the conversation it
+    names); `key_app` says which."""
     key_app = (await checked_owner(connection)).app_id
+    connection.state[_KEY_APP] = key_app
     if key_app is None:
         return
     if "app_id" in connection.path_params:

@@ -26,6 +26,7 @@ from memory_agent.errors import (
     InvalidSearchQuery,
     MemoryImportRefused,
     MemoryNotFound,
+    MemorySteeringRefused,
     MnemoloopError,
     StorageError,
 )
@@ -45,6 +46,7 @@ DOMAIN_STATUS: dict[type[MnemoloopError], int] = {
     ConversationEnded: 409,
     ThreadBusy: 409,
     MemoryImportRefused: 409,
+    MemorySteeringRefused: 409,
     MemoryCountChanged: 409,
     StorageError: 503,
     NoChatModel: 503,

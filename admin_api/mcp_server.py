@@ -26,7 +26,8 @@ from loop.admin_token import AdminToken
 from loop.registry import MAX_USER_ID, AppRegistry, validate_user_id
 from loop.service import Stores
 from memory_agent.errors import MnemoloopError
-from memory_agent.models import MAX_MEMORY_ID
+from memory_agent.models import MAX_MEMORY_ID, MemoryActor
+from memory_agent.steering import MemoryChange
 
 ADMIN_TOOLS = frozenset({"list_apps"})
 MAX_TURNS = 200
@@ -35,6 +36,9 @@ MAX_TURN_CHARS = 32_000
 MAX_REQUEST_BYTES = 1024 * 1024
 # A user of the app, as the app names them: their memory space instead of the app's shared one.
 UserIdArgument = Annotated[str | None, Field(min_length=1, max_length=MAX_USER_ID)]
+MemoryIdArgument = Annotated[int, Field(ge=1, le=MAX_MEMORY_ID)]
+# Why a memory was tagged or pinned, for its history.
+ReasonArgument = Annotated[str, Field(min_length=1, max_length=300)]
 
 
 class Caller(TokenOwner):
@@ -92,7 +96,9 @@ def build_mcp_server(stores: Stores, find_caller: FindCaller) -> FastMCP[Any]:
         instructions=(
             "Long-term memory per app. `recall` an app's memories (optionally those matching a "
             "query) before answering; `remember` a finished conversation so that its memory "
-            "is written; `forget` a memory that is wrong."
+            "is written; `forget` a memory that is wrong; `tag_memory_relevant` or "
+            "`tag_memory_irrelevant` one that proved useful or not; `pin_memory` one that "
+            "must stay."
         ),
         # Every request needs a bearer token; the token, not the Host header, is the defence.
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
@@ -111,16 +117,18 @@ def build_mcp_server(stores: Stores, find_caller: FindCaller) -> FastMCP[Any]:
         user_id: UserIdArgument = None,
     ) -> list[dict[str, Any]]:
         """An app's memories, newest first; with `query`, those matching it, best first. Of
-        the user's space with `user_id`, else of the app's shared space."""
+        the user's space with `user_id`, else of the app's shared space. Private memories
+        are never given to a model, here either."""
         app = (await find_caller(ctx)).app(app_id)
         async with _tool_errors():
             await registry.require(app)
             space = _space(user_id)
             if query is not None:
-                memories = await agent.search_memories(app, query, limit=limit, user_id=space)
+                found = await agent.search_memories(app, query, limit=limit, user_id=space)
             else:
-                memories = (await agent.list_memories(app, user_id=space))[:limit]
-        return [_builtins(memory_out(m)) for m in memories]
+                found = await agent.list_memories(app, user_id=space)
+        memories = [m for m in found if not m.private][:limit]
+        return [_builtins(memory_out(m, agent.now())) for m in memories]
 
     @server.tool()
     async def remember(
@@ -146,13 +154,69 @@ def build_mcp_server(stores: Stores, find_caller: FindCaller) -> FastMCP[Any]:
         memory_id: Annotated[int, Field(ge=1, le=MAX_MEMORY_ID)],
         app_id: str | None = None,
     ) -> dict[str, Any]:
-        """Delete one of the app's memories (the history keeps that it was deleted)."""
-        app = (await find_caller(ctx)).app(app_id)
+        """Delete one of the app's memories; an operator can restore it until the grace period
+        ends (the history keeps that it was deleted)."""
+        caller = await find_caller(ctx)
+        app = caller.app(app_id)
         async with _tool_errors():
             await registry.require(app)
-            if not await agent.delete_memory(app, memory_id):
-                raise ToolError(f"memory {memory_id} not found in app {app!r}")
+            await agent.delete_memory(app, memory_id, actor=_actor(caller))
         return {"deleted": memory_id}
+
+    @server.tool()
+    async def tag_memory_relevant(
+        ctx: Context[Any, Any, Any],
+        memory_id: MemoryIdArgument,
+        reason: ReasonArgument,
+        app_id: str | None = None,
+    ) -> dict[str, Any]:
+        """Say that a memory proved useful: its importance goes up by 2 (of 10), which keeps
+        it longer when the app's memories must be compacted. The reason goes to the history."""
+        return await _tag(ctx, app_id, memory_id, True, reason)
+
+    @server.tool()
+    async def tag_memory_irrelevant(
+        ctx: Context[Any, Any, Any],
+        memory_id: MemoryIdArgument,
+        reason: ReasonArgument,
+        app_id: str | None = None,
+    ) -> dict[str, Any]:
+        """Say that a memory did not help: its importance goes down by 2 (of 10), so it is
+        among the first given up when the app's memories must be compacted."""
+        return await _tag(ctx, app_id, memory_id, False, reason)
+
+    async def _tag(
+        ctx: Context[Any, Any, Any], app_id: str | None, memory_id: int, relevant: bool,
+        reason: str,
+    ) -> dict[str, Any]:
+        caller = await find_caller(ctx)
+        app = caller.app(app_id)
+        async with _tool_errors():
+            await registry.require(app)
+            memory = await agent.tag_memory(
+                app, memory_id, relevant=relevant, reason=reason, actor=_actor(caller)
+            )
+        return _builtins(memory_out(memory, agent.now()))
+
+    @server.tool()
+    async def pin_memory(
+        ctx: Context[Any, Any, Any],
+        memory_id: MemoryIdArgument,
+        pinned: bool = True,
+        reason: ReasonArgument | None = None,
+        app_id: str | None = None,
+    ) -> dict[str, Any]:
+        """Pin a memory (`pinned=false` unpins it): compaction never deletes, merges or
+        edits a pinned one. A space may pin at most its memory cap less one."""
+        caller = await find_caller(ctx)
+        app = caller.app(app_id)
+        async with _tool_errors():
+            await registry.require(app)
+            memory = await agent.steer_memory(
+                app, memory_id, MemoryChange(pinned=pinned, reason=reason),
+                actor=_actor(caller),
+            )
+        return _builtins(memory_out(memory, agent.now()))
 
     @server.tool()
     async def memory_history(
@@ -203,6 +267,11 @@ def build_mcp_server(stores: Stores, find_caller: FindCaller) -> FastMCP[Any]:
         return agent.format_memories_for_context(app_record.name, memories)
 
     return server
+
+
+def _actor(caller: Caller) -> MemoryActor:
+    """Who the history names: the app, when its own key called."""
+    return "admin" if caller.is_admin else "app"
 
 
 def _space(user_id: str | None) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Annotated, Any
 
 import msgspec
@@ -13,6 +14,7 @@ from loop.errors import InvalidInput
 from loop.jobs import MemoryJob
 from loop.registry import APP_ID_PATTERN, MAX_NAME, MAX_USER_ID, NAME_PATTERN, USER_ID_PATTERN
 from memory_agent.models import MAX_MEMORY_ID, ImportedMemory, Memory, MemoryEvent
+from memory_agent.ports import format_timestamp
 
 AppId = Annotated[
     str,
@@ -43,11 +45,11 @@ class OptionalBodyOperation(Operation):
 
 def strict_booleans(raw: object, *names: str) -> None:
     """The request decodes leniently (0 and "false" read as booleans): the named fields of
-    the raw JSON body must be true or false."""
+    the raw JSON body must be true or false (or null, where the field may be left as it is)."""
     if not isinstance(raw, dict):
         return
     for name in names:
-        if name in raw and not isinstance(raw[name], bool):
+        if name in raw and raw[name] is not None and not isinstance(raw[name], bool):
             raise InvalidInput(f"{name}: true or false")
 
 
@@ -74,15 +76,30 @@ UserIdQuery = Annotated[
 ]
 
 
+# An app's default time to live of a new memory: a minute to ten years.
+MemoryTtl = Annotated[
+    int,
+    msgspec.Meta(
+        ge=60,
+        le=10 * 366 * 24 * 3600,
+        description="seconds a new memory lives before it expires (null: memories last)",
+    ),
+]
+
+
 class InstallApp(Body):
     app_id: AppId
     name: AppName
     # A user's conversation writes its memory to the app's shared space too.
     users_write_shared: bool = False
+    memory_ttl_seconds: MemoryTtl | None = None
 
 
 class AppSettings(Body):
-    users_write_shared: bool
+    """Only the fields present change; `memoryTtlSeconds: null` removes the default."""
+
+    users_write_shared: bool | None = None
+    memory_ttl_seconds: MemoryTtl | None = None
 
 
 class OpenConversation(Body):
@@ -118,8 +135,38 @@ class ImportedMemoryIn(Body):
     updated_at: Timestamp | None = None
     source_conversation_id: Annotated[str, msgspec.Meta(max_length=200)] | None = None
     metadata: dict[str, Any] = msgspec.field(default_factory=dict)
+    pinned: bool = False
+    private: bool = False
+    expires_at: Timestamp | None = None
     # The space the export took it from; an import into another space is refused.
     user_id: Annotated[str, msgspec.Meta(max_length=MAX_USER_ID)] | None = None
+
+
+Importance = Annotated[int, msgspec.Meta(ge=0, le=10, description="0 (least) to 10 (most)")]
+Reason = Annotated[str, msgspec.Meta(min_length=1, max_length=300)]
+
+
+class SteerMemory(Body):
+    """Only the fields present change; `expiresAt: null` removes the expiry."""
+
+    pinned: bool | None = None
+    private: bool | None = None
+    importance: Importance | None = None
+    expires_at: Timestamp | None = None
+    # Why, for the history.
+    reason: Reason | None = None
+
+
+class TagMemory(Body):
+    """The seed's `tag_memory_relevant` (true) and `tag_memory_irrelevant` (false)."""
+
+    relevant: bool
+    reason: Reason
+
+
+class RestoreMemory(Body):
+    # The expiry the restored memory gets in place of one that has passed; none: it lasts.
+    expires_at: Timestamp | None = None
 
 
 class ImportMemories(Body):
@@ -145,6 +192,7 @@ class AppOut(Reply):
     installed: bool
     memory_count: int
     users_write_shared: bool
+    memory_ttl_seconds: int | None
 
 
 class SpaceOut(Reply):
@@ -226,6 +274,14 @@ class MemoryOut(Reply):
     metadata: dict[str, Any]
     # The space: "" for the app's shared one, else the user's.
     user_id: str
+    pinned: bool
+    private: bool
+    # 0-10; 5 when none was set.
+    importance: int
+    expires_at: str | None
+    deleted_at: str | None
+    # live, expired or deleted (expired and deleted ones are restorable until erased).
+    state: str
 
 
 class MemoriesOut(Reply):
@@ -324,15 +380,32 @@ class HealthOut(Reply):
     memory_worker: PartHealthOut
 
 
-def memory_out(m: Memory) -> MemoryOut:
+def memory_out(m: Memory, now: str) -> MemoryOut:
     return MemoryOut(
         m.id, m.content, m.created_at, m.updated_at, m.source_conversation_id, m.metadata,
-        m.user_id,
+        m.user_id, m.pinned, m.private, m.importance, m.expires_at, m.deleted_at, m.state(now),
     )
 
 
 def export_out(app_id: str, exported_at: str, memories: list[Memory]) -> ExportOut:
-    return ExportOut(app_id, exported_at, [memory_out(m) for m in memories])
+    return ExportOut(app_id, exported_at, [memory_out(m, exported_at) for m in memories])
+
+
+def stored_time(text: str | None, field: str) -> str | None:
+    """An RFC 3339 time of a request (UTC when it gives no offset) in the stored form;
+    `InvalidInput` naming `field` when it is not one."""
+    if text is None:
+        return None
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise InvalidInput(f"{field}: {text!r} is not an RFC 3339 time") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    try:
+        return format_timestamp(moment)
+    except OverflowError:
+        raise InvalidInput(f"{field}: {text!r} is outside the years 1 to 9999 in UTC") from None
 
 
 def imported_memories(document: ImportMemories, user_id: str = "") -> list[ImportedMemory]:
@@ -349,7 +422,8 @@ def imported_memories(document: ImportMemories, user_id: str = "") -> list[Impor
             )
     return [
         ImportedMemory(
-            m.content, m.created_at, m.updated_at, m.source_conversation_id, m.metadata
+            m.content, m.created_at, m.updated_at, m.source_conversation_id, m.metadata,
+            m.pinned, m.private, m.expires_at,
         )
         for m in document.memories
     ]

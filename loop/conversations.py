@@ -313,14 +313,15 @@ class ConversationStore:
             job = await claim(tx)
             if job is None:
                 return None
-            also_shared = False
-            if job.user_id:
-                app = await tx.fetch_one(
-                    "SELECT users_write_shared FROM apps WHERE app_id = ?", (job.app_id,)
-                )
-                also_shared = bool(app and app[0])
+            app = await tx.fetch_one(
+                "SELECT users_write_shared, memory_ttl_seconds FROM apps WHERE app_id = ?",
+                (job.app_id,),
+            )
             return ClaimedJob(
-                job, await _chat_messages(tx, job.conversation_id, carried=False), also_shared
+                job,
+                await _chat_messages(tx, job.conversation_id, carried=False),
+                also_shared=bool(job.user_id and app and app[0]),
+                memory_ttl_seconds=app[1] if app else None,
             )
 
         return await self._db.run_transaction(claim_and_read)

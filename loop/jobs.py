@@ -90,6 +90,8 @@ class ClaimedJob:
     messages: list[ChatMessage]
     # A user's conversation of an app whose users' memories go to its shared space too.
     also_shared: bool = False
+    # The app's default time to live of a new memory, in seconds (None: memories last).
+    memory_ttl_seconds: int | None = None
 
 
 _RELEASE = "lease_owner = NULL, lease_until = NULL"

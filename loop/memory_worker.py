@@ -15,7 +15,7 @@ from loop.leases import while_renewing
 from loop.metrics import Metrics
 from loop.wakeups import InFlight
 from memory_agent import MemoryCreationRequest, MemorySubAgent
-from memory_agent.agent import MemoryCreated
+from memory_agent.agent import ERASE_BATCH, MemoryCreated
 from memory_agent.errors import MemoryWriteRefused, MnemoloopError
 from memory_agent.ports import Row, SqlTransaction
 
@@ -55,6 +55,10 @@ class MemoryWorker:
         # Jobs may have been deferred before a restart; after one resume we know.
         self._may_have_deferred = True
         self._next_exhaustion_check = 0.0  # on anyio's clock
+        self._next_erasure = 0.0  # on anyio's clock
+        # Erasing what the grace period no longer keeps: often enough that nothing outstays
+        # it by much, never more than once a second.
+        self._erase_every = min(60.0, max(agent.grace_seconds / 4, 1.0))
 
     async def run(self) -> None:
         # The only instance on its database takes back at once what it left `running`;
@@ -90,6 +94,7 @@ class MemoryWorker:
 
     async def _start_ready_jobs(self, group: TaskGroup) -> float:
         """Start what may start now; return how long to wait before looking again."""
+        await self._erase_retired_now_and_then()
         await self._energy.refresh()  # other instances spend from the same budget
         if not self._energy.memory_work_allowed():
             deferred = await self._jobs.defer_pending(
@@ -119,6 +124,19 @@ class MemoryWorker:
         if anyio.current_time() >= self._next_exhaustion_check:
             await self._jobs.fail_exhausted()
             self._next_exhaustion_check = anyio.current_time() + self._jobs.lease_seconds / 3
+
+    async def _erase_retired_now_and_then(self) -> None:
+        """Erase deleted and expired memories whose grace period is over (a database write,
+        no model: it runs whatever the energy)."""
+        if anyio.current_time() < self._next_erasure:
+            return
+        self._next_erasure = anyio.current_time() + self._erase_every
+        erased = await self._agent.erase_retired()
+        if erased:
+            self._metrics.memories_erased.inc(erased)
+            log.info("erased %d deleted or expired memories whose grace period is over", erased)
+            if erased >= ERASE_BATCH:
+                self._next_erasure = 0.0  # more are waiting
 
     async def claim_next(self) -> ClaimedJob | None:
         """The next job for an app with none running here, with its conversation's messages."""
@@ -153,6 +171,7 @@ class MemoryWorker:
                         MemoryCreationRequest(
                             job.app_id, job.conversation_id, messages, job.id,
                             user_id=job.user_id, also_shared=claimed.also_shared,
+                            ttl_seconds=claimed.memory_ttl_seconds,
                         ),
                         commit_guard=lambda tx, result: self._record_done(tx, job, result, spent),
                         shared_guard=lambda tx, _: self._jobs.within(tx).done_in_installed_app(

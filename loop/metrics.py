@@ -28,6 +28,11 @@ class Metrics:
             "Conversation answer attempts that failed (retried if transient).",
             registry=self.registry,
         )
+        self.memories_erased = Counter(
+            "mnemoloop_memories_erased",
+            "Deleted or expired memories erased by the worker once their grace period was over",
+            registry=self.registry,
+        )
         self.loop_errors = Counter(
             "mnemoloop_background_errors",
             "Failures of the loop's or the memory worker's own work (not of one answer or job),"

@@ -12,6 +12,7 @@ from loop.jobs import MemoryJobStore
 from loop.storage import Engine
 from memory_agent import MemorySubAgent
 from memory_agent.ports import Clock, Row, SqlTransaction, now_text
+from memory_agent.store import live_condition
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,8 @@ class App:
     memory_count: int = 0
     # A user's conversation writes its memory to the app's shared space too.
     users_write_shared: bool = False
+    # The time to live a new memory of the app gets (None: its memories last).
+    memory_ttl_seconds: int | None = None
 
     @classmethod
     def from_row(cls, row: Row) -> App:
@@ -36,6 +39,7 @@ class App:
             row["uninstalled_at"],
             row["memory_count"] if "memory_count" in keys else 0,
             bool(row["users_write_shared"]),
+            row["memory_ttl_seconds"],
         )
 
 
@@ -223,8 +227,11 @@ class AppRegistry:
     async def space_counts(self) -> tuple[int, int]:
         """Memory spaces holding at least one memory, and all known: each app's shared one
         and each user an app has had a conversation or a memory of."""
+        live, params = live_condition(now_text(self._clock))
         holding = await self._db.fetch_one(
-            "SELECT COUNT(*) FROM (SELECT DISTINCT app_id, user_id FROM app_memories) AS s"
+            "SELECT COUNT(*) FROM (SELECT DISTINCT app_id, user_id FROM app_memories"
+            f" WHERE 1 = 1{live}) AS s",
+            params,
         )
         known = await self._db.fetch_one(
             "SELECT COUNT(*) FROM (SELECT app_id, '' AS user_id FROM apps"
@@ -241,6 +248,15 @@ class AppRegistry:
         )
         return await self.require(app_id)
 
+    async def set_memory_ttl(self, app_id: str, seconds: int | None) -> App:
+        """The time to live a new memory of the app gets from now on (None: none); the
+        memories it holds keep theirs."""
+        await self.require(app_id)
+        await self._db.execute(
+            "UPDATE apps SET memory_ttl_seconds = ? WHERE app_id = ?", (seconds, app_id)
+        )
+        return await self.require(app_id)
+
     async def get(self, app_id: str) -> App | None:
         if not APP_ID.fullmatch(app_id):
             return None  # no app can have such an id (it may not even be encodable)
@@ -254,9 +270,11 @@ class AppRegistry:
         return app
 
     async def list(self) -> list[App]:
+        live, params = live_condition(now_text(self._clock), "m.")
         rows = await self._db.fetch_all(
-            "SELECT a.*, (SELECT COUNT(*) FROM app_memories m WHERE m.app_id = a.app_id)"
-            " AS memory_count FROM apps a ORDER BY a.app_id"
+            "SELECT a.*, (SELECT COUNT(*) FROM app_memories m WHERE m.app_id = a.app_id"
+            f"{live}) AS memory_count FROM apps a ORDER BY a.app_id",
+            params,
         )
         return [App.from_row(row) for row in rows]
 

@@ -138,6 +138,7 @@ async def open_services(
             llm_timeout=settings.llm_timeout,
             tokens_per_energy_unit=settings.tokens_per_energy_unit,
             max_transcript_chars=prompt_budget(settings, memory_model).transcript_chars(),
+            grace_seconds=settings.memory_grace_seconds,
         )
         energy = EnergyBudget(
             database,

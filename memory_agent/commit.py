@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memory_agent.compaction import DecidedStep
-from memory_agent.models import CompactionOutcome, Memory
+from memory_agent.models import DEFAULT_IMPORTANCE, CompactionOutcome, Memory
 from memory_agent.retention import NEW_MEMORY_ID
 from memory_agent.secrets import redact_text
 from memory_agent.store import EventSource, MemoryStore
@@ -40,6 +40,7 @@ async def apply_write(
     steps: Sequence[DecidedStep],
     source: EventSource,
     user_id: str = "",
+    expires_at: str | None = None,
 ) -> tuple[Memory | None, list[CompactionOutcome]]:
     """Insert the new memory (unless a step deletes or folds it) and apply `steps` to
     `current`, through `store` (bound to the job's transaction); returns the memory inserted
@@ -62,10 +63,13 @@ async def apply_write(
             source_conversation_id=source_conversation_id,
             metadata={"relatedConversations": [source_conversation_id]},
             user_id=user_id,
+            expires_at=expires_at,
         )
         await store.record_event(
             app_id, memory.id, "created", "job", source,
-            reason=f"written from the conversation ({written_by})", after=content,
+            reason=f"written from the conversation ({written_by})"
+            + (f"; expires {expires_at}" if expires_at else ""),
+            after=content,
             user_id=user_id,
         )
         write.new_id = memory.id
@@ -100,6 +104,12 @@ async def _edit(write: _Write, decided: DecidedStep) -> CompactionOutcome:
         )
         related += [c for c in folded_from if c not in related]
     metadata = {**write.metadata[target], "relatedConversations": related}
+    if folded is not None and "importance" in write.metadata.get(folded, {}):
+        # What is folded in keeps its weight: the merged memory is as important as either.
+        metadata["importance"] = max(
+            write.metadata[folded]["importance"],
+            metadata.get("importance", DEFAULT_IMPORTANCE),
+        )
     await write.store.update_content(
         write.app_id, target, content, updated_at=write.source.at, metadata=metadata
     )

@@ -1,5 +1,10 @@
 """Deciding compaction: the model proposes one step, the retention policy checks it.
 
+Pinned memories are never touched: they are left out of everything here (neither shown to
+the model nor candidates of the policy, nor retired by an update), and the others are kept to
+the cap less the pinned ones (`room`). An app pins at most the cap less one, so there is
+always room for the new memory.
+
 The decision is made before the new memory becomes visible, on a snapshot of the app's
 memories; the caller applies it in the transaction that inserts the new memory, after checking
 that the snapshot still holds.
@@ -63,14 +68,15 @@ class Compactor:
         """The steps that bring `existing` plus the new memory back to the cap (none if they
         fit): the first proposed by the model and checked, any further ones by the policy.
         `trusted`: the model has written faithful memories (`retention.review`)."""
+        existing, room = self._movable(existing)
         updates, candidates = _refreshed(existing, new_content)
-        if len(candidates) <= self._limit:
+        if len(candidates) <= room:
             return updates
         by_id = {m.id: m for m in existing}
         shown = [
             replace(by_id[c.id], content=c.content) for c in candidates if c.id != NEW_MEMORY_ID
         ]
-        proposed, rejection = await self._ask_model(shown, new_content, created_date)
+        proposed, rejection = await self._ask_model(shown, new_content, created_date, room)
         if proposed is None:
             assert rejection is not None
             first = DecidedStep(
@@ -85,7 +91,7 @@ class Compactor:
                 first = DecidedStep(step, "policy", overruled, fallback_cause="overruled")
             else:
                 first = DecidedStep(step, "model")
-        rest = self._policy_steps(_after(candidates, first.step), first.fallback_reason)
+        rest = self._policy_steps(_after(candidates, first.step), first.fallback_reason, room)
         return [*updates, first, *rest]
 
     def steps_if_they_fit(
@@ -93,35 +99,43 @@ class Compactor:
     ) -> list[DecidedStep] | None:
         """The steps when `existing` plus the new memory fit the cap after the updates (no
         model call needed); None when the model must be asked."""
+        existing, room = self._movable(existing)
         updates, candidates = _refreshed(existing, new_content)
-        return updates if len(candidates) <= self._limit else None
+        return updates if len(candidates) <= room else None
 
     def policy_only(self, existing: Sequence[Memory], new_content: str) -> list[DecidedStep]:
         """The policy's steps alone: for a decision that must be made without a model call."""
+        existing, room = self._movable(existing)
         updates, candidates = _refreshed(existing, new_content)
         reason = "the app's memories kept changing while the model decided"
-        return [*updates, *self._policy_steps(candidates, reason)]
+        return [*updates, *self._policy_steps(candidates, reason, room)]
 
     def policy_step(self, candidates: Sequence[Candidate]) -> Step:
         return retention.choose(candidates, max_chars=self._max_chars)
 
+    def _movable(self, existing: Sequence[Memory]) -> tuple[list[Memory], int]:
+        """The memories compaction may touch (the unpinned), and how many of them, with the
+        new one, the cap leaves room for."""
+        movable = [m for m in existing if not m.pinned]
+        return movable, max(1, self._limit - (len(existing) - len(movable)))
+
     def _policy_steps(
-        self, candidates: list[Candidate], reason: str | None
+        self, candidates: list[Candidate], reason: str | None, room: int
     ) -> list[DecidedStep]:
         steps = []
-        while len(candidates) > self._limit:
+        while len(candidates) > room:
             step = self.policy_step(candidates)
             steps.append(DecidedStep(step, "policy", reason or "more than one over the cap"))
             candidates = _after(candidates, step)
         return steps
 
     async def _ask_model(
-        self, existing: Sequence[Memory], new_content: str, created_date: str
+        self, existing: Sequence[Memory], new_content: str, created_date: str, room: int
     ) -> tuple[Step | None, Rejection | None]:
         """The model's proposal as a step, or None and why it could not be had."""
         new_line = prompts.candidate_line(NEW_MEMORY_ID, created_date, new_content)
         messages = prompts.compaction_messages(
-            existing, new_line, limit=self._limit, max_chars=self._max_chars
+            existing, new_line, limit=room, max_chars=self._max_chars
         )
         ids = [m.id for m in existing] + [NEW_MEMORY_ID]
         try:
@@ -176,7 +190,7 @@ def _refreshed(
 ) -> tuple[list[DecidedStep], list[Candidate]]:
     """The steps that retire what the new memory updates, and the memories (the new one
     last) as they stand after them."""
-    candidates = [Candidate(m.id, m.content) for m in existing]
+    candidates = [Candidate(m.id, m.content, m.importance) for m in existing]
     candidates.append(Candidate(NEW_MEMORY_ID, new_content))
     updates = [DecidedStep(s, "policy", update=True) for s in retention.refresh(candidates)]
     for decided in updates:

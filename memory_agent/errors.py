@@ -9,6 +9,7 @@
     ├── InvalidCompactionDecision    a compaction decision that cannot be applied
     ├── MemoryNotFound               no such memory in this app
     ├── MemoryWriteRefused           a memory job was cancelled (purge) before it could write
+    ├── MemorySteeringRefused        a pin or a restore the cap has no room for
     ├── InvalidSearchQuery           a search query with no words, or too long
     └── StorageError                 the database failed (locked, I/O, constraint)
 
@@ -71,6 +72,11 @@ class MemoryNotFound(MnemoloopError):
 class MemoryWriteRefused(MnemoloopError):
     """The job's commit guard refused the write: the job was cancelled, or taken over by
     another instance, meanwhile."""
+
+
+class MemorySteeringRefused(MnemoloopError):
+    """A change the memory's space has no room for (a pin beyond the cap less one, a restore
+    into a full space); nothing was changed."""
 
 
 class MemoryImportRefused(MnemoloopError):

@@ -44,6 +44,12 @@ class Words:
     calendar: str
     # People and animals other than the speaker: a value said of one of them is theirs.
     people: str = ""
+    # What puts an end date to something ("remember it until Friday").
+    until: str = ""
+    # The twelve months and the seven days of the week (Monday first), in order; "|"
+    # separates a name's other spellings.
+    months: str = ""
+    weekdays: str = ""
 
 
 ENGLISH = Words(
@@ -99,6 +105,11 @@ ENGLISH = Words(
     girlfriend mom mum mother dad father sister brother grandma grandmother grandpa grandfather
     aunt uncle cousin cousins niece nephew friend friends neighbor neighbour colleague coworker
     boss roommate relatives dog cat pet puppy kitten""",
+    until="until till til 'til through up_to_and_including",
+    months="""january|jan february|feb march|mar april|apr may june|jun july|jul august|aug
+    september|sep|sept october|oct november|nov december|dec""",
+    weekdays="""monday|mon tuesday|tue|tues wednesday|wed thursday|thu|thurs friday|fri
+    saturday|sat sunday|sun""",
 )
 
 SPANISH = Words(
@@ -128,6 +139,10 @@ SPANISH = Words(
     mayo junio julio agosto septiembre setiembre octubre noviembre diciembre""",
     people="""hijo hija hermano hermana madre padre mamá papá amigo amiga primo prima vecino
     vecina compañero compañera perro gato""",
+    until="hasta",
+    months="""enero febrero marzo abril mayo junio julio agosto septiembre|setiembre octubre
+    noviembre diciembre""",
+    weekdays="lunes martes miércoles|miercoles jueves viernes sábado|sabado domingo",
 )
 
 FRENCH = Words(
@@ -151,6 +166,10 @@ FRENCH = Words(
     mai juin juillet août septembre octobre novembre décembre""",
     people="""fils fille frère sœur mère père ami amie cousin cousine voisin voisine collègue
     chien chat""",
+    until="jusqu'au jusqu'à jusqu’au jusqu’à jusqu'a",
+    months="""janvier février|fevrier mars avril mai juin juillet août|aout septembre octobre
+    novembre décembre|decembre""",
+    weekdays="lundi mardi mercredi jeudi vendredi samedi dimanche",
 )
 
 GERMAN = Words(
@@ -176,6 +195,10 @@ GERMAN = Words(
     februar märz april mai juni juli august september oktober november dezember""",
     people="""sohn tochter bruder schwester mutter vater freund freundin cousin cousine nachbar
     nachbarin kollege kollegin hund katze""",
+    until="bis bis_zum bis_zur bis_am",
+    months="""januar|jänner februar märz|maerz april mai juni juli august september oktober
+    november dezember""",
+    weekdays="montag dienstag mittwoch donnerstag freitag samstag|sonnabend sonntag",
 )
 
 PORTUGUESE = Words(
@@ -194,6 +217,10 @@ PORTUGUESE = Words(
     se é são ser estar mas como já também muito mais olá obrigado obrigada sim""",
     calendar="""segunda terça quarta quinta sexta sábado domingo janeiro fevereiro março abril
     maio junho julho agosto setembro outubro novembro dezembro""",
+    until="até",
+    months="""janeiro fevereiro março|marco abril maio junho julho agosto setembro outubro
+    novembro dezembro""",
+    weekdays="segunda terça|terca quarta quinta sexta sábado|sabado domingo",
 )
 
 ITALIAN = Words(
@@ -212,6 +239,11 @@ ITALIAN = Words(
     senza per su che si è sono essere avere ho ha ma come già anche molto più ciao grazie sì""",
     calendar="""lunedì martedì mercoledì giovedì venerdì sabato domenica gennaio febbraio
     marzo aprile maggio giugno luglio agosto settembre ottobre novembre dicembre""",
+    until="fino_al fino_a fino_alla entro_il",
+    months="""gennaio febbraio marzo aprile maggio giugno luglio agosto settembre ottobre
+    novembre dicembre""",
+    weekdays="""lunedì|lunedi martedì|martedi mercoledì|mercoledi giovedì|giovedi
+    venerdì|venerdi sabato domenica""",
 )
 
 LANGUAGES: dict[str, Words] = {

@@ -15,10 +15,16 @@ CompactionAction = Literal["delete", "edit"]
 DecidedBy = Literal["model", "policy"]
 # Why the policy decided a compaction instead of the model.
 FallbackCause = Literal["llm_error", "invalid_decision", "overruled"]
-MemoryEventKind = Literal["created", "edited", "deleted"]
+MemoryEventKind = Literal[
+    "created", "edited", "deleted", "restored", "erased",
+    "pinned", "unpinned", "importance", "private", "public", "expiry",
+]
 # Who changed a memory: a memory job writing it, a compaction step (by the model or by the
-# policy), an admin, a purge, or an import.
-MemoryActor = Literal["job", "model", "policy", "admin", "purge", "import"]
+# policy), an admin, a purge, an import, an app (with its own key), or the worker (erasing
+# what its grace period no longer keeps).
+MemoryActor = Literal["job", "model", "policy", "admin", "purge", "import", "app", "worker"]
+# The importance scale of the seed's metadata (0-10), and what a memory without one counts as.
+MIN_IMPORTANCE, MAX_IMPORTANCE, DEFAULT_IMPORTANCE = 0, 10, 5
 
 
 @dataclass(frozen=True)
@@ -32,12 +38,21 @@ class Memory:
     metadata: dict[str, Any] = field(default_factory=dict)
     # The space: "" for the app's shared one, else the user's.
     user_id: str = ""
+    # Compaction never deletes, merges or edits a pinned memory.
+    pinned: bool = False
+    # Listed and exported, never injected into a conversation.
+    private: bool = False
+    # After this time the memory is expired: out of sight, restorable until erased.
+    expires_at: str | None = None
+    # Deleted (softly) at this time: restorable until erased.
+    deleted_at: str | None = None
 
     @classmethod
     def from_row(cls, row: Sequence[Any]) -> Memory:
         """From a row of the store's columns, in the store's order (read by position: this is
         on the path of every retrieval)."""
-        memory_id, app_id, content, created_at, updated_at, source, metadata, user_id = row
+        (memory_id, app_id, content, created_at, updated_at, source, metadata, user_id,
+         pinned, private, expires_at, deleted_at) = row
         return cls(
             memory_id,
             app_id,
@@ -48,7 +63,27 @@ class Memory:
             # Most memories carry none: no parse for those.
             json.loads(metadata) if metadata and metadata != "{}" else {},
             user_id,
+            bool(pinned),
+            bool(private),
+            expires_at,
+            deleted_at,
         )
+
+    @property
+    def importance(self) -> int:
+        """The seed's metadata importance (0-10); a memory without one counts as 5."""
+        value = self.metadata.get("importance")
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return max(MIN_IMPORTANCE, min(MAX_IMPORTANCE, round(value)))
+        return DEFAULT_IMPORTANCE
+
+    def state(self, now: str) -> str:
+        """`live`, `expired` (its expiry has passed) or `deleted`, as of `now`."""
+        if self.deleted_at is not None:
+            return "deleted"
+        if self.expires_at is not None and self.expires_at <= now:
+            return "expired"
+        return "live"
 
     @property
     def created_date(self) -> str:
@@ -65,6 +100,9 @@ class ImportedMemory:
     updated_at: str | None = None
     source_conversation_id: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    pinned: bool = False
+    private: bool = False
+    expires_at: str | None = None
 
 
 def outcome_label(action: str, decided_by: str, update: bool) -> str:

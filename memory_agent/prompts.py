@@ -99,12 +99,17 @@ def creation_messages(transcript: str, statements: Sequence[Statement] = ()) -> 
 
 
 def memory_line(memory: Memory) -> str:
-    """`[id=N] (created YYYY-MM-DD) content`, on one line whatever the content holds."""
-    return candidate_line(memory.id, memory.created_date, memory.content)
+    """`[id=N] (created YYYY-MM-DD) content`, on one line whatever the content holds; with
+    `, importance N` when one was set (by an operator or an app)."""
+    importance = memory.importance if "importance" in memory.metadata else None
+    return candidate_line(memory.id, memory.created_date, memory.content, importance)
 
 
-def candidate_line(memory_id: int, created_date: str, content: str) -> str:
-    return f"[id={memory_id}] (created {created_date}) {' '.join(content.split())}"
+def candidate_line(
+    memory_id: int, created_date: str, content: str, importance: int | None = None
+) -> str:
+    weight = "" if importance is None else f", importance {importance}/10"
+    return f"[id={memory_id}] (created {created_date}{weight}) {' '.join(content.split())}"
 
 
 def compaction_messages(

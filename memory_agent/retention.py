@@ -14,6 +14,11 @@ Memories are ranked from least to most worth keeping:
    within the length limit ("merge with another"), those on one topic and the shortest first;
 6. failing that, the memory with the fewest facts goes, the oldest first (FIFO among equals).
 
+A memory's importance (0-10, 5 when unset; an operator's or an app's judgement) weighs first
+where a memory must go: among the lossless deletes of one tier, and in step 6, the least
+important goes first. A model's delete of a memory more important than the policy's choice is
+overruled. Pinned memories are not candidates at all (`compaction` leaves them out).
+
 The model's decision is checked against this ranking, and rejected only when it can be shown
 to lose something: a delete is applied unless its target holds facts no other memory has
 while something could go without loss (tiers 1-3, or a merge that fits); an edit is applied
@@ -29,6 +34,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from memory_agent import facts, language, text, values
+from memory_agent.models import DEFAULT_IMPORTANCE
 
 NEW_MEMORY_ID = 0
 # Days and months as `text.names` gives them: a date is no one's name.
@@ -42,6 +48,7 @@ class Candidate:
 
     id: int
     content: str
+    importance: int = DEFAULT_IMPORTANCE
 
 
 @dataclass(frozen=True)
@@ -93,7 +100,8 @@ def choose(
     assessed = assess(memories) if assessed is None else assessed
     position = {a.candidate.id: index for index, a in enumerate(assessed)}
     doomed = min(
-        (a for a in assessed if a.tier < 3), key=lambda a: (a.tier, position[a.candidate.id]),
+        (a for a in assessed if a.tier < 3),
+        key=lambda a: (a.tier, a.candidate.importance, position[a.candidate.id]),
         default=None,
     )
     if doomed is not None:
@@ -101,12 +109,14 @@ def choose(
     merge = _best_merge(memories, max_chars=max_chars)
     if merge is not None:
         return merge
-    poorest = min(assessed, key=lambda a: (a.value, position[a.candidate.id]))
+    poorest = min(
+        assessed, key=lambda a: (a.candidate.importance, a.value, position[a.candidate.id])
+    )
     return Step(
         "delete",
         poorest.candidate.id,
-        f"every memory holds facts and none fit together; memory {_label(poorest)} holds the "
-        "fewest, and is the oldest of those",
+        f"every memory holds facts and none fit together; memory {_label(poorest)} is of the "
+        "least importance, holds the fewest facts, and is the oldest of those",
     )
 
 
@@ -125,6 +135,13 @@ def review(
     if proposed.action == "delete":
         ranks = {a.candidate.id: a for a in assessed}
         target = ranks[proposed.target]
+        chosen = ranks.get(policy.target) if policy.action == "delete" else None
+        if chosen is not None and target.candidate.importance > chosen.candidate.importance:
+            return policy, (
+                f"overruled: memory {_label(target)} is of importance "
+                f"{target.candidate.importance}, above {chosen.candidate.importance}; "
+                f"{policy.reason}"
+            )
         if target.tier < 3 or _loss_accepted(
             assessed, ranks[policy.target], policy, trusted=trusted
         ):

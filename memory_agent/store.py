@@ -3,23 +3,34 @@ statement its own transaction) or a transaction, when the store is made `within(
 
 An app's memories live in spaces: the app's shared one (`user_id` "") and one per user of the
 app. Reads and writes of one space take `user_id`; whole-app operations take `user_id=None`
-for every space."""
+for every space.
+
+A memory is live until it expires (`expires_at` has passed) or is deleted (`deleted_at`, a
+soft delete); then it is retired: out of every read but `get` and the listing of retired
+ones, and out of the cap's count, until it is restored or the worker erases it. Only live
+memories are compacted, counted, searched and injected."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from memory_agent import search
 from memory_agent.models import Memory, MemoryActor, MemoryEvent, MemoryEventKind
-from memory_agent.ports import Row, SqlSession, in_space
+from memory_agent.ports import Clock, Row, SqlSession, SystemClock, in_space, now_text
 
 # The order Memory.from_row reads them in.
 _COLUMNS = (
-    "id, app_id, content, created_at, updated_at, source_conversation_id, metadata, user_id"
+    "id, app_id, content, created_at, updated_at, source_conversation_id, metadata, user_id,"
+    " pinned, private, expires_at, deleted_at"
 )
+# Which memories a listing shows: the live ones, the retired ones (expired or deleted, not yet
+# erased), or both.
+MemoryState = Literal["live", "retired", "all"]
+# The columns a steering change may set.
+_STEERABLE = ("pinned", "private", "expires_at", "deleted_at", "metadata")
 # The same, of `app_memories AS m` in a join.
 _MEMORY_COLUMNS = ", ".join(f"m.{column.strip()}" for column in _COLUMNS.split(","))
 _EVENT_COLUMNS = (
@@ -38,13 +49,34 @@ class EventSource:
     model: str | None = None
 
 
+def live_condition(now: str, alias: str = "") -> tuple[str, tuple[str]]:
+    """The condition (` AND …`, with its parameter) that keeps the memories live at `now`:
+    neither deleted nor expired. `alias` names the table (`m.`) in a join."""
+    return (
+        f" AND {alias}deleted_at IS NULL AND ({alias}expires_at IS NULL OR {alias}expires_at > ?)",
+        (now,),
+    )
+
+
+def _state_condition(state: MemoryState, now: str) -> tuple[str, tuple[str, ...]]:
+    if state == "live":
+        return live_condition(now)
+    if state == "retired":
+        return " AND (deleted_at IS NOT NULL OR expires_at <= ?)", (now,)
+    return "", ()
+
+
 class MemoryStore:
-    def __init__(self, session: SqlSession) -> None:
+    def __init__(self, session: SqlSession, clock: Clock | None = None) -> None:
         self._db = session
+        self._clock = clock or SystemClock()
 
     def within(self, tx: SqlSession) -> MemoryStore:
         """The same store, its statements inside `tx`."""
-        return MemoryStore(tx)
+        return MemoryStore(tx, self._clock)
+
+    def _live(self, alias: str = "") -> tuple[str, tuple[str]]:
+        return live_condition(now_text(self._clock), alias)
 
     async def lock_app(self, app_id: str) -> None:
         """Inside a transaction: hold the app's row until commit, so that the app's memory
@@ -67,13 +99,16 @@ class MemoryStore:
         source_conversation_id: str | None = None,
         metadata: dict[str, Any] | None = None,
         user_id: str = "",
+        pinned: bool = False,
+        private: bool = False,
+        expires_at: str | None = None,
     ) -> Memory:
         metadata = metadata or {}
         updated_at = updated_at or created_at
         sql = (
             "INSERT INTO app_memories (app_id, content, created_at, updated_at,"
-            " source_conversation_id, metadata, user_id) VALUES (?, ?, ?, ?, ?, ?, ?)"
-            " RETURNING id"
+            " source_conversation_id, metadata, user_id, pinned, private, expires_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id"
         )
         params = (
             app_id,
@@ -83,6 +118,9 @@ class MemoryStore:
             source_conversation_id,
             json.dumps(metadata),
             user_id,
+            int(pinned),
+            int(private),
+            expires_at,
         )
         rows = await self._db.execute_returning(sql, params)
         return Memory(
@@ -94,68 +132,100 @@ class MemoryStore:
             source_conversation_id,
             metadata,
             user_id,
+            pinned,
+            private,
+            expires_at,
         )
 
-    async def get(
-        self, app_id: str, memory_id: int) -> Memory | None:
+    async def get(self, app_id: str, memory_id: int) -> Memory | None:
+        """The memory, live or retired."""
         row = await self._db.fetch_one(
             f"SELECT {_COLUMNS} FROM app_memories WHERE app_id = ? AND id = ?", (app_id, memory_id)
         )
         return Memory.from_row(row) if row else None
 
-    async def list_newest(self, app_id: str, limit: int, *, user_id: str = "") -> list[Memory]:
+    async def list_newest(
+        self,
+        app_id: str,
+        limit: int,
+        *,
+        user_id: str = "",
+        state: MemoryState = "live",
+        injectable: bool = False,
+    ) -> list[Memory]:
+        """A space's memories in `state`, newest first; `injectable`: without private ones."""
+        condition, params = _state_condition(state, now_text(self._clock))
+        if injectable:
+            condition += " AND private = 0"
         rows = await self._db.fetch_all(
-            f"SELECT {_COLUMNS} FROM app_memories WHERE app_id = ? AND user_id = ?"
+            f"SELECT {_COLUMNS} FROM app_memories WHERE app_id = ? AND user_id = ?{condition}"
             " ORDER BY created_at DESC, id DESC LIMIT ?",
-            (app_id, user_id, limit),
+            (app_id, user_id, *params, limit),
         )
         return [Memory.from_row(row) for row in rows]
 
     async def list_oldest_first(self, app_id: str, *, user_id: str = "") -> list[Memory]:
+        """A space's live memories, oldest first (what the cap and compaction see)."""
+        live, params = self._live()
         rows = await self._db.fetch_all(
-            f"SELECT {_COLUMNS} FROM app_memories WHERE app_id = ? AND user_id = ?"
+            f"SELECT {_COLUMNS} FROM app_memories WHERE app_id = ? AND user_id = ?{live}"
             " ORDER BY created_at, id",
-            (app_id, user_id),
+            (app_id, user_id, *params),
         )
         return [Memory.from_row(row) for row in rows]
 
     async def search(
         self, app_id: str, terms: list[str], limit: int, *, user_id: str = ""
     ) -> list[Memory]:
-        """The space's memories holding any of `terms`, most relevant first."""
+        """The space's live memories holding any of `terms`, most relevant first."""
         if self._db.dialect.name == "postgresql":
+            live, params = self._live()
             rows = await self._db.fetch_all(
                 f"SELECT {_COLUMNS} FROM app_memories,"
                 " websearch_to_tsquery('english', ?) AS query"
-                " WHERE app_id = ? AND user_id = ? AND search @@ query"
+                f" WHERE app_id = ? AND user_id = ? AND search @@ query{live}"
                 " ORDER BY ts_rank(search, query) DESC, id DESC LIMIT ?",
-                (search.postgres_websearch(terms), app_id, user_id, limit),
+                (search.postgres_websearch(terms), app_id, user_id, *params, limit),
             )
         else:
+            live, params = self._live("m.")
             rows = await self._db.fetch_all(
                 f"SELECT {_MEMORY_COLUMNS} FROM memory_search JOIN app_memories AS m"
                 " ON m.id = memory_search.rowid"
-                " WHERE memory_search MATCH ? AND m.app_id = ? AND m.user_id = ?"
+                f" WHERE memory_search MATCH ? AND m.app_id = ? AND m.user_id = ?{live}"
                 " ORDER BY bm25(memory_search), m.id DESC LIMIT ?",
-                (search.sqlite_match(terms), app_id, user_id, limit),
+                (search.sqlite_match(terms), app_id, user_id, *params, limit),
             )
         return [Memory.from_row(row) for row in rows]
 
     async def count(self, app_id: str, *, user_id: str | None = None) -> int:
-        """How many memories the app holds: in one space, or in all (`None`)."""
+        """How many live memories the app holds: in one space, or in all (`None`)."""
         space, params = in_space(user_id)
+        live, live_params = self._live()
         row = await self._db.fetch_one(
-            f"SELECT COUNT(*) FROM app_memories WHERE app_id = ?{space}", (app_id, *params)
+            f"SELECT COUNT(*) FROM app_memories WHERE app_id = ?{space}{live}",
+            (app_id, *params, *live_params),
+        )
+        return int(row[0]) if row else 0
+
+    async def count_pinned(self, app_id: str, user_id: str) -> int:
+        """How many of a space's live memories are pinned."""
+        live, params = self._live()
+        row = await self._db.fetch_one(
+            f"SELECT COUNT(*) FROM app_memories WHERE app_id = ? AND user_id = ?"
+            f" AND pinned = 1{live}",
+            (app_id, user_id, *params),
         )
         return int(row[0]) if row else 0
 
     async def spaces(self, app_id: str) -> list[tuple[str, int]]:
-        """The app's spaces that hold memories, with how many: the shared one ("") first,
-        then its users' in order."""
+        """The app's spaces that hold live memories, with how many: the shared one ("")
+        first, then its users' in order."""
+        live, params = self._live()
         rows = await self._db.fetch_all(
-            "SELECT user_id, COUNT(*) FROM app_memories WHERE app_id = ?"
+            f"SELECT user_id, COUNT(*) FROM app_memories WHERE app_id = ?{live}"
             " GROUP BY user_id ORDER BY user_id",
-            (app_id,),
+            (app_id, *params),
         )
         return [(str(row[0]), int(row[1])) for row in rows]
 
@@ -174,6 +244,46 @@ class MemoryStore:
             (content, updated_at, json.dumps(metadata), app_id, memory_id),
         )
         return changed == 1
+
+    async def steer(self, app_id: str, memory_id: int, **columns: Any) -> bool:
+        """Set steering columns (`pinned`, `private`, `expires_at`, `deleted_at`, `metadata`)
+        of one memory; its content and times stay."""
+        unknown = set(columns) - set(_STEERABLE)
+        if unknown:
+            raise ValueError(f"not a steering column: {sorted(unknown)}")
+        values = [
+            json.dumps(value) if name == "metadata"
+            else int(value) if isinstance(value, bool) else value
+            for name, value in columns.items()
+        ]
+        assignments = ", ".join(f"{name} = ?" for name in columns)
+        changed = await self._db.execute(
+            f"UPDATE app_memories SET {assignments} WHERE app_id = ? AND id = ?",
+            (*values, app_id, memory_id),
+        )
+        return changed == 1
+
+    async def retired_before(self, cutoff: str, limit: int) -> list[Memory]:
+        """Memories deleted, or expired, at or before `cutoff` (their grace period is over),
+        oldest first."""
+        rows = await self._db.fetch_all(
+            f"SELECT {_COLUMNS} FROM app_memories WHERE deleted_at <= ?"
+            f" UNION SELECT {_COLUMNS} FROM app_memories"
+            " WHERE deleted_at IS NULL AND expires_at <= ? ORDER BY id LIMIT ?",
+            (cutoff, cutoff, limit),
+        )
+        return [Memory.from_row(row) for row in rows]
+
+    async def erase(self, app_id: str, memory_id: int) -> bool:
+        """Erase one memory for good: its row, and the texts of its history (the events stay,
+        marked erased)."""
+        erased = await self.delete(app_id, memory_id)
+        await self._db.execute(
+            "UPDATE memory_events SET content_before = NULL, content_after = NULL,"
+            " reason = NULL, erased = 1 WHERE app_id = ? AND memory_id = ?",
+            (app_id, memory_id),
+        )
+        return erased
 
     async def delete(self, app_id: str, memory_id: int) -> bool:
         deleted = await self._db.execute(

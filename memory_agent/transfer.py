@@ -30,9 +30,23 @@ def checked(memories: Sequence[ImportedMemory], *, max_chars: int) -> list[Impor
         created_at = _stored_time(memory.created_at, f"memories[{index}].createdAt")
         updated_at = _stored_time(memory.updated_at or memory.created_at,
                                   f"memories[{index}].updatedAt")
+        expires_at = (
+            _stored_time(memory.expires_at, f"memories[{index}].expiresAt")
+            if memory.expires_at else None
+        )
         normalised.append(replace(memory, content=content, created_at=created_at,
-                                  updated_at=updated_at))
+                                  updated_at=updated_at, expires_at=expires_at))
     return sorted(normalised, key=lambda m: m.created_at)
+
+
+def check_pins(app_id: str, importing: int, kept: int, limit: int) -> None:
+    """Refuse an import that would leave the space with more pinned memories than the cap
+    less one."""
+    if importing and kept + importing > limit - 1:
+        raise MemoryImportRefused(
+            f"importing {importing} pinned memories would give app {app_id!r}"
+            f" {kept + importing} pinned, above the cap less one ({limit - 1})"
+        )
 
 
 def check_room(app_id: str, importing: int, kept: int, limit: int) -> None:
@@ -76,6 +90,9 @@ async def write_imported(
             source_conversation_id=memory.source_conversation_id,
             metadata=memory.metadata,
             user_id=user_id,
+            pinned=memory.pinned,
+            private=memory.private,
+            expires_at=memory.expires_at,
         )
         await store.record_event(
             app_id, stored.id, "created", "import", source, reason="imported",

@@ -14,7 +14,13 @@ from typing import Any
 import anyio
 import msgspec
 
-from admin_api.schemas import ExportOut, ImportMemories, export_out, imported_memories
+from admin_api.schemas import (
+    ExportOut,
+    ImportMemories,
+    export_out,
+    imported_memories,
+    stored_time,
+)
 from loop.admin_token import REFRESH_SECONDS
 from loop.llm.choice import NoModelLoaded
 from loop.registry import validate_user_id
@@ -27,9 +33,10 @@ from loop.storage import (
     describe_url,
     migrate,
 )
-from memory_agent.errors import MnemoloopError
-from memory_agent.models import MAX_MEMORY_ID, MemoryEvent
+from memory_agent.errors import MemoryNotFound, MnemoloopError
+from memory_agent.models import MAX_MEMORY_ID, Memory, MemoryEvent
 from memory_agent.ports import now_text
+from memory_agent.steering import MemoryChange
 from mnemoloop.runner import ServeRefused, claimed, run_worker, serve
 
 Command = Callable[[Settings, argparse.Namespace], Awaitable[int]]
@@ -86,6 +93,9 @@ def build_parser() -> argparse.ArgumentParser:
     uninstall.add_argument("app_id")
     uninstall.add_argument("--purge-memories", action="store_true", help="delete its memories")
     command(apps, "list", "list apps with their state and memory counts")
+    ttl = command(apps, "ttl", "set the time to live of an app's new memories")
+    ttl.add_argument("app_id")
+    ttl.add_argument("seconds", type=ttl_seconds, help="seconds (at least 60), or `none`")
 
     memories = command(
         commands, "memories", "list, search, export, import, purge and delete memories"
@@ -111,12 +121,29 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("--limit", type=int, default=20, help="at most this many (default 20)")
     purge = command(memories, "purge", "delete all of an app's memories (or of one user's)")
     purge.add_argument("app_id")
-    delete = command(memories, "delete", "delete one memory")
-    delete.add_argument("app_id")
-    delete.add_argument("memory_id", type=memory_id)
+    delete = command(memories, "delete", "delete one memory (restorable in the grace period)")
+    restore = command(memories, "restore", "bring back a deleted or expired memory")
+    pin = command(memories, "pin", "pin a memory: compaction never removes it")
+    unpin = command(memories, "unpin", "unpin a memory")
+    steer = command(memories, "set", "set a memory's importance, privacy or expiry")
+    tag = command(memories, "tag", "tag a memory relevant or irrelevant (importance ±2)")
+    for one in (delete, restore, pin, unpin, steer, tag):
+        one.add_argument("app_id")
+        one.add_argument("memory_id", type=memory_id)
+    tag.add_argument("relevance", choices=("relevant", "irrelevant"))
+    for why in (pin, unpin, steer, tag):
+        why.add_argument("--reason", help="why, for the memory's history", required=why is tag)
+    steer.add_argument("--importance", type=int, choices=range(11), metavar="0-10")
+    steer.add_argument("--private", action=argparse.BooleanOptionalAction,
+                       help="--private: never injected; --no-private: injected again")
+    for expiring in (steer, restore):
+        expiring.add_argument("--expires-at", metavar="TIME",
+                              help="RFC 3339 (UTC when no offset); for set, `none` removes it")
     history = command(memories, "history", "every change to an app's memories (or one)")
     history.add_argument("app_id")
     history.add_argument("memory_id", type=memory_id, nargs="?")
+    listed.add_argument("--state", choices=("live", "retired", "all"), default="live",
+                        help="retired: expired or deleted, restorable until erased")
     for per_space in (listed, export, imported, search, purge, history):
         per_space.add_argument(
             "--user", metavar="USER_ID", help="a user's memory space (default: the app's shared"
@@ -130,6 +157,19 @@ def build_parser() -> argparse.ArgumentParser:
     erase.add_argument("user_id")
     erase.add_argument("--app", metavar="APP_ID", help="from this app only")
     return parser
+
+
+def ttl_seconds(text: str) -> int | None:
+    """An app's time to live of new memories: seconds, at least a minute; `none` for none."""
+    if text.lower() == "none":
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 60 <= value <= 10 * 366 * 24 * 3600:
+        raise argparse.ArgumentTypeError("the time to live is 60 seconds to 10 years")
+    return value
 
 
 def memory_id(text: str) -> int:
@@ -210,6 +250,10 @@ async def _apps(settings: Settings, args: argparse.Namespace) -> int:
                 args.app_id, purge_memories=args.purge_memories
             )
             print(f"uninstalled {args.app_id}; purged {purged} memories")
+        elif args.action == "ttl":
+            app = await services.stores.registry.set_memory_ttl(args.app_id, args.seconds)
+            lives = f"{app.memory_ttl_seconds} s" if app.memory_ttl_seconds else "until removed"
+            print(f"new memories of {args.app_id} live {lives}")
         else:
             apps = await services.stores.registry.list()
             if not apps:
@@ -230,8 +274,13 @@ async def _memories(settings: Settings, args: argparse.Namespace) -> int:
         space = user or ""
         if args.action == "list":
             await services.stores.registry.require(args.app_id)
-            for memory in await services.stores.agent.list_memories(args.app_id, user_id=space):
-                print(f"[{memory.id}] {memory.created_at[:10]} {memory.content}")
+            listed = await services.stores.agent.list_memories(
+                args.app_id, user_id=space, state=args.state
+            )
+            now = services.stores.agent.now()
+            for memory in listed:
+                print(f"[{memory.id}] {memory.created_at[:10]}{_marks(memory, now)}"
+                      f" {memory.content}")
         elif args.action == "spaces":
             await services.stores.registry.require(args.app_id)
             print("SPACE\tMEMORIES")
@@ -282,13 +331,65 @@ async def _memories(settings: Settings, args: argparse.Namespace) -> int:
             print(f"deleted {purged} memories")
         else:
             await services.stores.registry.require(args.app_id)
-            if not await services.stores.agent.delete_memory(args.app_id, args.memory_id):
+            try:
+                print(await _steer(services, args))
+            except MemoryNotFound:
                 print(
                     f"mnemoloop: no memory {args.memory_id} in app {args.app_id}", file=sys.stderr
                 )
                 return 1
-            print(f"deleted memory {args.memory_id}")
     return 0
+
+
+async def _steer(services: Services, args: argparse.Namespace) -> str:
+    """Delete, restore, pin, unpin, set or tag one memory; what became of it."""
+    agent, app_id, memory_id = services.stores.agent, args.app_id, args.memory_id
+    if args.action == "delete":
+        await agent.delete_memory(app_id, memory_id)
+        return f"deleted memory {memory_id}; `memories restore` brings it back in the grace period"
+    if args.action == "restore":
+        expires_at = _time_argument(args.expires_at)
+        memory = await agent.restore_memory(app_id, memory_id, expires_at=expires_at)
+    elif args.action == "tag":
+        memory = await agent.tag_memory(
+            app_id, memory_id, relevant=args.relevance == "relevant", reason=args.reason,
+            actor="admin",
+        )
+    else:
+        never = args.action == "set" and (args.expires_at or "").lower() == "none"
+        change = MemoryChange(
+            pinned={"pin": True, "unpin": False}.get(args.action),
+            private=getattr(args, "private", None),
+            importance=getattr(args, "importance", None),
+            expires_at=None if never else _time_argument(getattr(args, "expires_at", None)),
+            clear_expiry=never,
+            reason=args.reason,
+        )
+        if change == MemoryChange(reason=args.reason):
+            raise CommandRefused("nothing to set: give --importance, --private or --expires-at")
+        memory = await agent.steer_memory(app_id, memory_id, change)
+    return f"[{memory.id}]{_marks(memory, agent.now())} {memory.content}"
+
+
+def _time_argument(text: str | None) -> str | None:
+    try:
+        return stored_time(text, "--expires-at")
+    except MnemoloopError as error:
+        raise CommandRefused(str(error)) from None
+
+
+def _marks(memory: Memory, now: str) -> str:
+    """What sets a memory apart in a listing: pinned, private, importance, expiry, state."""
+    marks = [
+        *(["pinned"] if memory.pinned else []),
+        *(["private"] if memory.private else []),
+        *([f"importance {memory.importance}"] if "importance" in memory.metadata else []),
+        *([f"expires {memory.expires_at[:16]}"] if memory.expires_at else []),
+    ]
+    state = memory.state(now)
+    if state != "live":
+        marks.insert(0, state)
+    return f" ({', '.join(marks)})" if marks else ""
 
 
 async def _users(settings: Settings, args: argparse.Namespace) -> int:
@@ -338,7 +439,7 @@ def describe_event(event: MemoryEvent) -> str:
     if event.reason:
         line += f": {event.reason}"
     if event.erased:
-        return line + " (text erased by a purge)"
+        return line + " (text erased)"
     if event.content_before is not None:
         line += f"\n    before: {event.content_before}"
     if event.content_after is not None:

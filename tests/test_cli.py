@@ -54,8 +54,10 @@ def test_install_list_export_purge_and_uninstall(db_path):
     uninstalled = mnemoloop(db_path, "apps", "uninstall", "cal")
     assert "purged 0 memories" in uninstalled.stdout
     assert "deleted 1 memories" in mnemoloop(db_path, "memories", "purge", "cal").stdout
+    # The deleted memory, restorable until then, was purged with the live one.
+    assert "Likes tea" not in mnemoloop(db_path, "memories", "list", "cal", "--state", "all").stdout
     erased = mnemoloop(db_path, "memories", "history", "cal").stdout
-    assert "(text erased by a purge)" in erased and "Likes tea" not in erased
+    assert "(text erased)" in erased and "Likes tea" not in erased
 
 
 def test_errors_are_one_clear_line_and_a_nonzero_exit(db_path):
@@ -85,7 +87,7 @@ def test_migrate_reports_what_it_applied(engine, tmp_path, request):
         "fresh_postgres"
     )
     first = mnemoloop(db_path, "migrate")
-    assert "applied 10 migration(s)" in first.stdout and "0001 initial" in first.stdout
+    assert "applied 11 migration(s)" in first.stdout and "0001 initial" in first.stdout
     assert "0002 memory_history" in first.stdout and "0003 answer_state" in first.stdout
     assert "applied 0 migration(s)" in mnemoloop(db_path, "migrate").stdout
 

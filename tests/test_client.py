@@ -14,6 +14,7 @@ from memory_agent.errors import ChatModelResponseError
 from mnemoloop.client import (
     ApiError,
     AsyncClient,
+    BadRequest,
     Client,
     Conflict,
     Forbidden,
@@ -251,3 +252,26 @@ async def test_the_blocking_client_talks_to_the_same_api(server) -> None:
 
     # In a worker thread, so that the server on this event loop keeps serving.
     await anyio.to_thread.run_sync(use_the_api)
+
+
+async def test_steering_a_memory_from_the_client(server, admin) -> None:
+    memory = await remembered(admin, "desk", "My gate code is 4455.")
+    pinned = await admin.memories.steer("desk", memory.id, pinned=True, importance=8,
+                                        expires_at="2099-01-01T00:00:00Z", reason="daily")
+    assert (pinned.pinned, pinned.importance, pinned.expires_at) == (
+        True, 8, "2099-01-01T00:00:00.000000Z")
+    # Left unset, a field is not sent and does not change; None removes the expiry.
+    cleared = await admin.memories.steer("desk", memory.id, expires_at=None)
+    assert cleared.pinned and cleared.importance == 8 and cleared.expires_at is None
+    tagged = await admin.memories.tag("desk", memory.id, relevant=False, reason="unused")
+    assert tagged.importance == 6
+    await admin.memories.delete("desk", memory.id)
+    assert await admin.memories.list("desk") == []
+    assert [m.state for m in await admin.memories.list("desk", state="retired")] == ["deleted"]
+    restored = await admin.memories.restore("desk", memory.id)
+    assert restored.state == "live" and (await admin.memories.get("desk", memory.id)).pinned
+    app = await admin.apps.change("desk", memory_ttl_seconds=600)
+    assert app.memory_ttl_seconds == 600 and app.users_write_shared is False
+    assert (await admin.apps.change("desk", memory_ttl_seconds=None)).memory_ttl_seconds is None
+    with pytest.raises(BadRequest, match="importance"):
+        await admin.memories.steer("desk", memory.id, importance=11)

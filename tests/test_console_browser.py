@@ -173,9 +173,24 @@ async def test_an_operator_signs_in_reads_and_changes_memories(db_path, browser,
             # Delete one: the count goes down.
             first_id = await memories.first.get_attribute("data-memory")
             await memories.first.get_by_role("button", name=f"Delete memory {first_id}").click()
-            await expect(page.get_by_role("status")).to_have_text(f"Memory {first_id} deleted.")
+            await expect(page.get_by_role("status")).to_have_text(
+                f"Memory {first_id} deleted; it can be restored until its grace period ends.")
             assert await console.memory_count() == 9
-            await expect(page.locator(f'li[data-memory="{first_id}"]')).to_have_count(0)
+            shown = page.get_by_test_id("memories").locator(f'li[data-memory="{first_id}"]')
+            await expect(shown).to_have_count(0)
+            # It waits among the deleted ones, and comes back.
+            retired = page.get_by_test_id("retired").locator("li.memory")
+            await expect(retired).to_have_count(1)
+            await retired.get_by_role("button", name=f"Restore memory {first_id}").click()
+            await expect(page.get_by_role("status")).to_have_text(f"Memory {first_id} restored.")
+            assert await console.memory_count() == 10
+            # Pinned, it says so; then it is deleted for good.
+            await page.get_by_role("button", name=f"Pin memory {first_id}").click()
+            await expect(page.get_by_role("status")).to_have_text(
+                f"Memory {first_id} pinned: compaction will not remove it.")
+            await expect(page.locator(f'#memory-{first_id} .badge')).to_have_text("pinned")
+            await page.get_by_role("button", name=f"Delete memory {first_id}").click()
+            assert await console.memory_count() == 9
 
             # Purge: the confirmation names the count; then none are left.
             await page.get_by_role("link", name="Purge all memories…").click()

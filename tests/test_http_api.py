@@ -101,7 +101,7 @@ async def test_install_list_and_uninstall(client):
     listed = await client.get("/apps", headers=ADMIN)
     assert listed.json() == {"apps": [
         {"appId": "cal", "name": "Calendar", "installed": True, "memoryCount": 0,
-         "usersWriteShared": False}]}
+         "usersWriteShared": False, "memoryTtlSeconds": None}]}
     gone = await client.delete("/apps/cal", headers=ADMIN)
     assert gone.json() == {"success": True, "purgedMemories": 0}
     assert (await client.get("/apps", headers=ADMIN)).json()["apps"][0]["installed"] is False
@@ -118,7 +118,9 @@ async def test_a_conversation_is_answered_and_ends_into_a_memory(client, service
     assert len(memories) == 1
     assert memories[0]["sourceConversationId"] == conversation_id
     assert set(memories[0]) == {"id", "content", "createdAt", "updatedAt",
-                                "sourceConversationId", "metadata", "userId"}
+                                "sourceConversationId", "metadata", "userId", "pinned",
+                                "private", "importance", "expiresAt", "deletedAt", "state"}
+    assert memories[0]["state"] == "live" and memories[0]["importance"] == 5
     jobs = (await client.get("/memory-jobs?appId=cal&status=done", headers=ADMIN)).json()["jobs"]
     assert [j["conversationId"] for j in jobs] == [conversation_id]
     again = await client.post(f"/conversations/{conversation_id}/end", headers=ADMIN)
@@ -134,6 +136,7 @@ async def test_seed_admin_scenarios_list_purge_delete_and_uninstall_keeps(client
 
     deleted = await client.delete(f"/apps/cal/memories/{memories[0]['id']}", headers=ADMIN)
     assert deleted.json() == {"success": True}
+    # Out of sight, restorable until its grace period ends; deleting it again finds nothing.
     assert_problem(await client.delete(f"/apps/cal/memories/{memories[0]['id']}", headers=ADMIN),
                    404, "not found")
 
@@ -142,6 +145,9 @@ async def test_seed_admin_scenarios_list_purge_delete_and_uninstall_keeps(client
 
     purged = await client.delete("/apps/cal/memories", headers=ADMIN)
     assert purged.json() == {"success": True, "deletedCount": 2}
+    # The deleted one, still restorable until then, is erased with the two live ones.
+    assert (await client.get("/apps/cal/memories?state=all", headers=ADMIN)).json() == {
+        "memories": []}
     assert (await client.get("/apps/cal/memories", headers=ADMIN)).json() == {"memories": []}
 
 

@@ -28,7 +28,8 @@ from tests.test_cli import mnemoloop
 
 pytestmark = pytest.mark.anyio
 STAMP = "2025-10-10T10:00:00.000000Z"
-APP_TOOLS = {"recall", "remember", "forget", "memory_history"}
+APP_TOOLS = {"recall", "remember", "forget", "memory_history", "tag_memory_relevant",
+             "tag_memory_irrelevant", "pin_memory"}
 
 
 def install(db: Path | str, app_id: str) -> str:
@@ -42,6 +43,11 @@ def add_memory(db: Path | str, app_id: str, text: str) -> int:
     query(db, "INSERT INTO app_memories (app_id, content, created_at, updated_at, metadata)"
               " VALUES (?, ?, ?, ?, '{}')", (app_id, text, STAMP, STAMP))
     return int(query(db, "SELECT MAX(id) FROM app_memories")[0][0])
+
+
+def found_id(memories: list[dict[str, Any]], word: str) -> int:
+    [memory_id] = [m["id"] for m in memories if word in m["content"]]
+    return int(memory_id)
 
 
 def payload(result: CallToolResult) -> Any:
@@ -102,6 +108,25 @@ async def test_stdio_tools_are_scoped_to_the_keys_app(db_path):
             with pytest.raises(Exception, match="belongs to app"):
                 await session.read_resource("mnemoloop://apps/notes/memories")
 
+            tennis = found_id(everything, "tennis")
+            tagged = payload(await session.call_tool(
+                "tag_memory_relevant", {"memory_id": tennis, "reason": "asked about it"}))
+            assert tagged["importance"] == 7
+            lowered = payload(await session.call_tool(
+                "tag_memory_irrelevant", {"memory_id": tennis, "reason": "never again"}))
+            assert lowered["importance"] == 5
+            pinned = payload(await session.call_tool("pin_memory", {"memory_id": tennis}))
+            assert pinned["pinned"] is True
+            assert "reason" in error_text(await session.call_tool(
+                "tag_memory_relevant", {"memory_id": tennis}))
+            query(db_path, "UPDATE app_memories SET private = 1 WHERE id = ?", (tennis,))
+            # A private memory is never given to a model: not by recall either.
+            assert [m["id"] for m in payload(await session.call_tool("recall", {}))] == [peanut]
+            tennis_history = payload(await session.call_tool(
+                "memory_history", {"memory_id": tennis}))
+            assert [(e["event"], e["actor"]) for e in tennis_history] == [
+                ("importance", "app"), ("importance", "app"), ("pinned", "app")]
+
             assert payload(await session.call_tool("forget", {"memory_id": peanut})) == {
                 "deleted": peanut}
             assert "not found" in error_text(
@@ -129,8 +154,9 @@ async def test_stdio_tools_are_scoped_to_the_keys_app(db_path):
                           " JOIN messages m USING (conversation_id)"
                           " GROUP BY c.status, c.end_reason, j.status")
     assert rows == [("ended", "mcp", "pending", 2)]
-    assert [r[0] for r in query(db_path, "SELECT app_id FROM app_memories ORDER BY id")] == [
-        "cal", "notes"]
+    # The forgotten memory stays, deleted, until its grace period ends.
+    assert query(db_path, "SELECT app_id, deleted_at IS NOT NULL FROM app_memories"
+                          " ORDER BY id") == [("cal", 1), ("cal", 0), ("notes", 0)]
 
 
 def test_stdio_without_a_valid_token_serves_nothing(db_path):

@@ -398,11 +398,14 @@ async def test_purge_erases_text_from_history_and_leaves_other_apps(database, cl
     await fill(agent, 2, "b")
     assert await agent.delete_memory("a", (await agent.list_memories("a"))[0].id)
 
+    # The deleted memory, restorable until its grace period ends, is purged with the rest
+    # (the count is of the live ones, as an operator is shown them).
     assert await agent.delete_app_memories("a") == 2
+    assert await agent.list_memories("a", state="all") == []
     assert await agent.get_memory_count("a") == 0
     assert await agent.get_memory_count("b") == 2
     events = await agent.history("a")
-    assert [e.event for e in events] == ["created"] * 3 + ["deleted"] * 3
-    assert [e.actor for e in events[3:]] == ["admin", "purge", "purge"]
+    assert [e.event for e in events] == ["created"] * 3 + ["deleted"] * 4
+    assert [e.actor for e in events[3:]] == ["admin", "purge", "purge", "purge"]
     assert all(e.erased and e.content_before is None and e.content_after is None for e in events)
     assert all(not e.erased for e in await agent.history("b"))

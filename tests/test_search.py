@@ -114,6 +114,8 @@ async def test_the_index_follows_edits_deletes_and_purges_in_their_transactions(
         assert await agent.search_memories("cal", "bees") == []
 
         assert await services.stores.registry.purge_memories("cal") == 3
+        # The deleted memory (restorable until its grace period ends) went with the three.
+        assert await agent.list_memories("cal", state="all") == []
         assert await agent.search_memories("cal", "daughter peanut rent") == []
         assert len(await agent.search_memories("notes", "daughter")) == 1
 

@@ -32,6 +32,8 @@ def console_routes() -> list[Router]:
             pages.conversations_page,
             pages.conversation_page,
             actions.delete_memory,
+            actions.restore_memory,
+            actions.pin_memory,
             actions.confirm_purge,
             actions.purge,
             actions.confirm_uninstall,

@@ -16,7 +16,9 @@ from admin_api.dependencies import Provided
 from loop.errors import AppNotInstalled, MemoryCountChanged
 from loop.registry import MAX_USER_ID, validate_user_id
 from loop.service import Stores
+from memory_agent.errors import MemoryNotFound
 from memory_agent.models import MAX_MEMORY_ID
+from memory_agent.steering import MemoryChange
 
 
 def _back_to_app(app_id: str, done: str, n: int, user: str = "") -> Redirect:
@@ -40,8 +42,37 @@ async def delete_memory(
     stores: Provided[Stores], app_id: FromPath[str], memory_id: MemoryId
 ) -> Redirect:
     await stores.registry.require(app_id)
-    deleted = await stores.agent.delete_memory(app_id, memory_id)
-    return _back_to_app(app_id, "deleted" if deleted else "gone", memory_id)
+    try:
+        memory = await stores.agent.delete_memory(app_id, memory_id)
+    except MemoryNotFound:
+        return _back_to_app(app_id, "gone", memory_id)
+    return _back_to_app(app_id, "deleted", memory_id, memory.user_id)
+
+
+@post("/apps/{app_id:str}/memories/{memory_id:int}/restore", include_in_schema=False)
+async def restore_memory(
+    stores: Provided[Stores], app_id: FromPath[str], memory_id: MemoryId
+) -> Redirect:
+    """Bring back a deleted or expired memory (a space at its cap refuses: 409 page)."""
+    await stores.registry.require(app_id)
+    memory = await stores.agent.restore_memory(app_id, memory_id)
+    return _back_to_app(app_id, "restored", memory_id, memory.user_id)
+
+
+@post("/apps/{app_id:str}/memories/{memory_id:int}/pin", include_in_schema=False)
+async def pin_memory(
+    request: Request[Any, Any, Any],
+    stores: Provided[Stores],
+    app_id: FromPath[str],
+    memory_id: MemoryId,
+) -> Redirect:
+    """Pin (`pinned=1`) or unpin (`pinned=0`) a memory."""
+    pinned = (await request.form()).get("pinned") == "1"
+    await stores.registry.require(app_id)
+    memory = await stores.agent.steer_memory(
+        app_id, memory_id, MemoryChange(pinned=pinned, reason="from the console")
+    )
+    return _back_to_app(app_id, "pinned" if pinned else "unpinned", memory_id, memory.user_id)
 
 
 async def _confirmation(

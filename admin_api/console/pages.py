@@ -22,7 +22,10 @@ CHART_MINUTES = 60
 # What the app's page says after a change (`?done=<key>&n=<number>`): fixed texts, so that a
 # link from elsewhere cannot make the page say anything else.
 NOTICES = {
-    "deleted": "Memory {n} deleted.",
+    "deleted": "Memory {n} deleted; it can be restored until its grace period ends.",
+    "restored": "Memory {n} restored.",
+    "pinned": "Memory {n} pinned: compaction will not remove it.",
+    "unpinned": "Memory {n} unpinned.",
     "gone": "Memory {n} was already gone.",
     "purged": "Purged: {n} memories deleted.",
     "uninstalled-kept": "Uninstalled; its memories are kept.",
@@ -80,6 +83,7 @@ async def app_page(
             memories, search_error = [], str(error)
     else:
         memories = await stores.agent.list_memories(app_id, user_id=space)
+    retired = await stores.agent.list_memories(app_id, user_id=space, state="retired")
     # Each memory's latest changes, oldest of them first.
     histories = await stores.agent.latest_history_of(
         app_id, [memory.id for memory in memories], HISTORY_LIMIT
@@ -90,6 +94,9 @@ async def app_page(
         app=app,
         cap=stores.agent.memory_limit,
         memories=memories,
+        retired=retired,
+        now=stores.agent.now(),
+        grace_days=stores.agent.grace_seconds / 86400,
         count=await stores.agent.get_memory_count(app_id),
         space_count=await stores.agent.get_memory_count(app_id, user_id=space),
         spaces=await stores.agent.spaces(app_id),

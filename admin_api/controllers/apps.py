@@ -38,6 +38,8 @@ class AppsController(Controller):
         installed = await stores.registry.install(data.app_id, data.name)
         if data.users_write_shared:
             await stores.registry.set_users_write_shared(data.app_id, True)
+        if data.memory_ttl_seconds is not None:
+            await stores.registry.set_memory_ttl(data.app_id, data.memory_ttl_seconds)
         app = installed.app
         return InstalledAppOut(app.app_id, app.name, app.installed, installed.api_key)
 
@@ -49,8 +51,11 @@ class AppsController(Controller):
         "/{app_id:str}",
         summary="Change an app's settings",
         description=(
-            "`usersWriteShared`: a conversation of one of the app's users writes its memory"
-            " to the app's shared space too (every user's conversations get those)."
+            "Only the fields present change. `usersWriteShared`: a conversation of one of"
+            " the app's users writes its memory to the app's shared space too (every user's"
+            " conversations get those). `memoryTtlSeconds`: the time to live a new memory of"
+            " the app gets (a date the user gives, \"remember this until Friday\", comes"
+            " first); `null` removes it. Memories already held keep their expiry."
         ),
         responses=problems(400, 401, 403, 404, 413),
     )
@@ -61,8 +66,13 @@ class AppsController(Controller):
         data: JSONBody[AppSettings],
         stores: Provided[Stores],
     ) -> AppOut:
-        strict_booleans(await request.json(), "usersWriteShared")
-        app = await stores.registry.set_users_write_shared(app_id, data.users_write_shared)
+        raw = await request.json()
+        strict_booleans(raw, "usersWriteShared")
+        app = await stores.registry.require(app_id)
+        if data.users_write_shared is not None:
+            app = await stores.registry.set_users_write_shared(app_id, data.users_write_shared)
+        if isinstance(raw, dict) and "memoryTtlSeconds" in raw:
+            app = await stores.registry.set_memory_ttl(app_id, data.memory_ttl_seconds)
         return _app_out(app)
 
     @delete(
@@ -82,4 +92,7 @@ class AppsController(Controller):
 
 
 def _app_out(app: App) -> AppOut:
-    return AppOut(app.app_id, app.name, app.installed, app.memory_count, app.users_write_shared)
+    return AppOut(
+        app.app_id, app.name, app.installed, app.memory_count, app.users_write_shared,
+        app.memory_ttl_seconds,
+    )

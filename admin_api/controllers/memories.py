@@ -22,9 +22,9 @@ from admin_api.schemas import (
     problems,
 )
 from loop.service import Stores
-from memory_agent.errors import MemoryNotFound
 from memory_agent.ports import Clock, now_text
 from memory_agent.search import MAX_QUERY_CHARS
+from memory_agent.store import MemoryState
 
 MAX_IMPORT_BYTES = 32 * 1024 * 1024
 
@@ -43,6 +43,7 @@ class MemoriesController(Controller):
         self,
         app_id: FromPath[str],
         stores: Provided[Stores],
+        clock: Provided[Clock],
         user_id: UserIdQuery = None,
         q: Annotated[
             str | None,
@@ -56,16 +57,26 @@ class MemoriesController(Controller):
             ),
         ] = None,
         limit: Annotated[int, QueryParameter(ge=1, le=1000, description="with `q`")] = 20,
+        # `state` is a name Litestar keeps for itself.
+        memory_state: Annotated[
+            MemoryState,
+            QueryParameter(
+                name="state",
+                description="live (default), retired (expired or deleted, restorable until"
+                " erased), or all; a search looks at live ones only"
+            ),
+        ] = "live",
     ) -> MemoriesOut:
         space = user_id or ""
         if q is not None:
             await stores.registry.require(app_id)
             memories = await stores.agent.search_memories(app_id, q, limit=limit, user_id=space)
         else:
-            memories = await stores.agent.list_memories(app_id, user_id=space)
+            memories = await stores.agent.list_memories(app_id, user_id=space, state=memory_state)
             if not memories:
                 await stores.registry.require(app_id)  # no memories: is there such an app?
-        return MemoriesOut([memory_out(m) for m in memories])
+        now = now_text(clock)
+        return MemoriesOut([memory_out(m, now) for m in memories])
 
     @get(
         "/export",
@@ -134,13 +145,18 @@ class MemoriesController(Controller):
         "/{memory_id:int}",
         status_code=200,
         before_request=admin_only,
-        summary="Delete one memory of this app",
+        summary="Delete one memory of this app; restorable until the grace period ends",
+        description=(
+            "The memory is out of sight at once (not injected, not listed but with"
+            " `state=retired`), and `POST .../restore` brings it back until the grace period"
+            " (`MNEMOLOOP_MEMORY_GRACE_SECONDS`) has passed; then the worker erases it with the"
+            " texts of its history. Purge, unlike this, erases at once."
+        ),
         responses=problems(400, 401, 403, 404),
     )
     async def delete_one(
         self, app_id: FromPath[str], memory_id: MemoryId, stores: Provided[Stores]
     ) -> SuccessOut:
         await stores.registry.require(app_id)
-        if not await stores.agent.delete_memory(app_id, memory_id):
-            raise MemoryNotFound(app_id, memory_id)
+        await stores.agent.delete_memory(app_id, memory_id)
         return SuccessOut(True)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any, Self, TypeVar
 
 import httpx
+import msgspec
+from msgspec import UNSET, UnsetType
 
 from admin_api.schemas import (
     AcceptedOut,
@@ -30,9 +32,11 @@ from admin_api.schemas import (
     PostedOut,
     PostMessage,
     PurgedOut,
+    RestoreMemory,
     SpaceOut,
     SpacesOut,
     SuccessOut,
+    TagMemory,
     UninstalledOut,
 )
 from mnemoloop.client.calls import (
@@ -64,10 +68,27 @@ class Apps(Group[S]):
     """Installing and uninstalling apps (admin token)."""
 
     @route
-    def install(self, app_id: str, name: str) -> Call[InstalledAppOut]:
+    def install(
+        self, app_id: str, name: str, *, memory_ttl_seconds: int | None = None
+    ) -> Call[InstalledAppOut]:
         """Install an app (or re-install an uninstalled one); its API key is in this answer
-        only. An app already installed raises `Conflict` (its key stays valid)."""
-        return Call("POST", "/apps", decoded_as(InstalledAppOut), body=InstallApp(app_id, name))
+        only. An app already installed raises `Conflict` (its key stays valid).
+        `memory_ttl_seconds`: the time to live of its new memories."""
+        body = InstallApp(app_id, name, memory_ttl_seconds=memory_ttl_seconds)
+        return Call("POST", "/apps", decoded_as(InstalledAppOut), body=body)
+
+    @route
+    def change(
+        self,
+        app_id: str,
+        *,
+        users_write_shared: bool | UnsetType = UNSET,
+        memory_ttl_seconds: int | UnsetType | None = UNSET,
+    ) -> Call[AppOut]:
+        """Change an app's settings; only those given change (`memory_ttl_seconds=None`
+        removes the default time to live)."""
+        body = _AppChange(users_write_shared, memory_ttl_seconds)
+        return Call("PATCH", f"/apps/{segment(app_id)}", decoded_as(AppOut), body=body)
 
     @route
     def uninstall(self, app_id: str, purge_memories: bool = False) -> Call[UninstalledOut]:
@@ -143,12 +164,54 @@ class Memories(Group[S]):
     admin token. `user_id` names a user's memory space; without it, the app's shared one."""
 
     @route
-    def list(self, app_id: str, user_id: str | None = None) -> Call[MemoryList]:
-        """The space's memories, newest first."""
+    def list(
+        self, app_id: str, user_id: str | None = None, state: str | None = None
+    ) -> Call[MemoryList]:
+        """The space's memories, newest first: the live ones, or with `state` "retired"
+        (expired or deleted, restorable until erased) or "all"."""
         return Call(
             "GET", _memories(app_id), picked(MemoriesOut, lambda out: out.memories),
-            query_params(userId=user_id),
+            query_params(userId=user_id, state=state),
         )
+
+    @route
+    def get(self, app_id: str, memory_id: int) -> Call[MemoryOut]:
+        """One memory, live or retired (until it is erased)."""
+        return Call("GET", f"{_memories(app_id)}/{memory_id}", decoded_as(MemoryOut))
+
+    @route
+    def steer(
+        self,
+        app_id: str,
+        memory_id: int,
+        *,
+        pinned: bool | UnsetType = UNSET,
+        private: bool | UnsetType = UNSET,
+        importance: int | UnsetType = UNSET,
+        expires_at: str | UnsetType | None = UNSET,
+        reason: str | UnsetType = UNSET,
+    ) -> Call[MemoryOut]:
+        """Pin, weigh (0-10), make private or set the expiry (RFC 3339; None removes it) of
+        a live memory; only what is given changes. A pin beyond the cap less one raises
+        `Conflict`."""
+        body = _MemoryChange(pinned, private, importance, expires_at, reason)
+        return Call("PATCH", f"{_memories(app_id)}/{memory_id}", decoded_as(MemoryOut), body=body)
+
+    @route
+    def tag(self, app_id: str, memory_id: int, relevant: bool, reason: str) -> Call[MemoryOut]:
+        """The seed's `tag_memory_relevant` (True) / `tag_memory_irrelevant` (False): the
+        memory's importance goes up or down by 2, the reason kept in its history."""
+        path = f"{_memories(app_id)}/{memory_id}/relevance"
+        return Call("POST", path, decoded_as(MemoryOut), body=TagMemory(relevant, reason))
+
+    @route
+    def restore(
+        self, app_id: str, memory_id: int, expires_at: str | None = None
+    ) -> Call[MemoryOut]:
+        """Bring back a deleted or expired memory before it is erased (with a new expiry,
+        or none). Its space at its cap raises `Conflict`."""
+        path = f"{_memories(app_id)}/{memory_id}/restore"
+        return Call("POST", path, decoded_as(MemoryOut), body=RestoreMemory(expires_at))
 
     @route
     def spaces(self, app_id: str) -> Call[SpaceList]:
@@ -168,6 +231,8 @@ class Memories(Group[S]):
 
     @route
     def delete(self, app_id: str, memory_id: int) -> Call[None]:
+        """Delete one memory (admin token); `restore` brings it back until the grace period
+        ends."""
         path = f"{_memories(app_id)}/{memory_id}"
         return Call("DELETE", path, picked(SuccessOut, nothing))
 
@@ -230,6 +295,23 @@ class Users(Group[S]):
         """Erase the user's memory spaces, conversations and their history; answers what
         went, per app."""
         return Call("DELETE", f"/users/{segment(user_id)}/memories", decoded_as(ErasedUserOut))
+
+
+class _AppChange(msgspec.Struct, rename="camel", omit_defaults=True):
+    """`PATCH /apps/{id}`: what is left unset is not sent, and does not change."""
+
+    users_write_shared: bool | UnsetType = UNSET
+    memory_ttl_seconds: int | UnsetType | None = UNSET
+
+
+class _MemoryChange(msgspec.Struct, rename="camel", omit_defaults=True):
+    """`PATCH .../memories/{id}`: what is left unset is not sent, and does not change."""
+
+    pinned: bool | UnsetType = UNSET
+    private: bool | UnsetType = UNSET
+    importance: int | UnsetType = UNSET
+    expires_at: str | UnsetType | None = UNSET
+    reason: str | UnsetType = UNSET
 
 
 def _memories(app_id: str) -> str:

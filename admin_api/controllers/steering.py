@@ -1,0 +1,158 @@
+"""Steering one memory: read it, pin it, weigh it, make it private, set its expiry, tag its
+relevance, restore it. The admin token, or the key of the memory's own app (its history
+then names the app as the one who changed it)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from litestar import Controller, Request, get, patch, post
+from litestar.params import FromPath, JSONBody
+
+from admin_api.auth import admin_or_own_app, key_app
+from admin_api.dependencies import Provided
+from admin_api.schemas import (
+    MemoryId,
+    MemoryOut,
+    OptionalBodyOperation,
+    RestoreMemory,
+    SteerMemory,
+    TagMemory,
+    memory_out,
+    problems,
+    stored_time,
+    strict_booleans,
+)
+from loop.errors import InvalidInput
+from loop.service import Stores
+from memory_agent.errors import MemoryNotFound
+from memory_agent.models import MemoryActor
+from memory_agent.ports import Clock, now_text
+from memory_agent.steering import MemoryChange
+
+
+class SteeringController(Controller):
+    path = "/apps/{app_id:str}/memories/{memory_id:int}"
+    tags = ["memories"]
+    before_request = staticmethod(admin_or_own_app)
+
+    @get(
+        "/",
+        summary="One memory, live, expired or deleted (until it is erased)",
+        responses=problems(400, 401, 403, 404),
+    )
+    async def get_memory(
+        self, app_id: FromPath[str], memory_id: MemoryId, stores: Provided[Stores],
+        clock: Provided[Clock],
+    ) -> MemoryOut:
+        await stores.registry.require(app_id)
+        memory = await stores.agent.get_memory(app_id, memory_id)
+        if memory is None:
+            raise MemoryNotFound(app_id, memory_id)
+        return memory_out(memory, now_text(clock))
+
+    @patch(
+        "/",
+        summary="Pin, weigh, make private or set the expiry of a live memory",
+        description=(
+            "Only the fields present change, each with its event in the history (and"
+            " `reason`, when given). `pinned`: compaction never deletes, merges or edits the"
+            " memory; a space may pin at most its cap less one (409 beyond). `importance`"
+            " (0-10, 5 when unset) weighs in which memory compaction gives up first."
+            " `private`: listed and exported, never put into a conversation's prompt."
+            " `expiresAt`: after it the memory is no longer injected or listed (see `state`),"
+            " and the worker erases it once the grace period has passed; `null` removes the"
+            " expiry. A deleted or expired memory must be restored first (409)."
+        ),
+        responses=problems(400, 401, 403, 404, 409, 413),
+    )
+    async def steer(
+        self,
+        request: Request[Any, Any, Any],
+        app_id: FromPath[str],
+        memory_id: MemoryId,
+        data: JSONBody[SteerMemory],
+        stores: Provided[Stores],
+        clock: Provided[Clock],
+    ) -> MemoryOut:
+        raw = await request.json()
+        strict_booleans(raw, "pinned", "private")
+        clear_expiry = isinstance(raw, dict) and "expiresAt" in raw and raw["expiresAt"] is None
+        change = MemoryChange(
+            pinned=data.pinned,
+            private=data.private,
+            importance=data.importance,
+            expires_at=stored_time(data.expires_at, "expiresAt"),
+            clear_expiry=clear_expiry,
+            reason=data.reason,
+        )
+        if change == MemoryChange(reason=data.reason):
+            raise InvalidInput(
+                "nothing to change: give pinned, private, importance or expiresAt"
+            )
+        await stores.registry.require(app_id)
+        memory = await stores.agent.steer_memory(
+            app_id, memory_id, change, actor=_actor(request)
+        )
+        return memory_out(memory, now_text(clock))
+
+    @post(
+        "/relevance",
+        status_code=200,
+        summary="Tag a memory relevant or irrelevant (the seed's tag_memory_relevant and"
+        " tag_memory_irrelevant)",
+        description=(
+            "Its importance goes up (relevant) or down (irrelevant) by 2, within 0-10, and"
+            " the history keeps the reason."
+        ),
+        responses=problems(400, 401, 403, 404, 409, 413),
+    )
+    async def tag(
+        self,
+        request: Request[Any, Any, Any],
+        app_id: FromPath[str],
+        memory_id: MemoryId,
+        data: JSONBody[TagMemory],
+        stores: Provided[Stores],
+        clock: Provided[Clock],
+    ) -> MemoryOut:
+        strict_booleans(await request.json(), "relevant")
+        await stores.registry.require(app_id)
+        memory = await stores.agent.tag_memory(
+            app_id, memory_id, relevant=data.relevant, reason=data.reason,
+            actor=_actor(request),
+        )
+        return memory_out(memory, now_text(clock))
+
+    @post(
+        "/restore",
+        status_code=200,
+        operation_class=OptionalBodyOperation,
+        summary="Bring back a deleted or expired memory before the worker erases it",
+        description=(
+            "The memory is live again; an expiry that had passed is replaced by `expiresAt`"
+            " (none when left out). Refused (409) when its space is at its cap. A live memory"
+            " is answered as it is; one already erased is gone (404)."
+        ),
+        responses=problems(400, 401, 403, 404, 409, 413),
+    )
+    async def restore(
+        self,
+        request: Request[Any, Any, Any],
+        app_id: FromPath[str],
+        memory_id: MemoryId,
+        stores: Provided[Stores],
+        clock: Provided[Clock],
+        data: JSONBody[RestoreMemory | None] = None,
+    ) -> MemoryOut:
+        expires_at = stored_time(data.expires_at if data else None, "expiresAt")
+        await stores.registry.require(app_id)
+        memory = await stores.agent.restore_memory(
+            app_id, memory_id, actor=_actor(request), expires_at=expires_at
+        )
+        return memory_out(memory, now_text(clock))
+
+
+def _actor(request: Request[Any, Any, Any]) -> MemoryActor:
+    """Who the history names: the app, when its own key made the change."""
+    return "app" if key_app(request) else "admin"
