@@ -22,6 +22,7 @@ from loop.errors import (
     ThreadBusy,
 )
 from memory_agent.errors import (
+    InvalidExpiry,
     InvalidImport,
     InvalidSearchQuery,
     MemoryImportRefused,
@@ -47,6 +48,7 @@ DOMAIN_STATUS: dict[type[MnemoloopError], int] = {
     ThreadBusy: 409,
     MemoryImportRefused: 409,
     MemorySteeringRefused: 409,
+    InvalidExpiry: 400,
     MemoryCountChanged: 409,
     StorageError: 503,
     NoChatModel: 503,

@@ -124,11 +124,12 @@ def build_mcp_server(stores: Stores, find_caller: FindCaller) -> FastMCP[Any]:
             await registry.require(app)
             space = _space(user_id)
             if query is not None:
-                found = await agent.search_memories(app, query, limit=limit, user_id=space)
+                found = await agent.search_memories(
+                    app, query, limit=limit, user_id=space, injectable=True
+                )
             else:
-                found = await agent.list_memories(app, user_id=space)
-        memories = [m for m in found if not m.private][:limit]
-        return [_builtins(memory_out(m, agent.now())) for m in memories]
+                found = await agent.get_memories(app, limit, user_id=space)
+        return [_builtins(memory_out(m, agent.now())) for m in found]
 
     @server.tool()
     async def remember(

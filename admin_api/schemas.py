@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Annotated, Any
 
 import msgspec
@@ -14,7 +13,7 @@ from loop.errors import InvalidInput
 from loop.jobs import MemoryJob
 from loop.registry import APP_ID_PATTERN, MAX_NAME, MAX_USER_ID, NAME_PATTERN, USER_ID_PATTERN
 from memory_agent.models import MAX_MEMORY_ID, ImportedMemory, Memory, MemoryEvent
-from memory_agent.ports import format_timestamp
+from memory_agent.ports import given_timestamp
 
 AppId = Annotated[
     str,
@@ -397,15 +396,9 @@ def stored_time(text: str | None, field: str) -> str | None:
     if text is None:
         return None
     try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
-        raise InvalidInput(f"{field}: {text!r} is not an RFC 3339 time") from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    try:
-        return format_timestamp(moment)
-    except OverflowError:
-        raise InvalidInput(f"{field}: {text!r} is outside the years 1 to 9999 in UTC") from None
+        return given_timestamp(text, field)
+    except ValueError as error:
+        raise InvalidInput(str(error)) from None
 
 
 def imported_memories(document: ImportMemories, user_id: str = "") -> list[ImportedMemory]:

@@ -212,12 +212,12 @@ class MemorySubAgent:
         shared = replace(request, user_id="", also_shared=False)
 
         async def allowed(tx: SqlTransaction, _: MemoryCreated) -> bool:
-            # The user's memory, when one was written, is still there (no purge or erasure
-            # since), and the caller's own conditions hold.
-            if first.memory is not None and not await self._store.within(tx).get(
-                request.app_id, first.memory.id
-            ):
-                return False
+            # The user's memory, when one was written, is still there (no purge, erasure or
+            # delete since), and the caller's own conditions hold.
+            if first.memory is not None:
+                kept = await self._store.within(tx).get(request.app_id, first.memory.id)
+                if kept is None or kept.deleted_at is not None:
+                    return False
             return shared_guard is None or await shared_guard(tx, first)
 
         try:
@@ -372,11 +372,15 @@ class MemorySubAgent:
         return await self._store.spaces(app_id)
 
     async def search_memories(
-        self, app_id: str, query: str, limit: int = 20, *, user_id: str = ""
+        self, app_id: str, query: str, limit: int = 20, *, user_id: str = "",
+        injectable: bool = False,
     ) -> list[Memory]:
-        """A space's memories matching `query` (its words), most relevant first. Raises
-        `InvalidSearchQuery` for an empty or overlong query."""
-        return await self._store.search(app_id, search_terms(query), limit, user_id=user_id)
+        """A space's live memories matching `query` (its words), most relevant first;
+        `injectable`: without private ones (for a model). Raises `InvalidSearchQuery` for an
+        empty or overlong query."""
+        return await self._store.search(
+            app_id, search_terms(query), limit, user_id=user_id, injectable=injectable
+        )
 
     async def has_memory(self, app_id: str, memory_id: int) -> bool:
         return await self._store.get(app_id, memory_id) is not None
@@ -440,7 +444,7 @@ class MemorySubAgent:
         return await self._steering(
             lambda store, source: steering.restore(
                 store, app_id, memory_id, actor=actor, source=source, limit=self._limit,
-                expires_at=expires_at,
+                expires_at=expires_at, grace_seconds=self._grace,
             )
         )
 
@@ -503,15 +507,16 @@ class MemorySubAgent:
         source = EventSource(now_text(self._clock))
         store = self._store.within(tx)
         await store.lock_app(app_id)
-        live = await store.count(app_id, user_id=user_id)
         deleted = await store.delete_all(app_id, user_id=user_id)
-        for memory_id, space in deleted:
+        for memory_id, space, retired in deleted:
+            # A memory already deleted (or expired) is erased now; a live one deleted.
             await store.record_event(
-                app_id, memory_id, "deleted", "purge", source, user_id=space
+                app_id, memory_id, "erased" if retired else "deleted", "purge", source,
+                user_id=space,
             )
         await store.erase_history_text(app_id, user_id=user_id)
         await store.compact_search_index()
-        return live
+        return sum(not retired for _, _, retired in deleted)
 
     async def erase_space(self, app_id: str, user_id: str, *, tx: SqlTransaction) -> int:
         """Erasing a person, inside the caller's transaction (which holds the app's row): the
@@ -590,8 +595,10 @@ async def _check_guard(
         )
 
 
-def _fingerprint(memories: Sequence[Memory]) -> list[tuple[int, str]]:
-    return [(m.id, m.updated_at) for m in memories]
+def _fingerprint(memories: Sequence[Memory]) -> list[tuple[object, ...]]:
+    """What a decision depends on: each memory's version, and how it is steered (a pin or a
+    new importance meanwhile makes the decision stale too)."""
+    return [(m.id, m.updated_at, m.pinned, m.private, m.importance) for m in memories]
 
 
 def _fate_of_new(outcomes: Sequence[CompactionOutcome]) -> str:

@@ -190,7 +190,7 @@ def _refreshed(
 ) -> tuple[list[DecidedStep], list[Candidate]]:
     """The steps that retire what the new memory updates, and the memories (the new one
     last) as they stand after them."""
-    candidates = [Candidate(m.id, m.content, m.importance) for m in existing]
+    candidates = [Candidate(m.id, m.content, m.importance, m.private) for m in existing]
     candidates.append(Candidate(NEW_MEMORY_ID, new_content))
     updates = [DecidedStep(s, "policy", update=True) for s in retention.refresh(candidates)]
     for decided in updates:

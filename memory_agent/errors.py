@@ -10,6 +10,7 @@
     ├── MemoryNotFound               no such memory in this app
     ├── MemoryWriteRefused           a memory job was cancelled (purge) before it could write
     ├── MemorySteeringRefused        a pin or a restore the cap has no room for
+    ├── InvalidExpiry                an expiry that is not in the future
     ├── InvalidSearchQuery           a search query with no words, or too long
     └── StorageError                 the database failed (locked, I/O, constraint)
 
@@ -77,6 +78,11 @@ class MemoryWriteRefused(MnemoloopError):
 class MemorySteeringRefused(MnemoloopError):
     """A change the memory's space has no room for (a pin beyond the cap less one, a restore
     into a full space); nothing was changed."""
+
+
+class InvalidExpiry(MnemoloopError):
+    """An expiry set on a memory that is not in the future: it would retire the memory at
+    once and cut its grace period short; nothing was changed."""
 
 
 class MemoryImportRefused(MnemoloopError):

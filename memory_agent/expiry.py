@@ -42,7 +42,7 @@ _DAY = r"(\d{1,2})(?:st|nd|rd|th|º|°|er|\.)?"
 _YEAR = r"(?:,?\s*(?:de\s+)?(\d{4}))?"
 _DATE_FORMS = [
     ("iso", re.compile(r"(\d{4})-(\d{2})-(\d{2})\b")),
-    ("numeric", re.compile(r"(\d{1,2})[./](\d{1,2})(?:[./](\d{4}|\d{2}))?\b")),
+    ("numeric", re.compile(r"(\d{1,2})([./])(\d{1,2})(?:[./](\d{4}|\d{2}))?\b")),
     ("day_month", re.compile(rf"{_DAY}\s+(?:de\s+|of\s+)?({_MONTH})\b\.?{_YEAR}")),
     ("month_day", re.compile(rf"({_MONTH})\.?\s+{_DAY}(?!\d){_YEAR}")),
     ("weekday", re.compile(rf"({_WEEKDAY})\b")),
@@ -68,8 +68,12 @@ def remembered_until(messages: Sequence[ChatMessage], now: datetime) -> datetime
                 if _RANGE_START.search(sentence[: until.start()].rstrip()[-16:]):
                     continue
                 day = _date_after(sentence[until.end():], now.date())
-                if day is not None and day >= now.date():
+                if day is None or day < now.date():
+                    continue
+                try:
                     found = datetime.combine(day + timedelta(days=1), time(), UTC)
+                except OverflowError:
+                    continue  # the last day of the calendar: no end to give it
     return found
 
 
@@ -94,8 +98,11 @@ def _read(form: str, groups: Sequence[str | None], today: date) -> date | None:
         ahead = (_WEEKDAYS[groups[0] or ""] - today.weekday() - 1) % 7 + 1
         return today + timedelta(days=ahead)
     if form == "numeric":
-        first, second, year = int(groups[0] or 0), int(groups[1] or 0), groups[2]
-        day, month = (second, first) if second > 12 >= first else (first, second)
+        first, mark, second, year = int(groups[0] or 0), groups[1], int(groups[2] or 0), groups[3]
+        if mark == "." and year is None and second > 12:
+            return None  # "10.30": a time of day
+        # Day first, as most of the world writes it; "12/25" can only be month first.
+        day, month = (second, first) if mark == "/" and second > 12 >= first else (first, second)
         return _in_year(day, month, year, today)
     if form == "day_month":
         return _in_year(int(groups[0] or 0), _MONTHS[groups[1] or ""], groups[2], today)

@@ -119,6 +119,21 @@ def format_timestamp(moment: datetime) -> str:
     return f"{utc.year:04d}" + utc.strftime(_AFTER_THE_YEAR)
 
 
+def given_timestamp(text: str, field: str) -> str:
+    """A time someone gave (ISO 8601 / RFC 3339; UTC when it has no offset) in the stored
+    form; `ValueError` naming `field` and what is wrong with it."""
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise ValueError(f"{field}: {text!r} is not an ISO 8601 time") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    try:
+        return format_timestamp(moment)
+    except OverflowError:
+        raise ValueError(f"{field}: {text!r} is outside the years 1 to 9999 in UTC") from None
+
+
 def parse_timestamp(text: str) -> datetime:
     return datetime.strptime(text, TIMESTAMP_FORMAT).replace(tzinfo=UTC)
 

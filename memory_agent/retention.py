@@ -17,7 +17,8 @@ Memories are ranked from least to most worth keeping:
 A memory's importance (0-10, 5 when unset; an operator's or an app's judgement) weighs first
 where a memory must go: among the lossless deletes of one tier, and in step 6, the least
 important goes first. A model's delete of a memory more important than the policy's choice is
-overruled. Pinned memories are not candidates at all (`compaction` leaves them out).
+overruled. Pinned memories are not candidates at all (`compaction` leaves them out), and a
+private memory is never merged with one that is injected.
 
 The model's decision is checked against this ranking, and rejected only when it can be shown
 to lose something: a delete is applied unless its target holds facts no other memory has
@@ -49,6 +50,8 @@ class Candidate:
     id: int
     content: str
     importance: int = DEFAULT_IMPORTANCE
+    # Never injected: never merged with a memory that is (nor it into a private one).
+    private: bool = False
 
 
 @dataclass(frozen=True)
@@ -151,6 +154,11 @@ def review(
             f"{policy.reason}"
         )
     edited, folded = by_id[proposed.target], by_id[proposed.folded or NEW_MEMORY_ID]
+    if edited.private != folded.private:
+        return policy, (
+            "overruled: the edit would merge a private memory with one that is injected; "
+            f"{policy.reason}"
+        )
     missing = _facts_lost(edited.content, folded.content, proposed.new_content or "")
     if missing:
         return policy, f"overruled: the edit drops {', '.join(sorted(missing))}; {policy.reason}"
@@ -296,6 +304,8 @@ def _best_merge(memories: Sequence[Candidate], *, max_chars: int) -> Step | None
     best: tuple[tuple[int, int], Step] | None = None
     for i, older in enumerate(memories):
         for newer in memories[i + 1 :]:
+            if older.private != newer.private:
+                continue  # a private memory's text must not reach an injected one
             sentences = text.sentences(older.content)
             stale = stale_sentences(older.content, newer.content)
             current = [s for s in sentences if s not in stale]

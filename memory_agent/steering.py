@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import timedelta
 
-from memory_agent.errors import MemoryNotFound, MemorySteeringRefused
+from memory_agent.errors import InvalidExpiry, MemoryNotFound, MemorySteeringRefused
 from memory_agent.models import MAX_IMPORTANCE, MIN_IMPORTANCE, Memory, MemoryActor
 from memory_agent.ports import format_timestamp, parse_timestamp
 from memory_agent.secrets import redact_text
@@ -45,6 +45,7 @@ async def steer(
 ) -> Memory:
     """Apply `change` to a live memory; returns it as it now is. `MemoryNotFound` when there
     is no such memory, `MemorySteeringRefused` when it is retired or a pin has no room."""
+    _check_future(change.expires_at, source.at)
     memory = await _live_memory(store, app_id, memory_id, source.at)
     why = _reason(change.reason)
     events: list[tuple[str, str]] = []
@@ -96,9 +97,16 @@ async def tag_relevance(
     memory = await _live_memory(store, app_id, memory_id, source.at)
     step = RELEVANCE_STEP if relevant else -RELEVANCE_STEP
     tag = "relevant" if relevant else "irrelevant"
-    change = MemoryChange(
-        importance=memory.importance + step, reason=f"tagged {tag}: {reason}"
-    )
+    why = f"tagged {tag}: {_reason(reason)}"
+    importance = max(MIN_IMPORTANCE, min(MAX_IMPORTANCE, memory.importance + step))
+    if importance == memory.importance and "importance" in memory.metadata:
+        # At the end of the scale: nothing changes, but the tag and its reason are kept.
+        await store.record_event(
+            app_id, memory_id, "importance", actor, source,
+            reason=f"importance stays {importance}: {why}", user_id=memory.user_id,
+        )
+        return memory
+    change = MemoryChange(importance=importance, reason=why)
     return await steer(
         store, app_id, memory_id, change, actor=actor, source=source, limit=limit
     )
@@ -139,15 +147,24 @@ async def restore(
     actor: MemoryActor,
     source: EventSource,
     limit: int,
+    grace_seconds: float,
     expires_at: str | None = None,
 ) -> Memory:
-    """Bring back a deleted or expired memory that is not yet erased: it is live again, with
-    `expires_at` (or none) in place of an expiry that had passed. Refused when its space is
-    at its cap. A live memory is returned as it is."""
+    """Bring back a deleted or expired memory within its grace period: it is live again,
+    with `expires_at` (or none) in place of an expiry that had passed. Refused when its space
+    is at its cap, or its grace period is over (the worker is about to erase it). A live
+    memory is returned as it is."""
+    _check_future(expires_at, source.at)
     await store.lock_app(app_id)
     memory = await _get(store, app_id, memory_id)
     if memory.state(source.at) == "live":
         return memory
+    retired_at = memory.deleted_at or memory.expires_at or source.at
+    if retired_at <= _plus(source.at, -grace_seconds):
+        raise MemorySteeringRefused(
+            f"memory {memory_id} cannot be restored: its grace period ended"
+            f" {_plus(retired_at, grace_seconds)}, and it is being erased"
+        )
     if await store.count(app_id, user_id=memory.user_id) >= limit:
         raise MemorySteeringRefused(
             f"memory {memory_id} cannot be restored: its space holds {limit} memories, its"
@@ -179,8 +196,8 @@ async def erase_retired(
     erased = 0
     for memory in await store.retired_before(cutoff, limit):
         await store.lock_app(memory.app_id)
-        if not await store.erase(memory.app_id, memory.id):
-            continue
+        if not await store.erase_retired(memory.app_id, memory.id, cutoff):
+            continue  # restored meanwhile
         why = (
             f"deleted at {memory.deleted_at}" if memory.deleted_at
             else f"expired at {memory.expires_at}"
@@ -190,6 +207,8 @@ async def erase_retired(
             reason=f"{why}; its grace period is over", user_id=memory.user_id,
         )
         erased += 1
+    if erased:
+        await store.compact_search_index()
     return erased
 
 
@@ -217,6 +236,13 @@ async def _check_pin_room(store: MemoryStore, memory: Memory, limit: int) -> Non
         raise MemorySteeringRefused(
             f"memory {memory.id} cannot be pinned: its space already has {pinned} pinned, and"
             f" at most {max(limit - 1, 0)} (the cap less one) may be; unpin one first"
+        )
+
+
+def _check_future(expires_at: str | None, now: str) -> None:
+    if expires_at is not None and expires_at <= now:
+        raise InvalidExpiry(
+            f"expiresAt {expires_at} is not in the future: to retire the memory now, delete it"
         )
 
 

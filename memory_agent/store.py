@@ -175,11 +175,13 @@ class MemoryStore:
         return [Memory.from_row(row) for row in rows]
 
     async def search(
-        self, app_id: str, terms: list[str], limit: int, *, user_id: str = ""
+        self, app_id: str, terms: list[str], limit: int, *, user_id: str = "",
+        injectable: bool = False,
     ) -> list[Memory]:
         """The space's live memories holding any of `terms`, most relevant first."""
         if self._db.dialect.name == "postgresql":
             live, params = self._live()
+            live += " AND private = 0" if injectable else ""
             rows = await self._db.fetch_all(
                 f"SELECT {_COLUMNS} FROM app_memories,"
                 " websearch_to_tsquery('english', ?) AS query"
@@ -189,6 +191,7 @@ class MemoryStore:
             )
         else:
             live, params = self._live("m.")
+            live += " AND m.private = 0" if injectable else ""
             rows = await self._db.fetch_all(
                 f"SELECT {_MEMORY_COLUMNS} FROM memory_search JOIN app_memories AS m"
                 " ON m.id = memory_search.rowid"
@@ -265,25 +268,35 @@ class MemoryStore:
 
     async def retired_before(self, cutoff: str, limit: int) -> list[Memory]:
         """Memories deleted, or expired, at or before `cutoff` (their grace period is over),
-        oldest first."""
+        in app order (the order every writer locks apps in), oldest first within one."""
         rows = await self._db.fetch_all(
             f"SELECT {_COLUMNS} FROM app_memories WHERE deleted_at <= ?"
             f" UNION SELECT {_COLUMNS} FROM app_memories"
-            " WHERE deleted_at IS NULL AND expires_at <= ? ORDER BY id LIMIT ?",
+            " WHERE deleted_at IS NULL AND expires_at <= ? ORDER BY app_id, id LIMIT ?",
             (cutoff, cutoff, limit),
         )
         return [Memory.from_row(row) for row in rows]
 
-    async def erase(self, app_id: str, memory_id: int) -> bool:
-        """Erase one memory for good: its row, and the texts of its history (the events stay,
-        marked erased)."""
-        erased = await self.delete(app_id, memory_id)
-        await self._db.execute(
-            "UPDATE memory_events SET content_before = NULL, content_after = NULL,"
-            " reason = NULL, erased = 1 WHERE app_id = ? AND memory_id = ?",
-            (app_id, memory_id),
+    async def erase_retired(self, app_id: str, memory_id: int, cutoff: str) -> bool:
+        """Erase one memory for good if it is still retired since `cutoff` or before (a
+        restore meanwhile keeps it): its row, and the texts of its history."""
+        erased = await self._db.execute(
+            "DELETE FROM app_memories WHERE app_id = ? AND id = ? AND (deleted_at <= ?"
+            " OR (deleted_at IS NULL AND expires_at <= ?))",
+            (app_id, memory_id, cutoff, cutoff),
         )
-        return erased
+        if erased:
+            await self.erase_history_of(app_id, [memory_id])
+        return erased == 1
+
+    async def erase_history_of(self, app_id: str, memory_ids: Sequence[int]) -> None:
+        """The texts of these memories' history go; the events stay, marked erased."""
+        for memory_id in memory_ids:
+            await self._db.execute(
+                "UPDATE memory_events SET content_before = NULL, content_after = NULL,"
+                " reason = NULL, erased = 1 WHERE app_id = ? AND memory_id = ?",
+                (app_id, memory_id),
+            )
 
     async def delete(self, app_id: str, memory_id: int) -> bool:
         deleted = await self._db.execute(
@@ -293,18 +306,19 @@ class MemoryStore:
 
     async def delete_all(
         self, app_id: str, *, user_id: str | None = None
-    ) -> list[tuple[int, str]]:
-        """Delete every memory of the app (of one space, or of all: `None`); returns their
-        ids, each with its space."""
+    ) -> list[tuple[int, str, bool]]:
+        """Delete every memory of the app (of one space, or of all: `None`), live or retired;
+        returns their ids, each with its space and whether it was retired."""
         space, params = in_space(user_id)
         rows = await self._db.fetch_all(
-            f"SELECT id, user_id FROM app_memories WHERE app_id = ?{space} ORDER BY id",
-            (app_id, *params),
+            "SELECT id, user_id, deleted_at IS NOT NULL OR expires_at <= ? FROM app_memories"
+            f" WHERE app_id = ?{space} ORDER BY id",
+            (now_text(self._clock), app_id, *params),
         )
         await self._db.execute(
             f"DELETE FROM app_memories WHERE app_id = ?{space}", (app_id, *params)
         )
-        return [(int(row[0]), str(row[1])) for row in rows]
+        return [(int(row[0]), str(row[1]), bool(row[2])) for row in rows]
 
     async def erase_space(self, app_id: str, user_id: str) -> int:
         """Erasing a person: the user's memories and their space's history, with no event

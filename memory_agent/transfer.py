@@ -5,11 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from datetime import UTC, datetime
 
 from memory_agent.errors import InvalidImport, MemoryImportRefused
 from memory_agent.models import ImportedMemory
-from memory_agent.ports import format_timestamp
+from memory_agent.ports import given_timestamp
 from memory_agent.secrets import redact_text
 from memory_agent.store import EventSource, MemoryStore
 
@@ -80,7 +79,12 @@ async def write_imported(
                 app_id, old.id, "deleted", "import", source, reason="replaced by an import",
                 before=old.content, user_id=user_id,
             )
-        await store.delete_all(app_id, user_id=user_id)
+        replaced = await store.delete_all(app_id, user_id=user_id)
+        # Deleted and expired memories kept for restoring go too, with their history's text
+        # (the worker would no longer find them to erase it).
+        await store.erase_history_of(
+            app_id, [memory_id for memory_id, _, retired in replaced if retired]
+        )
     for memory in memories:
         stored = await store.insert(
             app_id,
@@ -102,12 +106,6 @@ async def write_imported(
 
 def _stored_time(text: str, field: str) -> str:
     try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
-        raise InvalidImport(f"{field}: {text!r} is not an ISO 8601 time") from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    try:
-        return format_timestamp(moment)
-    except OverflowError:
-        raise InvalidImport(f"{field}: {text!r} is outside the years 1 to 9999 in UTC") from None
+        return given_timestamp(text, field)
+    except ValueError as error:
+        raise InvalidImport(str(error)) from None

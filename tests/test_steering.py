@@ -18,7 +18,7 @@ from memory_agent.expiry import remembered_until
 from memory_agent.steering import MemoryChange
 from tests.conftest import install_app
 from tests.fake_ollama import SHOW_PROMPT
-from tests.fakes import ModelCall, decision, ids_in_prompt, memory_model
+from tests.fakes import ModelCall, decision, ids_in_prompt, memory_lines, memory_model
 from tests.harness import eventually, http_client, running, service
 from tests.test_user_spaces import converse, prompt_echoing_model
 
@@ -82,6 +82,68 @@ async def test_pinned_memories_survive_a_hundred_compactions(database, clock):
     touched = [e for e in await agent.history("app", limit=10_000)
                if e.memory_id in pinned and e.event in ("deleted", "edited")]
     assert touched == []
+
+
+async def test_the_grace_period_bounds_restore_and_the_worker_erases_after_it(database, clock):
+    await install_app(database, "app")
+    agent = MemorySubAgent(database, memory_model(written), clock=clock, memory_limit=5,
+                           grace_seconds=60)
+    for n in range(2):
+        await agent.create_memory(request(n))
+    first, second = [m.id for m in reversed(await agent.list_memories("app"))]
+    await agent.delete_memory("app", first)
+    await agent.delete_memory("app", second)
+    assert await agent.erase_retired() == 0  # within the grace period: kept
+    assert (await agent.restore_memory("app", first)).state(agent.now()) == "live"
+    await agent.delete_memory("app", first)
+    clock.current += timedelta(seconds=90)
+    with pytest.raises(MemorySteeringRefused, match="grace period ended"):
+        await agent.restore_memory("app", second)
+    assert await agent.erase_retired() == 2
+    assert await agent.list_memories("app", state="all") == []
+    events = await agent.history("app", memory_id=first)
+    assert [(e.event, e.actor) for e in events] == [
+        ("created", "job"), ("deleted", "admin"), ("restored", "admin"), ("deleted", "admin"),
+        ("erased", "worker")]
+    assert all(e.content_before is None and e.content_after is None for e in events)
+
+
+async def test_a_tag_at_the_end_of_the_scale_still_keeps_its_reason(database, clock):
+    await install_app(database, "app")
+    agent = MemorySubAgent(database, memory_model(written), clock=clock)
+    await agent.create_memory(request(0))
+    [memory] = await agent.list_memories("app")
+    await agent.steer_memory("app", memory.id, MemoryChange(importance=10))
+    tagged = await agent.tag_memory("app", memory.id, relevant=True, reason="asked again")
+    assert tagged.importance == 10
+    last = (await agent.history("app", memory_id=memory.id))[-1]
+    assert (last.event, last.reason) == (
+        "importance", "importance stays 10: tagged relevant: asked again")
+
+
+async def test_a_private_memory_is_never_merged_into_an_injected_one(database, clock):
+    await install_app(database, "app")
+    merges: list[int] = []
+
+    def merge_the_private_one(call: ModelCall) -> str:
+        merges.append(1)
+        lines = memory_lines(call)
+        return decision("edit", private, f"{lines[private]} {lines[0]}", reason="merge")
+
+    agent = MemorySubAgent(database, memory_model(written, merge_the_private_one), clock=clock,
+                           memory_limit=3)
+    for n in range(3):
+        await agent.create_memory(request(n))
+    private = (await agent.list_memories("app"))[-1].id
+    await agent.steer_memory("app", private, MemoryChange(private=True))
+
+    created = await agent.create_memory(request(3))
+
+    assert merges and created.compactions[0].decided_by == "policy"
+    assert "private" in (created.compactions[0].fallback_reason or "")
+    injected = " ".join(m.content for m in await agent.get_memories("app"))
+    kept_private = await agent.get_memory("app", private)
+    assert kept_private is not None and kept_private.content not in injected
 
 
 async def test_importance_weighs_which_memory_compaction_gives_up(database, clock):
@@ -166,6 +228,9 @@ async def test_pin_importance_tags_and_private_over_the_api(steering):
     too_high = await client.patch(f"/apps/desk/memories/{parking}", headers=ADMIN,
                                   json={"importance": 11})
     assert too_high.status_code == 400
+    past = await client.patch(f"/apps/desk/memories/{parking}", headers=ADMIN,
+                              json={"expiresAt": "2020-01-01T00:00:00Z"})
+    assert past.status_code == 400 and "not in the future" in past.json()["detail"]
 
     private = await client.patch(f"/apps/desk/memories/{locker}", headers=ADMIN,
                                  json={"private": True, "reason": "the user's own business"})
@@ -325,6 +390,8 @@ def test_a_user_can_ask_for_an_expiry_in_several_languages(said, expires):
     "Remember: from 3.12 until 5.12 the office is closed.",
     "Remember the sale until 2020-01-01.",  # already past
     "Remember the meeting runs until 5pm.",  # a time, not a date
+    "Remember the shop is open until 10.30 today.",
+    "Remember the code until 31.12.9999.",  # no day after it to end on
 ])
 def test_no_expiry_where_none_was_asked(said):
     assert remembered_until([ChatMessage("user", said)], NOW) is None

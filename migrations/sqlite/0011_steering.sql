@@ -37,6 +37,14 @@ INSERT INTO memory_events_new (id, app_id, memory_id, event, actor, reason, cont
   content_after, conversation_id, job_id, model, erased, created_at, user_id)
   SELECT id, app_id, memory_id, event, actor, reason, content_before, content_after,
     conversation_id, job_id, model, erased, created_at, user_id FROM memory_events;
+-- Ids go on from where they were, even past events since erased: a history cursor (`since`)
+-- never sees an id twice.
+INSERT INTO sqlite_sequence (name, seq)
+  SELECT 'memory_events_new', 0
+  WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'memory_events_new');
+UPDATE sqlite_sequence SET seq = (
+    SELECT MAX(seq) FROM sqlite_sequence WHERE name IN ('memory_events', 'memory_events_new'))
+  WHERE name = 'memory_events_new';
 DROP TABLE memory_events;
 ALTER TABLE memory_events_new RENAME TO memory_events;
 CREATE INDEX idx_memory_events_app ON memory_events(app_id, id);
