@@ -153,6 +153,10 @@ class Compactor:
                 f"memory {decision.target_memory_id} is not one of this app's memories"
             )
         reason = " ".join(decision.reason.split())[:300] or "(no reason given)"
+        if decision.action == "edit" and not (decision.new_content or "").strip():
+            # An edit that leaves its target no text is that memory's delete (small models
+            # often say so), and is checked as one.
+            return Step("delete", decision.target_memory_id, f"{reason} (an edit to no text)"), None
         if decision.action == "delete":
             return Step("delete", decision.target_memory_id, reason), None
         try:

@@ -85,6 +85,27 @@ async def test_a_delete_of_a_repeated_fact_is_applied(database, clock):
     assert created.memory is not None and (await contents(agent))[-1] == friend_memory(4)
 
 
+@pytest.mark.parametrize("empty", [None, "", "   "])
+async def test_an_edit_to_no_text_is_read_as_a_delete_and_checked_as_one(database, clock, empty):
+    """Small models often answer an edit with no new text: that memory's delete, applied
+    where a delete would be (memory 4 repeats the new one), overruled where it would not."""
+    await install_app(database, "app")
+
+    def edit_to_nothing(call: ModelCall) -> str:
+        lines = memory_lines(call)
+        repeat = next(i for i, t in lines.items() if i and FRIENDS[4] in t)
+        return decision("edit", repeat, empty)
+
+    agent = agent_with(database, clock, edit_to_nothing)
+    await fill(agent, 10)
+    created = await agent.create_memory(req(4, text=friend_fact(4)))
+
+    [step] = created.compactions
+    assert (step.action, step.decided_by) == ("delete", "model")
+    assert "an edit to no text" in step.reason
+    assert len(await contents(agent)) == 10 and every_friend_kept(await contents(agent), 10)
+
+
 async def test_a_delete_of_a_unique_fact_is_overruled_and_nothing_is_lost(database, clock):
     """A model whose memories the checks keep rejecting is not trusted: it may not delete a
     fact that no other memory holds while two memories can be merged without loss."""
@@ -181,10 +202,6 @@ def string_id(call: ModelCall) -> str:
     return decision("delete", str(sorted(memory_lines(call))[1]))
 
 
-def empty_edit(call: ModelCall) -> str:
-    return decision("edit", sorted(memory_lines(call))[1], "")
-
-
 def long_edit(call: ModelCall) -> str:
     too_long = "This " + "very " * 90 + "long. It ends."
     return decision("edit", sorted(memory_lines(call))[1], too_long)
@@ -216,7 +233,6 @@ async def too_slow(call: ModelCall) -> str:
         (unknown_action, "action"),
         (missing_id, "not one of this app's memories"),
         (string_id, "targetMemoryId"),
-        (empty_edit, "newContent"),
         (long_edit, "newContent"),
         (edit_of_new, "existing memory"),
         (llm_error, "LLM error"),
@@ -230,7 +246,6 @@ async def too_slow(call: ModelCall) -> str:
         "unknown-action",
         "missing-id",
         "string-id",
-        "empty-edit",
         "long-edit",
         "edit-of-new",
         "llm-error",
