@@ -32,6 +32,11 @@ class MemoryChange:
     clear_expiry: bool = False
     reason: str | None = None
 
+    @property
+    def changes_nothing(self) -> bool:
+        """No field to change is given (a reason alone changes nothing)."""
+        return self == MemoryChange(reason=self.reason)
+
 
 async def steer(
     store: MemoryStore,
@@ -194,8 +199,11 @@ async def erase_retired(
     Returns how many went."""
     cutoff = _plus(source.at, -grace_seconds)
     erased = 0
+    locked: str | None = None
     for memory in await store.retired_before(cutoff, limit):
-        await store.lock_app(memory.app_id)
+        if memory.app_id != locked:  # in app order: each app's row is taken once
+            await store.lock_app(memory.app_id)
+            locked = memory.app_id
         if not await store.erase_retired(memory.app_id, memory.id, cutoff):
             continue  # restored meanwhile
         why = (

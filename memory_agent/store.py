@@ -29,6 +29,11 @@ _COLUMNS = (
 # Which memories a listing shows: the live ones, the retired ones (expired or deleted, not yet
 # erased), or both.
 MemoryState = Literal["live", "retired", "all"]
+# Erasing history text: the events stay, marked erased (followed by the rows' condition).
+_ERASE_HISTORY_TEXT = (
+    "UPDATE memory_events SET content_before = NULL, content_after = NULL, reason = NULL,"
+    " erased = 1 WHERE app_id = ?"
+)
 # The columns a steering change may set.
 _STEERABLE = ("pinned", "private", "expires_at", "deleted_at", "metadata")
 # The same, of `app_memories AS m` in a join.
@@ -293,9 +298,7 @@ class MemoryStore:
         """The texts of these memories' history go; the events stay, marked erased."""
         for memory_id in memory_ids:
             await self._db.execute(
-                "UPDATE memory_events SET content_before = NULL, content_after = NULL,"
-                " reason = NULL, erased = 1 WHERE app_id = ? AND memory_id = ?",
-                (app_id, memory_id),
+                f"{_ERASE_HISTORY_TEXT} AND memory_id = ?", (app_id, memory_id)
             )
 
     async def delete(self, app_id: str, memory_id: int) -> bool:
@@ -365,11 +368,7 @@ class MemoryStore:
         """Purge: every text of the app's history (of one space, or of all: `None`) goes;
         the events stay, marked erased."""
         space, params = in_space(user_id)
-        await self._db.execute(
-            "UPDATE memory_events SET content_before = NULL, content_after = NULL,"
-            f" reason = NULL, erased = 1 WHERE app_id = ?{space}",
-            (app_id, *params),
-        )
+        await self._db.execute(f"{_ERASE_HISTORY_TEXT}{space}", (app_id, *params))
 
     async def history(
         self,

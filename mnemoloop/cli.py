@@ -365,7 +365,7 @@ async def _steer(services: Services, args: argparse.Namespace) -> str:
             clear_expiry=never,
             reason=args.reason,
         )
-        if change == MemoryChange(reason=args.reason):
+        if change.changes_nothing:
             raise CommandRefused("nothing to set: give --importance, --private or --expires-at")
         memory = await agent.steer_memory(app_id, memory_id, change)
     return f"[{memory.id}]{_marks(memory, agent.now())} {memory.content}"

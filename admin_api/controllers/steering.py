@@ -86,7 +86,7 @@ class SteeringController(Controller):
             clear_expiry=clear_expiry,
             reason=data.reason,
         )
-        if change == MemoryChange(reason=data.reason):
+        if change.changes_nothing:
             raise InvalidInput(
                 "nothing to change: give pinned, private, importance or expiresAt"
             )
