@@ -99,6 +99,13 @@ class _Snapshot(Collector):
         )
         nothing.add_metric([], self.stats.nothing_worth_keeping)
         yield nothing
+        spared = CounterMetricFamily(
+            "mnemoloop_memories_written_without_model",
+            "Memories written from the conversation's statements alone: the model's latest"
+            " memories added next to nothing to them, so it is asked for one in ten.",
+        )
+        spared.add_metric([], self.stats.written_without_model)
+        yield spared
         compactions = CounterMetricFamily(
             "mnemoloop_compactions",
             "Compaction steps by outcome: the model's delete or edit, fifo when the retention"
@@ -113,7 +120,7 @@ class _Snapshot(Collector):
             "Why the retention policy decided instead of the model.",
             labels=["cause"],
         )
-        for cause in ("llm_error", "invalid_decision", "overruled"):
+        for cause in ("llm_error", "invalid_decision", "overruled", "not_asked"):
             fallbacks.add_metric([cause], self.stats.fallbacks.get(cause, 0))
         yield fallbacks
         jobs = GaugeMetricFamily(

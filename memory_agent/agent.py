@@ -100,9 +100,13 @@ class AgentStats:
 
     memories_created: int = 0
     nothing_worth_keeping: int = 0
+    # Written from the conversation's statements alone, the model not asked: it adds next to
+    # nothing to them (`MemoryWriter.adds_little`).
+    written_without_model: int = 0
     creation_failures: int = 0
     compactions: Counter[str] = field(default_factory=Counter)
-    # Why the policy decided instead of the model: llm_error, invalid_decision, overruled.
+    # Why the policy decided instead of the model: llm_error, invalid_decision, overruled,
+    # not_asked.
     fallbacks: Counter[str] = field(default_factory=Counter)
 
 
@@ -166,6 +170,7 @@ class MemorySubAgent:
             written = await self._writer.write(messages)
             if written is not None:
                 written = replace(written, content=redact_text(written.content))
+                self.stats.written_without_model += not written.asked_model
                 request = self._with_expiry(request)
             if written is None:
                 result = MemoryCreated(None, [], NOTHING_WORTH_KEEPING)
@@ -252,7 +257,9 @@ class MemorySubAgent:
                 tx: SqlTransaction, decided: tuple[list[Memory], list[DecidedStep]] | None = decided
             ) -> MemoryCreated | list[Memory]:
                 current = await self._current_memories(tx, request)
-                steps = self._compactor.steps_if_they_fit(current, written.content)
+                steps = self._compactor.steps_if_they_fit(
+                    current, written.content, trusted=self._writer.trusted
+                )
                 if steps is None and decided and _fingerprint(current) == _fingerprint(decided[0]):
                     steps = decided[1]
                 if steps is None:

@@ -5,6 +5,15 @@ the model nor candidates of the policy, nor retired by an update), and the other
 the cap less the pinned ones (`room`). An app pins at most the cap less one, so there is
 always room for the new memory.
 
+Before any compaction, what the new memory updates is retired: by the checks
+(`retention.refresh`), and, for a trusted model, by the model too. It is shown the memories
+with a value of a kind the new one gives anew and asked which of them the new one gives newer
+values for (it reads "versandkostenfrei ab 39 €" and "Gratisversand ab 49 €" as one thing);
+each claim is applied as `retention.claimed_update` allows.
+
+A model whose latest decisions were nearly all invalid or overruled is asked one decision in
+ten; the policy makes the others (`not_asked`), as it would have on the model's answer.
+
 The decision is made before the new memory becomes visible, on a snapshot of the app's
 memories; the caller applies it in the transaction that inserts the new memory, after checking
 that the snapshot still holds.
@@ -12,10 +21,12 @@ that the snapshot still holds.
 
 from __future__ import annotations
 
+import logging
+from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 
-from memory_agent import prompts, retention, text
+from memory_agent import prompts, retention, text, values
 from memory_agent.chat_model import ChatMessage, ChatReply, JsonSchema
 from memory_agent.errors import ChatModelError, InvalidCompactionDecision, InvalidMemoryText
 from memory_agent.models import DecidedBy, FallbackCause, Memory
@@ -24,7 +35,11 @@ from memory_agent.validation import (
     decision_schema,
     normalise_memory_text,
     parse_compaction_decision,
+    parse_update_review,
+    update_review_schema,
 )
+
+log = logging.getLogger("mnemoloop.memory")
 
 AskJson = Callable[[list[ChatMessage], JsonSchema], Awaitable[ChatReply]]
 
@@ -51,11 +66,28 @@ class Rejection:
     reason: str
 
 
+# How many of the model's latest compaction decisions tell whether it decides usefully (at
+# least `_RECORD_MIN` of them), and the share that must have been applied. Below it, the model
+# is asked one decision in `_SAMPLE_EVERY` (which keeps its record current) and the policy
+# makes the others, as it would have on the model's answer.
+_RECORD = 20
+_RECORD_MIN = 5
+_APPLIED_SHARE = 0.1
+_SAMPLE_EVERY = 10
+_NOT_ASKED = (
+    "the model was not asked: nearly all its latest decisions were invalid or overruled"
+)
+
+
 class Compactor:
     def __init__(self, ask_json: AskJson, *, limit: int, max_chars: int) -> None:
         self._ask_json = ask_json
         self._limit = limit
         self._max_chars = max_chars
+        # Whether each of the model's latest decisions was applied (not invalid, not
+        # overruled; a failed call says nothing of its judgement and is not counted).
+        self._applied: deque[bool] = deque(maxlen=_RECORD)
+        self._decisions_adding_little = 0
 
     async def decide(
         self,
@@ -70,37 +102,77 @@ class Compactor:
         `trusted`: the model has written faithful memories (`retention.review`)."""
         existing, room = self._movable(existing)
         updates, candidates = _refreshed(existing, new_content)
+        if trusted:
+            reviewed = await self._review_updates(existing, candidates, created_date)
+            for decided in reviewed:
+                candidates = _after(candidates, decided.step)
+            updates = [*updates, *reviewed]
         if len(candidates) <= room:
             return updates
         by_id = {m.id: m for m in existing}
         shown = [
             replace(by_id[c.id], content=c.content) for c in candidates if c.id != NEW_MEMORY_ID
         ]
-        proposed, rejection = await self._ask_model(shown, new_content, created_date, room)
-        if proposed is None:
-            assert rejection is not None
+        if self._spares_the_model():
             first = DecidedStep(
-                self.policy_step(candidates), "policy", rejection.reason,
-                fallback_cause=rejection.cause,
+                self.policy_step(candidates), "policy", _NOT_ASKED, fallback_cause="not_asked"
             )
         else:
-            step, overruled = retention.review(
-                candidates, proposed, max_chars=self._max_chars, trusted=trusted
-            )
-            if overruled:
-                first = DecidedStep(step, "policy", overruled, fallback_cause="overruled")
-            else:
-                first = DecidedStep(step, "model")
+            first = await self._model_step(shown, candidates, new_content, created_date, room,
+                                           trusted=trusted)
         rest = self._policy_steps(_after(candidates, first.step), first.fallback_reason, room)
         return [*updates, first, *rest]
 
+    @property
+    def adds_little(self) -> bool:
+        """Nearly none of the model's latest decisions (enough of them) were applied."""
+        record = self._applied
+        return len(record) >= _RECORD_MIN and sum(record) < _APPLIED_SHARE * len(record)
+
+    def _spares_the_model(self) -> bool:
+        if not self.adds_little:
+            return False
+        self._decisions_adding_little += 1
+        return self._decisions_adding_little % _SAMPLE_EVERY != 0
+
+    async def _model_step(
+        self,
+        shown: Sequence[Memory],
+        candidates: Sequence[Candidate],
+        new_content: str,
+        created_date: str,
+        room: int,
+        *,
+        trusted: bool,
+    ) -> DecidedStep:
+        """The model's proposal, checked by the policy, or the policy's step and why."""
+        proposed, rejection = await self._ask_model(shown, new_content, created_date, room)
+        if proposed is None:
+            assert rejection is not None
+            if rejection.cause != "llm_error":
+                self._applied.append(False)
+            return DecidedStep(
+                self.policy_step(candidates), "policy", rejection.reason,
+                fallback_cause=rejection.cause,
+            )
+        step, overruled = retention.review(
+            candidates, proposed, max_chars=self._max_chars, trusted=trusted
+        )
+        self._applied.append(overruled is None)
+        if overruled:
+            return DecidedStep(step, "policy", overruled, fallback_cause="overruled")
+        return DecidedStep(step, "model")
+
     def steps_if_they_fit(
-        self, existing: Sequence[Memory], new_content: str
+        self, existing: Sequence[Memory], new_content: str, *, trusted: bool = False
     ) -> list[DecidedStep] | None:
         """The steps when `existing` plus the new memory fit the cap after the updates (no
-        model call needed); None when the model must be asked."""
+        model call needed); None when the model must be asked: to compact, or, when it is
+        `trusted`, which memories the new one gives newer values for."""
         existing, room = self._movable(existing)
         updates, candidates = _refreshed(existing, new_content)
+        if trusted and _reviewable(candidates):
+            return None
         return updates if len(candidates) <= room else None
 
     def policy_only(self, existing: Sequence[Memory], new_content: str) -> list[DecidedStep]:
@@ -126,6 +198,45 @@ class Compactor:
         while len(candidates) > room:
             step = self.policy_step(candidates)
             steps.append(DecidedStep(step, "policy", reason or "more than one over the cap"))
+            candidates = _after(candidates, step)
+        return steps
+
+    async def _review_updates(
+        self, existing: Sequence[Memory], candidates: list[Candidate], created_date: str
+    ) -> list[DecidedStep]:
+        """The steps that retire what a trusted model says the new memory (the last
+        candidate) gives newer values for, beyond what the checks found (`_refreshed`): it
+        reads "the cabot circus store" and "the St David's store" as one thing in any words.
+        Each claim is applied as `retention.claimed_update` allows; a failed call retires
+        nothing and is logged."""
+        suspects = _reviewable(candidates)
+        if not suspects:
+            return []
+        by_id = {m.id: m for m in existing}
+        shown = [replace(by_id[c.id], content=c.content) for c in suspects]
+        new_line = prompts.candidate_line(NEW_MEMORY_ID, created_date, candidates[-1].content)
+        ids = [c.id for c in suspects]
+        try:
+            reply = await self._ask_json(
+                prompts.update_messages(shown, new_line), update_review_schema(ids)
+            )
+            review = parse_update_review(reply.text)
+        except (ChatModelError, InvalidCompactionDecision) as error:
+            log.warning("⚠️ The model's review of what a new memory updates failed: %s", error)
+            return []
+        reason = " ".join(review.reason.split())[:300] or "(no reason given)"
+        steps = []
+        for memory_id in dict.fromkeys(review.updated_memory_ids):
+            step = None
+            if memory_id in ids:
+                step = retention.claimed_update(
+                    candidates, memory_id, f"the new memory updates it: {reason}"
+                )
+            if step is None:
+                log.info("📝 Not applied: the model's claim that the new memory updates %s "
+                         "(no value of it is of a kind the new memory gives anew)", memory_id)
+                continue
+            steps.append(DecidedStep(step, "model", update=True))
             candidates = _after(candidates, step)
         return steps
 
@@ -183,6 +294,17 @@ def _merged_with(existing: Sequence[Memory], merged: str) -> int | None:
         if wanted and wanted <= carried and (best is None or len(wanted) > best[0]):
             best = (len(wanted), memory.id)
     return best[1] if best else None
+
+
+def _reviewable(candidates: Sequence[Candidate]) -> list[Candidate]:
+    """The memories a model may be asked whether the new one (the last) updates: those with
+    a value of a kind the new memory gives another value of."""
+    new = candidates[-1]
+    return [
+        c
+        for c in candidates[:-1]
+        if values.replaced_values(c.content, new.content)
+    ]
 
 
 def _invalid(reason: str) -> Rejection:

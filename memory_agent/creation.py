@@ -3,19 +3,25 @@ conversation, completed from the conversation's own statements where it falls sh
 
 1. `facts.key_statements` finds what is worth remembering. With none (small talk, a general
    question), nothing is written and no model is asked: such a conversation does not spend a
-   memory slot.
+   memory slot. A trusted model (below) is asked all the same: it may see what the checks
+   cannot ("runbooks live in the sre-handbook repo"), and answers `NOTHING` where nothing is.
 2. The model writes the memory with the seed's creation prompt, or answers `NOTHING` when
    the conversation holds nothing worth remembering: a model that can judge decides.
 3. Each sentence of its answer is kept unless it can be shown wrong: it speaks in the first
    or second person, carries transcript labels, asks something, says what the conversation
    does not support (a number or name the conversation lacks, or words mostly its own when it
    holds no value), or is neither about the user nor carries a value of the conversation
-   (an impersonal fact, "failover takes 4 minutes", is kept by its value).
+   (an impersonal fact, "failover takes 4 minutes", is kept by its value; a trusted model's
+   is kept when grounded).
 4. A key statement whose values the kept sentences do not carry is added in the speaker's
    own words (`The user said: "…"`), so the fact is kept even when the model missed or garbled
    it; not beside a trusted model's answer that passed whole (`MemoryWriter.trusted`).
 5. Within `max_chars` and four sentences; the model's sentences that hold facts outrank the
    added statements where something must go. One sentence that holds a fact is a memory.
+
+A model nearly none of whose sentences pass (`MemoryWriter.adds_little`) is asked for one
+memory in ten; the others are written from the statements alone, which is what its memories
+came to anyway, at none of the cost.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ from __future__ import annotations
 import re
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence, Set
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from memory_agent import facts, language, prompts, text
@@ -49,6 +55,8 @@ _NOTHING = re.compile(r"^\W*nothing\b", re.I)
 class WrittenMemory:
     content: str
     source: MemorySource
+    # False when the model was spared (`MemoryWriter.adds_little`).
+    asked_model: bool = True
 
 
 # How many of the model's latest memory sentences tell whether it writes faithfully (at least
@@ -56,6 +64,11 @@ class WrittenMemory:
 _TRACK_RECORD = 40
 _TRACK_RECORD_MIN = 10
 _TRUSTED_SHARE = 0.8
+# Below this share of kept sentences the model adds next to nothing to the statements it is
+# shown (a small model that garbles): it is asked for one memory in `_SAMPLE_EVERY`, which keeps
+# its record current, and the others are written from the statements alone, at no cost.
+_HELPFUL_SHARE = 0.1
+_SAMPLE_EVERY = 10
 
 
 class MemoryWriter:
@@ -68,6 +81,9 @@ class MemoryWriter:
         # Every sentence of the model's memories, and those the checks kept.
         self.sentences_written = 0
         self.sentences_kept = 0
+        # Memories written from the statements alone, without asking a model that adds little.
+        self.calls_spared = 0
+        self._writes_adding_little = 0
 
     @property
     def trusted(self) -> bool:
@@ -77,6 +93,19 @@ class MemoryWriter:
         invents is never trusted, and the policy keeps what it cannot see to be lost."""
         record = self._kept
         return len(record) >= _TRACK_RECORD_MIN and sum(record) >= _TRUSTED_SHARE * len(record)
+
+    @property
+    def adds_little(self) -> bool:
+        """Nearly none of the model's latest memory sentences (enough of them) passed the
+        checks: the statements it is shown carry the memory without it."""
+        record = self._kept
+        return len(record) >= _TRACK_RECORD_MIN and sum(record) < _HELPFUL_SHARE * len(record)
+
+    def _spares_the_model(self) -> bool:
+        if not self.adds_little:
+            return False
+        self._writes_adding_little += 1
+        return self._writes_adding_little % _SAMPLE_EVERY != 0
 
     async def write(self, messages: Sequence[ChatMessage]) -> WrittenMemory | None:
         """The memory for the conversation, or None when it holds nothing worth keeping.
@@ -88,8 +117,15 @@ class MemoryWriter:
         if not any(content.strip() for _, content in turns):
             raise InvalidMemoryText("the conversation has no messages to remember")
         statements = facts.key_statements(turns)
-        if not statements:
+        trusted = self.trusted
+        if not statements and not trusted:
+            # Nothing the checks can see is worth keeping, and the model has not shown it
+            # judges better: no call. A trusted model decides for itself (NOTHING or not).
             return None
+        if statements and self._spares_the_model():
+            self.calls_spared += 1
+            written = replace(self._compose([], statements), asked_model=False)
+            return written if written.content else None
         transcript = prompts.format_transcript(messages)
         if len(transcript) > self._max_transcript_chars:
             # The end of a conversation holds its outcome; keep that part.
@@ -107,20 +143,23 @@ class MemoryWriter:
             + " " + " ".join(s.text for s in statements)
         )
         sentences = split_sentences(answer)
-        kept = self._grounded_sentences(sentences, source, stated)
+        kept = self._grounded_sentences(sentences, source, stated, trusted=trusted)
         # A trusted model whose whole answer passed the checks decided what was worth
         # keeping: the statements it left out are not added beside its words.
-        faithful = self.trusted and kept and len(kept) == len(sentences)
+        faithful = trusted and kept and len(kept) == len(sentences)
         written = self._compose(kept, () if faithful else statements)
         return written if written.content else None
 
     def _grounded_sentences(
-        self, sentences: Sequence[str], source: Set[str], stated: Set[str]
+        self, sentences: Sequence[str], source: Set[str], stated: Set[str], *, trusted: bool
     ) -> list[str]:
+        """The sentences the checks keep. The track record counts every check, so that
+        leniency to a trusted model cannot earn the trust it rests on."""
         kept: list[str] = []
         for sentence in sentences:
-            passed = _rejection(sentence, source, stated, follows_the_user=bool(kept)) is None
-            self._kept.append(passed)
+            rejection = _rejection(sentence, source, stated, follows_the_user=bool(kept))
+            self._kept.append(rejection is None)
+            passed = rejection is None or (trusted and rejection == _IMPERSONAL)
             self.sentences_written += 1
             self.sentences_kept += passed
             if passed:
@@ -155,6 +194,11 @@ class MemoryWriter:
         return WrittenMemory(content, source)
 
 
+# Why a sentence that names neither the user nor a value of theirs is set aside: a small
+# model copying the chat writes such sentences, and so does a capable one recording an
+# impersonal fact ("runbooks live in the sre-handbook repo"), so a trusted model's pass.
+_IMPERSONAL = "neither about the user nor with a value they stated"
+
 # The model's sentences that hold a fact go last when something must be cut.
 _MODEL_FACT = 10
 
@@ -176,8 +220,10 @@ def _rejection(
             len(value) > 1 and text.stem(value) in stated for value in text.values(sentence)
         )
     )
-    if language.FIRST_PERSON_WRITTEN.search(unquoted) or not about_the_user:
-        return "not about the user in the third person"
+    if language.FIRST_PERSON_WRITTEN.search(unquoted):
+        return "speaks in the first person"
+    if not about_the_user:
+        return _IMPERSONAL
     if language.SECOND_PERSON.search(unquoted):
         return "addresses someone"
     if sentence.rstrip().endswith("?"):

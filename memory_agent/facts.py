@@ -133,8 +133,9 @@ _SIGNIFICANT_NUMBER = re.compile(
     r"días?|jours?|tagen?|weeks?|semanas?|semaines?|wochen?|months?|meses|mois|monaten?|"
     r"years?|años|ans|jahren?|nights?|noches|nuits|nächte|people|personas|personnes|personen|"
     r"guests|invitados|invités|gäste)\b"
-    # a version (3.11.9, v2), a host or an address (db-01.internal, a@b.org)
-    r"|\bv\d|\d\.\d|\b[\w-]+(?:\.[\w-]+)+\.[a-z]{2,}\b|\b\w+@[\w.-]+"
+    # a version (3.11.9, v2), a decimal either way (99.95, 12,84), a host or an address
+    # (db-01.internal, a@b.org)
+    r"|\bv\d|\d[.,]\d|\b[\w-]+(?:\.[\w-]+)+\.[a-z]{2,}\b|\b\w+@[\w.-]+"
     # a code or reference: letters and digits together (6b, B12, RX-20917, 4x8, eu-west-1)
     r"|\b(?=[\w-]*\d)(?=\d*[^\W\d_])[^\W_]+(?:-[^\W_]+)+\b"
     r"|\b(?=[a-z]*\d)(?=\d*[a-z])[a-z\d]+\b",
@@ -233,14 +234,25 @@ def key_statements(turns: Sequence[tuple[str, str]], limit: int = 6) -> list[Sta
             _CONFIRMATION.search(content) is not None
             or bool(issued_codes(content) - users_words)
         )
+        previous = ""  # the turn's sentence before, unless it is a statement itself
         for sentence in sentences(content):
             score = statement_score(sentence, speaker, confirming=confirming)
             if score and sentence.lower() not in seen:
                 seen.add(sentence.lower())
-                found.append(Statement(speaker, sentence, score))
+                found.append(Statement(speaker, _with_its_subject(previous, sentence), score))
+            previous = "" if score else sentence
     ranked = sorted(enumerate(found), key=lambda pair: (-pair[1].score, pair[0]))
     # Keep the conversation's order among the best ones: it reads better.
     return [statement for _, statement in sorted(ranked[:limit], key=lambda pair: pair[0])]
+
+
+def _with_its_subject(previous: str, sentence: str) -> str:
+    """The sentence, after the one before it in the same turn when its values stand beside
+    no word that says what they are ("landlord raised the rent. its 1900 now"): the value
+    alone would be remembered as a value of nothing."""
+    if not previous or values.value_keys(sentence) or not values.keyed_values(sentence):
+        return sentence
+    return f"{previous} {sentence}"
 
 
 # A reference: digits and two letters or more, with a capital letter or three digits

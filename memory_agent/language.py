@@ -44,6 +44,9 @@ class Words:
     calendar: str
     # People and animals other than the speaker: a value said of one of them is theirs.
     people: str = ""
+    # Words about when, not what ("week", "semana", "Woche"): two texts sharing them do not
+    # speak of the same thing, and they never say what a value is the value of.
+    time: str = ""
     # What puts an end date to something ("remember it until Friday").
     until: str = ""
     # The twelve months and the seven days of the week (Monday first), in order; "|"
@@ -67,7 +70,7 @@ ENGLISH = Words(
     change="""now moved changed switch switched no_longer anymore any_more instead new updated
     update raised increased decreased lowered cut bumped upped dropped went_up went_down
     from_now_on these_days started stopped quit replaced upgraded migrated rescheduled
-    postponed pushed""",
+    postponed pushed shifted starting_next starting_from from_next""",
     standing="""remember don't_forget note_that keep_in_mind from_now_on going_forward
     you_should_know just_so_you_know fyi for_the_record can't_stand tastes_like""",
     lasting="""allergic allergy allergies intolerant intolerance vegetarian vegan gluten
@@ -98,6 +101,9 @@ ENGLISH = Words(
     something anything thing things way bit kind sort us we're we've they're there's what's
     user users assistant conversation mentioned mentions said says asked asks told stated
     states noted memory record wants wanted shared would about around""",
+    time="""year day week month today tomorrow yesterday tonight last next ago time morning
+    evening night weekend later soon earlier hour minute
+    start starts starting begin begins beginning""",
     calendar="""monday tuesday wednesday thursday friday saturday sunday mondays tuesdays
     wednesdays thursdays fridays saturdays sundays jan january feb february mar march apr april
     jun june jul july aug august sep sept september oct october nov november dec december""",
@@ -126,7 +132,8 @@ SPANISH = Words(
     quedan""",
     change="""ahora ya_no retrasado retrasada adelantado adelantada pasar cambió cambiado
     cambiamos cambio nuevo nueva en_vez_de en_lugar_de movido movida trasladado trasladada pasó
-    pasa_a a_partir_de desde_ahora aplazado aplazada subido bajado""",
+    pasa_a a_partir_de desde_ahora aplazado aplazada subido bajado desde_esta desde_este
+    desde_hoy desde_mañana""",
     standing="recuerda acuérdate no_olvides ten_en_cuenta a_partir_de_ahora para_que_lo_sepas",
     lasting="""alérgico alérgica alergia vegetariano vegetariana vegano vegana diabetes hijo
     hija hijos esposa esposo marido mujer pareja perro gato casa piso dirección alquiler
@@ -135,6 +142,9 @@ SPANISH = Words(
     stopwords="""el la los las un una unos unas de del al y o u en con sin por para que se es
     está están son ser estar lo le les su sus mi mis tu tus me te nos muy más pero como ya
     también este esta esto estos estas ese esa eso hay fue era hola gracias vale bueno sí""",
+    time="""año día semana semanal mes mensual hoy mañana ayer noche tarde fin_de_semana
+    próximo próxima pasado pasada hora minuto vez
+    empieza empiezan empezar comienza comienzan comenzar inicio""",
     calendar="""lunes martes miércoles jueves viernes sábado domingo enero febrero marzo abril
     mayo junio julio agosto septiembre setiembre octubre noviembre diciembre""",
     people="""hijo hija hermano hermana madre padre mamá papá amigo amiga primo prima vecino
@@ -162,6 +172,9 @@ FRENCH = Words(
     stopwords="""le la les l' un une des du de d' et ou en dans avec sans pour par sur que qui
     se est sont être avoir a ai ce cette ces mon ma mes ton ta tes son sa ses nous vous il elle
     ils elles ne pas plus très mais comme aussi au aux y bonjour merci oui""",
+    time="""an année jour journée semaine hebdomadaire mois mensuel aujourd'hui demain hier
+    soir soirée nuit matin week-end prochain prochaine dernier dernière heure minute fois
+    commence commencent commencer début""",
     calendar="""lundi mardi mercredi jeudi vendredi samedi dimanche janvier février mars avril
     mai juin juillet août septembre octobre novembre décembre""",
     people="""fils fille frère sœur mère père ami amie cousin cousine voisin voisine collègue
@@ -182,7 +195,8 @@ GERMAN = Words(
     sendungsnummer
     bestellnummer vorgangsnummer""",
     change="""jetzt nun nicht_mehr geändert gewechselt wechseln neu neue neuer neues
-    stattdessen verschoben umgezogen ab_sofort seit ersetzt erhöht gesenkt""",
+    stattdessen verschoben umgezogen ab_sofort seit ersetzt erhöht gesenkt erhöhen senken
+    hoch runter ab_nächster ab_nächste ab_nächsten ab_morgen""",
     standing="merk_dir vergiss_nicht denk_daran ab_jetzt zur_info",
     lasting="""allergisch allergie vegetarisch vegetarier diabetes sohn tochter frau mann
     partner partnerin hund katze wohnung adresse miete gehalt budget geburtstag arbeit firma
@@ -191,6 +205,9 @@ GERMAN = Words(
     auf an am zu zum zur von vom ist sind war sein haben hat habe ich du er sie es wir ihr
     nicht auch aber wie so sehr noch schon nur mal dann denn doch ja nein hallo danke bitte
     bei aus nach über unter ab bis pro je wird werden kann muss soll gilt heißt""",
+    time="""jahr tag woche wöchentlich monat monatlich heute morgen gestern abend nacht
+    wochenende nächste nächsten nächster nächstes letzte letzten stunde minute mal beginnt
+    beginnen anfang""",
     calendar="""montag dienstag mittwoch donnerstag freitag samstag sonntag januar jänner
     februar märz april mai juni juli august september oktober november dezember""",
     people="""sohn tochter bruder schwester mutter vater freund freundin cousin cousine nachbar
@@ -215,6 +232,8 @@ PORTUGUESE = Words(
     trabalho empresa chefe escola universidade prova prefiro odeio""",
     stopwords="""o a os as um uma de do da dos das e ou em no na nos nas com sem por para que
     se é são ser estar mas como já também muito mais olá obrigado obrigada sim""",
+    time="""ano dia semana semanal mês mensal hoje amanhã ontem noite tarde manhã
+    próximo próxima passado passada hora minuto vez começa começam começar início""",
     calendar="""segunda terça quarta quinta sexta sábado domingo janeiro fevereiro março abril
     maio junho julho agosto setembro outubro novembro dezembro""",
     until="até",
@@ -237,6 +256,8 @@ ITALIAN = Words(
     lavoro azienda capo scuola università esame preferisco odio""",
     stopwords="""il lo la i gli le un uno una di del della dei delle e o in nel nella con
     senza per su che si è sono essere avere ho ha ma come già anche molto più ciao grazie sì""",
+    time="""anno giorno settimana settimanale mese mensile oggi domani ieri sera notte
+    mattina prossimo prossima scorso scorsa ora minuto volta inizia iniziano iniziare inizio""",
     calendar="""lunedì martedì mercoledì giovedì venerdì sabato domenica gennaio febbraio
     marzo aprile maggio giugno luglio agosto settembre ottobre novembre dicembre""",
     until="fino_al fino_a fino_alla entro_il",
@@ -300,6 +321,7 @@ LASTING = words_of("lasting")
 QUESTION_STARTS = words_of("question")
 CALENDAR = words_of("calendar")
 PEOPLE = words_of("people")
+TIME = words_of("time")
 STOPWORDS = words_of("stopwords") - _CONTENT_ELSEWHERE
 # Function words of languages that capitalise every noun: in their text a capital letter does
 # not mark a name.

@@ -14,7 +14,9 @@ CompactionAction = Literal["delete", "edit"]
 # or the retention policy (the model failed, gave an invalid decision, or was overruled).
 DecidedBy = Literal["model", "policy"]
 # Why the policy decided a compaction instead of the model.
-FallbackCause = Literal["llm_error", "invalid_decision", "overruled"]
+# `not_asked`: the model's latest decisions were nearly all invalid or overruled, so it was
+# not asked this time (`compaction.Compactor`).
+FallbackCause = Literal["llm_error", "invalid_decision", "overruled", "not_asked"]
 MemoryEventKind = Literal[
     "created", "edited", "deleted", "restored", "erased",
     "pinned", "unpinned", "importance", "private", "public", "expiry",

@@ -67,6 +67,21 @@ existing memory (never 0) and newContent to that memory rewritten so it also car
 fact of the new memory (at most {max_chars} characters); the new memory (id 0) is then folded \
 into it. Answer with the JSON object only."""
 
+UPDATE_PROMPT = """\
+You keep an app's memories up to date. A new memory was just written:
+{new}
+
+Earlier memories:
+{existing}
+
+Which earlier memories state an older value of something the new memory gives a newer value \
+for (the same address, date, time, amount, count, place, choice or setting, now different)? \
+Leave out a memory that the new one only adds to, repeats or mentions, or that is about \
+something else. An empty list is a good answer.
+
+Answer with the JSON object only:
+{{"updatedMemoryIds": [<id>, ...], "reason": "<explanation>"}}"""
+
 # How a hint names who said a statement: the memory's own words, so that a model that copies
 # a hint line writes a sentence a memory may hold.
 _SAID_BY = {"user": "The user said", "assistant": "The assistant confirmed"}
@@ -121,5 +136,13 @@ def compaction_messages(
         existing="\n".join(memory_line(m) for m in existing),
         new=new_line,
         max_chars=max_chars,
+    )
+    return [ChatMessage("user", prompt)]
+
+
+def update_messages(existing: Sequence[Memory], new_line: str) -> list[ChatMessage]:
+    """Asks a model which of `existing` the new memory gives newer values for."""
+    prompt = UPDATE_PROMPT.format(
+        new=new_line, existing="\n".join(memory_line(m) for m in existing)
     )
     return [ChatMessage("user", prompt)]

@@ -25,6 +25,10 @@ to lose something: a delete is applied unless its target holds facts no other me
 while something could go without loss (tiers 1-3, or a merge that fits); an edit is applied
 when its new text says only what the two memories said and keeps every value that is not
 superseded. Otherwise the policy's own choice is applied and the reason recorded.
+
+A trusted model's claim that a new memory updates an older one (`claimed_update`) is applied
+when the older holds a value of a kind the new one gives another value of, without losing a
+value that no other memory holds.
 """
 
 from __future__ import annotations
@@ -212,6 +216,52 @@ def refresh(memories: Sequence[Candidate]) -> list[Step]:
     return steps
 
 
+def claimed_update(memories: Sequence[Candidate], target: int, reason: str) -> Step | None:
+    """The step that applies a model's claim that the newest memory (the last) gives newer
+    values of what memory `target` says, or None when the claim is shown wrong (no value of
+    the target is of a kind the newest memory gives another value of) or cannot be applied
+    without loss.
+
+    The target's sentences that hold such a value go, unless they hold another value that no
+    other memory has; with them go its sentences without a value that speak of what they
+    spoke of (the same words: "the cabot circus store" beside "our Cabot Circus store"). A
+    target left with nothing is deleted, else edited to what is left.
+    """
+    newest = memories[-1]
+    older = next((m for m in memories if m.id == target), None)
+    if older is None or older is newest:
+        return None
+    elsewhere = {
+        value.value
+        for memory in memories
+        if memory.id != target
+        for value in values.keyed_values(memory.content)
+    }
+    sentences = text.sentences(older.content)
+    stale: list[str] = []
+    for sentence in sentences:
+        replaced = values.replaced_values(sentence, newest.content)
+        others = {v.value for v in values.keyed_values(sentence)} - replaced
+        if replaced and others <= elsewhere:
+            stale.append(sentence)
+    if not stale:
+        return None
+    spoken_of = text.content_words(" ".join(stale)) - text.TIME_WORDS
+    gone = [
+        sentence
+        for sentence in sentences
+        if sentence in stale
+        or (
+            not values.keyed_values(sentence)
+            and text.content_words(sentence) & spoken_of
+        )
+    ]
+    kept = " ".join(sentence for sentence in sentences if sentence not in gone)
+    if not kept or not facts.fact_value(kept):
+        return Step("delete", target, reason)
+    return Step("edit", target, reason, kept)
+
+
 def stale_sentences(older: str, newer: str) -> list[str]:
     """The fact-bearing sentences of `older` that `newer` gives a new value for."""
     return list(_stale_sentences(older, newer))
@@ -223,7 +273,7 @@ def stale_sentences(older: str, newer: str) -> list[str]:
 def _stale_sentences(older: str, newer: str) -> tuple[str, ...]:
     old_sentences = text.sentences(older)
     new_sentences = text.sentences(newer)
-    return tuple(
+    updated = [
         sentence
         for i, sentence in enumerate(old_sentences)
         if facts.fact_value(sentence)
@@ -236,18 +286,49 @@ def _stale_sentences(older: str, newer: str) -> tuple[str, ...]:
             )
             for j, later in enumerate(new_sentences)
         )
+    ]
+    # The old values those sentences held are stale wherever the memory says them again
+    # ("Tuesdays at 18:00 suit me" beside "the weekly session is on Tuesdays at 18:00"), in a
+    # sentence that names nothing else (no name, code, amount) the newer text leaves standing.
+    old_values = {v for sentence in updated for v in values.replaced_values(sentence, newer)}
+    return tuple(
+        sentence
+        for sentence in old_sentences
+        if sentence in updated
+        or (
+            old_values
+            and facts.fact_value(sentence)
+            and _repeats_only_replaced(sentence, newer, old_values)
+        )
+    )
+
+
+_IDENTIFYING = frozenset({"name", "code", "money", "percent"})
+
+
+def _repeats_only_replaced(sentence: str, newer: str, old_values: set[str]) -> bool:
+    said = values.keyed_values(sentence)
+    replaced = values.replaced_values(sentence, newer)
+    return bool({v.value for v in said} & old_values) and not any(
+        v.kind in _IDENTIFYING for v in said if v.value not in replaced
     )
 
 
 def _context(sentences: Sequence[str], index: int, *, same_value: bool) -> str:
     """A sentence, with the one before it when it names no topic of its own: a value often
     follows its topic ("The landlord raised the rent. It's 1900 now."). With `same_value`,
-    only when the two share a value ("Lisbon for ten days? ... Lisbon it is.")."""
+    only when the two share a value ("Lisbon for ten days? ... Lisbon it is."), or when no
+    word beside the sentence's values says what they are ("a rdv at the prefecture! On 12
+    March at 9h40.")."""
     sentence = sentences[index]
     if not index or facts.topics(sentence):
         return sentence
     previous = sentences[index - 1]
-    if same_value and not text.values(previous) & text.values(sentence):
+    if (
+        same_value
+        and not text.values(previous) & text.values(sentence)
+        and values.value_keys(sentence)
+    ):
         return sentence
     return f"{previous} {sentence}"
 
@@ -271,6 +352,9 @@ def _updates(older: str, older_context: str, newer: str, newer_context: str) -> 
         facts.single_valued_topics(older_context) & facts.single_valued_topics(newer_context)
     )
     changed = facts.announces_change(newer_context)
+    old_codes, new_codes = facts.issued_codes(older_context), facts.issued_codes(newer_context)
+    if old_codes and new_codes and not old_codes & new_codes and not changed:
+        return False  # two references, two records: a second booking, not a new first one
     if values.gives_new_value(older_context, newer_context, changed=changed):
         return True  # any language: a value of the same kind beside the same words
     if facts.restates_a_number(older, newer) and (same_topic or changed):
@@ -284,6 +368,10 @@ def _updates(older: str, older_context: str, newer: str, newer_context: str) -> 
     if same_subject and changed and text.numbers(older) and new_numbers:
         return True  # "the MCAT on August 22" ... "rescheduled my MCAT: September 12"
     if not (same_topic and changed):
+        return False
+    if facts.issued_codes(older) and not facts.issued_codes(newer):
+        # A record of something done, by its reference (an order, a booking), is not a value
+        # of a topic: "now shops at Costco" does not undo "order FC-20931 was delivered".
         return False
     # A new value of the kind the old one was: a name for a name, a number for a number.
     new_names = text.names(newer) - text.names(older)

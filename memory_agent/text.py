@@ -53,13 +53,6 @@ _CALENDAR_WORD = re.compile(
 )
 
 
-# Words about when, not what: two texts sharing them do not speak of the same thing.
-TIME_WORDS = frozenset(
-    """year day week month today tomorrow yesterday tonight last next ago time morning
-    evening night weekend later soon earlier""".split()
-)
-
-
 # How often: they make a stated habit lasting, but a question with them asks about the world.
 FREQUENCY = frozenset("always never usually every weekly daily".split())
 
@@ -104,6 +97,11 @@ def stem(word: str) -> str:
     return word
 
 
+# Words about when, not what: two texts sharing them do not speak of the same thing. In the
+# forms `stem` gives too, since the checks compare stems.
+TIME_WORDS = language.TIME | frozenset(stem(word) for word in language.TIME)
+
+
 NUMBER_WORDS = {
     word: str(value)
     for value, word in enumerate(
@@ -142,14 +140,21 @@ def names(text: str) -> frozenset[str]:
     every_word = {word.lower() for word in WORD.findall(text)}
     nouns_capitalised = len(every_word & language.NOUN_CAPITALISING) >= 2
     for sentence in sentences(text):
-        words = WORD.findall(sentence)
-        for before, word in itertools.pairwise(words):
+        matches = list(WORD.finditer(sentence))
+        for previous, match in itertools.pairwise(matches):
+            before, word = previous.group(), match.group()
             if not word[0].isupper() or word.lower() in _NOT_NAMES or word in ("I", "I'm"):
                 continue
+            if _QUOTE_OPENS.search(sentence, previous.end(), match.start()):
+                continue  # the first word of a quoted sentence: 'The user said: "Desde hoy
             if nouns_capitalised and not _looks_like_a_name_among_nouns(before, word):
                 continue
             found.add(stem(word))
     return frozenset(found)
+
+
+# A quotation that starts after a colon starts a sentence: 'The user said: "Desde hoy ...'.
+_QUOTE_OPENS = re.compile(r":\s*[\"“«„]")
 
 
 _DETERMINERS = frozenset(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -99,17 +99,56 @@ def decision_schema(memory_ids: list[int], *, max_chars: int) -> dict[str, Any]:
 
 def parse_compaction_decision(raw: str) -> CompactionDecision:
     """Read the decision out of the model's answer, or raise `InvalidCompactionDecision`."""
+    return _validated(CompactionDecision, _json_object(raw))
+
+
+class UpdateReview(BaseModel):
+    """A model's answer to which earlier memories a new one gives newer values for."""
+
+    model_config = ConfigDict(strict=True, populate_by_name=True, extra="ignore")
+
+    updated_memory_ids: list[int] = Field(alias="updatedMemoryIds")
+    reason: str = ""
+
+
+def update_review_schema(memory_ids: list[int]) -> dict[str, Any]:
+    """The update review's JSON schema: ids only among `memory_ids`."""
+    return {
+        "type": "object",
+        "properties": {
+            "updatedMemoryIds": {
+                "type": "array",
+                "items": {"type": "integer", "enum": memory_ids},
+            },
+            "reason": {"type": "string", "maxLength": 200},
+        },
+        "required": ["updatedMemoryIds", "reason"],
+    }
+
+
+def parse_update_review(raw: str) -> UpdateReview:
+    """Read the review out of the model's answer, or raise `InvalidCompactionDecision`."""
+    return _validated(UpdateReview, _json_object(raw))
+
+
+Answer = TypeVar("Answer", bound=BaseModel)
+
+
+def _json_object(raw: str) -> Any:
     text = strip_reasoning(raw)
     start, end = text.find("{"), text.rfind("}")
     if start < 0 or end < start:
         raise InvalidCompactionDecision("the answer holds no JSON object")
     try:
         # strict=False: a raw line break inside a string is a small model's habit, not an error.
-        data = json.loads(text[start : end + 1], strict=False)
+        return json.loads(text[start : end + 1], strict=False)
     except json.JSONDecodeError as error:
         raise InvalidCompactionDecision(f"the answer is not valid JSON: {error.msg}") from None
+
+
+def _validated(model: type[Answer], data: Any) -> Answer:
     try:
-        return CompactionDecision.model_validate(data)
+        return model.model_validate(data)
     except ValidationError as error:
         first = error.errors()[0]
         where = ".".join(str(part) for part in first["loc"]) or "decision"

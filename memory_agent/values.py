@@ -270,3 +270,20 @@ def _may_be_a_key(word: str) -> bool:
         and word not in GENERIC_WORDS
         and stem(word) not in REPORTING_WORDS
     )
+
+
+def replaced_values(older: str, newer: str) -> frozenset[str]:
+    """The values of `older` that `newer` may give a newer value for: those of a kind of which
+    `newer` holds another value, and that `newer` does not repeat ("80 guests" beside "104
+    guests", "Cabot Circus" beside "St David's"). Empty when `newer` cannot replace anything of
+    `older`: a model's claim that it does is then shown wrong."""
+    new_values = keyed_values(newer)
+    repeated = {value.value for value in new_values}
+    new_by_kind: dict[str, set[str]] = {}
+    for value in new_values:
+        new_by_kind.setdefault(value.kind, set()).add(value.value)
+    return frozenset(
+        old.value
+        for old in keyed_values(older)
+        if old.value not in repeated and new_by_kind.get(old.kind, set()) - {old.value}
+    )

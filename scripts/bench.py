@@ -369,8 +369,10 @@ async def model_memory(db: Path, runs: int) -> dict[str, Any]:
         await services.stores.registry.install("bench", "Bench")
         timings, tokens, written = [], 0, 0
         recording = TimedModel(inner=model)
-        agent = MemorySubAgent(services.database, recording)
         for n in range(runs):
+            # A fresh sub-agent each run: one with a record of the model's memories may write
+            # without asking it, and this figure is the time of a job that asks.
+            agent = MemorySubAgent(services.database, recording)
             started = time.perf_counter()
             # A different detail each run, so no answer comes from llama.cpp's prompt cache.
             conversation = [*CONVERSATION, ChatMessage("user", f"My desk is number {n + 7}.")]
@@ -392,30 +394,57 @@ async def model_memory(db: Path, runs: int) -> dict[str, Any]:
 def bench_model(tmp: Path, quick: bool) -> dict[str, Any]:
     if not local_backend_available():
         return {"model_memory_s": None, "model_tokens_per_s": None,
-                "model_memories_written": None}
-    return anyio.run(model_memory, tmp / "model.db", 3 if quick else 10)
+                "model_memories_written": None, "model_memory_s_busy_core": None}
+    figures = anyio.run(model_memory, tmp / "model.db", 3 if quick else 10)
+    busy = None
+    if not quick:
+        # The same job beside a process that keeps one core busy, as a loaded machine would.
+        spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+        try:
+            busy = anyio.run(model_memory, tmp / "model-busy.db", 5)["model_memory_s"]
+        finally:
+            spinner.kill()
+            spinner.wait(timeout=30)
+    return {**figures, "model_memory_s_busy_core": busy}
 
 
 _FRIENDS = ("Ana", "Ben", "Caro", "Dev", "Eli", "Fay")
 _CITIES = ("Lisbon", "Oslo", "Quito", "Perth", "Cairo", "Lima")
 
 
-async def energy_share(db: Path, conversations: int, model: Any) -> float:
+async def energy_spending(db: Path, conversations: int, model: Any) -> list[tuple[int, int]]:
+    """Energy spent on memory and on the conversation, for each 6-turn conversation in turn."""
+    spent: list[tuple[int, int]] = []
     async with open_services(settings(db, energy_capacity=1e12), chat_model=model,
                              memory_model=model) as services:
         await services.stores.registry.install("bench", "Bench")
         worker = services.worker
-        for _ in range(conversations):
+        before = await services.stores.energy.report()
+        for number in range(conversations):
             conversation_id = await services.stores.conversations.open("bench")
             for turn in range(6):
                 # Each turn states a lasting fact, so the memory model has one to write.
-                fact = f"My friend {_FRIENDS[turn]} lives in {_CITIES[turn]}."
+                friend = _FRIENDS[(number + turn) % len(_FRIENDS)]
+                fact = f"My friend {friend} lives in {_CITIES[turn]}."
                 await services.stores.conversations.add_message(conversation_id, "user", fact)
                 await services.central.answer(conversation_id)
             await services.stores.conversations.end(conversation_id, "app")
             await worker.run_now(conversation_id)
-        report = await services.stores.energy.report()
-        return report.memory_spent / (report.memory_spent + report.conversation_spent)
+            after = await services.stores.energy.report()
+            spent.append((after.memory_spent - before.memory_spent,
+                          after.conversation_spent - before.conversation_spent))
+            before = after
+    return spent
+
+
+def _memory_share(spent: list[tuple[int, int]]) -> float | None:
+    memory, conversation = sum(m for m, _ in spent), sum(c for _, c in spent)
+    return round(memory / (memory + conversation), 4) if memory + conversation else None
+
+
+# Conversations after which the memory model's record tells whether it adds to the memories
+# it writes (`MemoryWriter.adds_little` needs ten of its sentences; a memory has up to four).
+_WARM_UP = 4
 
 
 def bench_energy(tmp: Path, quick: bool) -> dict[str, Any]:
@@ -425,11 +454,17 @@ def bench_energy(tmp: Path, quick: bool) -> dict[str, Any]:
     else:
         model, kind = InstantModel(), "scripted"
     try:
-        share = anyio.run(energy_share, tmp / "energy.db", 1 if quick else 3, model)
+        spent = anyio.run(energy_spending, tmp / "energy.db", 1 if quick else 16, model)
     finally:
         if isinstance(model, LocalChatModel):
             model.close()
-    return {"energy_memory_share": round(share, 4), "energy_workload_model": kind}
+    return {
+        "energy_memory_share": _memory_share(spent),
+        # The same once the memory model has a record: a model that adds nothing to the
+        # statements it is shown is then asked for one memory in ten.
+        "energy_memory_share_steady": _memory_share(spent[_WARM_UP:]),
+        "energy_workload_model": kind,
+    }
 
 
 def main() -> None:

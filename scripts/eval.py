@@ -72,7 +72,9 @@ KEYS = (
     "memories_written",
     "nothing_worth_keeping",
     "jobs_failed",
+    "model_spared",
     "compaction_calls",
+    "update_reviews",
     "invalid_decisions",
     "invalid_decision_rate",
     "overruled_decisions",
@@ -114,6 +116,7 @@ class CountingModel(ChatModel):
         self._inner = inner
         self.calls = 0
         self.decision_calls = 0
+        self.review_calls = 0  # asking a trusted model which memories a new one updates
         self.tokens = 0
 
     async def chat(
@@ -124,7 +127,10 @@ class CountingModel(ChatModel):
         json_schema: JsonSchema | None = None,
     ) -> ChatReply:
         self.calls += 1
-        self.decision_calls += json_schema is not None
+        if json_schema is not None and "updatedMemoryIds" in json_schema.get("properties", {}):
+            self.review_calls += 1
+        else:
+            self.decision_calls += json_schema is not None
         reply = await self._inner.chat(messages, tools=tools, json_schema=json_schema)
         self.tokens += reply.usage.total
         return reply
@@ -184,6 +190,9 @@ async def run_app(
             ]
         )
         for step in created.compactions:
+            if step.update and step.decided_by == "model":
+                outcomes["update by model"] += 1
+                continue
             cause = step.fallback_cause
             outcomes[f"{step.outcome}:{cause}" if cause else step.outcome] += 1
             if cause == "invalid_decision" and step.fallback_reason:
@@ -327,7 +336,19 @@ async def evaluate(args: argparse.Namespace) -> dict[str, Any]:
         "memories_written": sum(1 for run in runs for text in run.written if text),
         "nothing_worth_keeping": agent.stats.nothing_worth_keeping,
         "jobs_failed": failures,
+        # Work written or decided without asking a model whose latest memories or decisions
+        # added next to nothing (it is asked one time in ten).
+        "model_spared": {
+            "memories": agent.stats.written_without_model,
+            "decisions": outcomes["fifo:not_asked"],
+        },
         "compaction_calls": model.decision_calls,
+        # A trusted model asked which memories a new one gives newer values for, and the
+        # memories its answers retired (beside the checks' own updates, "update").
+        "update_reviews": {
+            "calls": model.review_calls,
+            "memories_retired": outcomes["update by model"],
+        },
         "invalid_decisions": {
             "total": invalid + llm_errors,
             "llm_error": llm_errors,

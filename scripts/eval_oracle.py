@@ -1,7 +1,8 @@
 """The oracle for `eval.py --model oracle`: a scripted model that knows each story's facts.
 
 It answers the creation prompt with the descriptions of the labelled facts of the conversation
-it is shown (NOTHING when there are none), and the compaction prompt by deleting a memory that
+it is shown (NOTHING when there are none), the update review with the memories that hold a fact
+the new memory holds the update of, and the compaction prompt by deleting a memory that
 holds no labelled fact or only superseded values, else by merging the new memory into the
 shortest memory it fits beside, else by deleting the memory with the fewest facts. It shows
 whether the pipeline lets a good model's work through: what it loses, the checks cost.
@@ -52,12 +53,34 @@ class OracleModel(ChatModel):
         json_schema: JsonSchema | None = None,
     ) -> ChatReply:
         prompt = messages[-1].content
-        answer = self._decide(prompt) if json_schema is not None else self._write()
+        if json_schema is None:
+            answer = self._write()
+        elif "updatedMemoryIds" in json_schema.get("properties", {}):
+            answer = self._updated(prompt)
+        else:
+            answer = self._decide(prompt)
         return ChatReply(answer, usage=TokenUsage(len(prompt) // 4, len(answer) // 4))
 
     def _write(self) -> str:
         sentences = [_sentence(self._facts[fact_id].description) for fact_id in self._stated]
         return " ".join(sentences) if sentences else "NOTHING"
+
+    def _updated(self, prompt: str) -> str:
+        """The shown memories that hold a fact of which the new memory (id 0) holds the
+        update."""
+        memories = {int(i): content for i, content in _MEMORY_LINE.findall(prompt)}
+        new = memories.pop(0, "")
+        replaced = {
+            fact.supersedes
+            for fact in self._facts.values()
+            if fact.supersedes and fact.held_by(new)
+        }
+        updated = [
+            memory_id
+            for memory_id, content in memories.items()
+            if any(self._facts[f].held_by(content) for f in replaced if f in self._facts)
+        ]
+        return json.dumps({"updatedMemoryIds": updated, "reason": "newer values of its facts"})
 
     def _decide(self, prompt: str) -> str:
         memories = {int(i): content for i, content in _MEMORY_LINE.findall(prompt)}

@@ -22,6 +22,8 @@ from memory_agent.chat_model import (
 
 CREATION_PREFIX = "You are a memory creation assistant."
 COMPACTION_PREFIX = "You are a memory management assistant."
+UPDATE_PREFIX = "You keep an app's memories up to date."
+NO_UPDATES = json.dumps({"updatedMemoryIds": [], "reason": "nothing is updated"})
 
 
 @dataclass(frozen=True)
@@ -97,12 +99,16 @@ def decision(action: str, target: Any, new_content: str | None = None, reason: s
 def memory_model(
     memory: str | Callable[[ModelCall], Answer] = "The user likes tea. They drink it at noon.",
     compaction: Callable[[ModelCall], Answer | Awaitable[Answer]] | str = "not json",
+    updates: Callable[[ModelCall], Answer] | str = NO_UPDATES,
 ) -> FunctionModel:
-    """A model that writes `memory` when asked to create and answers `compaction` to compact."""
+    """A model that writes `memory` when asked to create, answers `compaction` to compact,
+    and `updates` when asked which memories a new one updates (none, unless told)."""
 
     def answer(call: ModelCall) -> Answer | Awaitable[Answer]:
         if call.prompt.startswith(COMPACTION_PREFIX):
             return compaction(call) if callable(compaction) else compaction
+        if call.prompt.startswith(UPDATE_PREFIX):
+            return updates(call) if callable(updates) else updates
         if call.prompt.startswith(CREATION_PREFIX):
             return memory(call) if callable(memory) else memory
         return "Sure."

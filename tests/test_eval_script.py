@@ -62,10 +62,13 @@ def test_the_pipeline_lets_a_good_models_work_through(tmp_path):
     # A cap of 6 makes every app compact, so that the oracle's decisions are put to the test.
     figures = run_eval(tmp_path, "--model", "oracle", "--limit", "6")
     assert figures["apps"] >= 10 and figures["jobs_failed"] == []
-    assert figures["recall"] >= 0.9
-    assert figures["update_recall"] >= 0.8
-    assert figures["stale_alone"] <= 0.2
+    assert figures["recall"] >= 0.95
+    assert figures["update_recall"] >= 0.95
+    assert figures["stale_alone"] <= 0.05
     assert figures["decisions_applied"] >= 0.9
+    # Updates the checks cannot read ("versandkostenfrei ab 39 €" and "Gratisversand ab
+    # 49 €") are the model's to see: a trusted model is asked, and its answers are applied.
+    assert figures["update_reviews"]["memories_retired"] >= 1
     assert len(figures["groups"]) >= 7
     assert figures["recall"] > figures["fifo"]["recall"]
 

@@ -107,3 +107,75 @@ def test_memory_sentences_in_another_language_are_checked_by_their_values():
     assert facts.is_grounded("El examen de mates es el 12 de marzo, en el Severo Ochoa.", source)
     assert not facts.is_grounded("El examen de mates es el 19 de marzo.", source)
     assert not facts.is_grounded("El examen de Matemáticas es el 12 de marzo.", source)
+
+
+# -- the rules added for values whose words are elsewhere, and for records -------------------
+
+
+def test_a_value_whose_subject_is_the_sentence_before_keeps_it():
+    """"its 1900 now" says nothing of what 1900 is: the statement carries the sentence that
+    does, so the memory can tell the rent's new value from anything else's."""
+    turns = [("user", "landlord raised the rent. its 1900 now starting next month. ugh")]
+    [statement] = facts.key_statements(turns)
+    assert statement.text == "landlord raised the rent. its 1900 now starting next month."
+    old = 'The user said: "rent 1650." The user said: "car insurance 95."'
+    assert retention.stale_sentences(old, f'The user said: "{statement.text}"') == [
+        'The user said: "rent 1650."'
+    ]
+    # ...and a daughter's school start is not the rent.
+    nora = 'The user said: "my daughter nora starts in fall 2027."'
+    assert retention.stale_sentences(nora, f'The user said: "{statement.text}"') == []
+
+
+def test_a_decimal_with_a_comma_is_a_value():
+    assert facts.statement_score("el año pasado la nota de corte fue 12,84 asi q no", "user") > 0
+
+
+@pytest.mark.parametrize(
+    ("older", "newer"),
+    [
+        # Words about when ("semana", "semanal") say nothing of what.
+        ("La sesión semanal pasa a ser los jueves a las 17:30.",
+         "El examen final se ha retrasado una semana: ahora es el 21 de mayo."),
+        # A record of something done, by its reference, is not a topic's value...
+        ("Assistant scheduled a FreshCart grocery delivery for Thursday 6-8pm (order FC-20931).",
+         "User now does the big grocery shop at Costco after getting a membership."),
+        # ...and two references are two records.
+        ("Te he reservado una clase de refuerzo el miércoles 7 de mayo a las 16:00, TR-3091.",
+         "Te he reservado un simulacro el sábado 17 de mayo a las 10:00, código SIM-4827."),
+    ],
+)
+def test_what_only_looks_like_a_new_value_retires_nothing(older, newer):
+    assert retention.stale_sentences(older, newer) == []
+
+
+def test_a_date_said_after_its_subject_is_retired_with_it():
+    old = 'The user said: "j\'ai enfin eu un rdv a la prefecture !! le 12 mars à 9h40."'
+    new = ('The user said: "la prefecture m\'a écrit, ils ont annulé mon créneau de mars, '
+           'nouveau rdv mercredi 2 avril à 14h15."')
+    assert retention.stale_sentences(old, new) == ['le 12 mars à 9h40."']
+    # Its subject, left with no value, goes with it: the whole memory is retired.
+    [step] = retention.refresh([retention.Candidate(1, old), retention.Candidate(0, new)])
+    assert step.action == "delete"
+
+
+def test_an_old_value_said_again_in_the_same_memory_goes_too():
+    new = ('The assistant confirmed: "Desde esta semana la sesión fija queda los jueves a '
+           'las 17:30."')
+    said_twice = (
+        'The user said: "me vendria bien los martes a las 18:00, q salgo a las 5 y pico." '
+        'The assistant confirmed: "Te dejo apuntada la sesión semanal los martes a las 18:00."'
+    )
+    assert retention.stale_sentences(said_twice, new) == list(text.sentences(said_twice))
+    # Not beside a name the new text leaves standing: that sentence says more.
+    with_a_name = (
+        'The user said: "me ve la profe Quintana los martes a las 18:00." '
+        'The assistant confirmed: "Te dejo apuntada la sesión semanal los martes a las 18:00."'
+    )
+    assert retention.stale_sentences(with_a_name, new) == list(text.sentences(with_a_name)[1:])
+
+
+def test_a_change_announced_in_german_retires_the_old_amount():
+    old = 'The user said: "wir haben versandkostenfrei ab 39 €, kannst du das in den banner?"'
+    new = 'The user said: "wir gehen auf 49 € hoch, banner bitte auch anpassen."'
+    assert retention.stale_sentences(old, new) == [old]

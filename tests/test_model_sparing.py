@@ -1,0 +1,114 @@
+"""A model whose memories or decisions the checks nearly always set aside is asked one time in
+ten: the statements and the policy did the work anyway, and the calls were most of the memory
+work's energy. What is written and kept does not change."""
+
+from __future__ import annotations
+
+import pytest
+
+from memory_agent import ChatMessage, MemoryCreationRequest, MemorySubAgent
+from tests.conftest import install_app
+from tests.fakes import (
+    COMPACTION_PREFIX,
+    CREATION_PREFIX,
+    FRIENDS,
+    decision,
+    friend_fact,
+    memory_lines,
+    memory_model,
+)
+
+pytestmark = pytest.mark.anyio
+
+# What a small model writes: nothing the conversation says.
+GARBLED = "The user is 25 years old. They like to travel. They enjoy reading books."
+
+
+def request(n: int) -> MemoryCreationRequest:
+    messages = [ChatMessage("user", friend_fact(n)), ChatMessage("assistant", "Noted.")]
+    return MemoryCreationRequest("app", f"c{n}", messages)
+
+
+async def test_a_model_whose_memories_are_never_kept_is_asked_one_time_in_ten(database, clock):
+    await install_app(database, "app")
+    model = memory_model(GARBLED)
+    agent = MemorySubAgent(database, model, clock=clock, memory_limit=40)
+
+    for n in range(1, 31):
+        await agent.create_memory(request(n))
+
+    # Four memories of three sentences each fill the record (ten sentences), then one
+    # write in ten asks the model.
+    asked = len(model.calls_starting_with(CREATION_PREFIX))
+    assert asked == 4 + 26 // 10
+    assert agent.stats.written_without_model == 30 - asked
+    texts = [m.content for m in await agent.list_memories("app")]
+    assert len(texts) == 30
+    assert all(FRIENDS[n] in " ".join(texts) for n in range(1, 31))  # no fact lost
+    assert not any("25 years" in t for t in texts)
+
+
+async def test_a_model_whose_decisions_are_never_usable_is_asked_one_time_in_ten(
+    database, clock
+):
+    """Its decisions are not JSON; after five of them the policy decides alone, and says
+    why, except for one decision in ten. What is kept is the policy's either way."""
+    await install_app(database, "app")
+    model = memory_model(GARBLED, "I would delete the oldest one.")
+    agent = MemorySubAgent(database, model, clock=clock, memory_limit=3)
+
+    steps = []
+    for n in range(1, 24):
+        steps += (await agent.create_memory(request(n))).compactions
+
+    assert len(steps) == 20
+    asked = len(model.calls_starting_with(COMPACTION_PREFIX))
+    assert asked == 5 + 15 // 10
+    causes = [s.fallback_cause for s in steps]
+    assert causes.count("invalid_decision") == asked
+    assert causes.count("not_asked") == 20 - asked
+    not_asked = next(s for s in steps if s.fallback_cause == "not_asked")
+    assert "the model was not asked" in (not_asked.fallback_reason or "")
+    assert agent.stats.fallbacks["not_asked"] == 20 - asked
+    assert len(await agent.list_memories("app")) == 3
+
+
+async def test_a_model_some_of_whose_decisions_stand_is_asked_again(database, clock):
+    """Overruled at first (a merge was there), its delete stands once nothing goes without
+    loss: one decision in ten applied is enough to be asked every time again."""
+    await install_app(database, "app")
+    model = memory_model(GARBLED, lambda call: decision("delete", sorted(memory_lines(call))[1]))
+    agent = MemorySubAgent(database, model, clock=clock, memory_limit=3)
+
+    steps = []
+    for n in range(1, 24):
+        steps += (await agent.create_memory(request(n))).compactions
+
+    applied = [i for i, s in enumerate(steps) if s.decided_by == "model"]
+    assert applied and all(s.fallback_cause != "not_asked" for s in steps[applied[0]:])
+
+
+async def test_a_model_that_writes_well_is_always_asked(database, clock):
+    from tests.fakes import friend_memories
+
+    await install_app(database, "app")
+    model = memory_model(friend_memories())
+    agent = MemorySubAgent(database, model, clock=clock, memory_limit=40)
+    for n in range(1, 21):
+        await agent.create_memory(request(n))
+    assert len(model.calls_starting_with(CREATION_PREFIX)) == 20
+    assert agent.stats.written_without_model == 0
+
+
+def test_the_metrics_say_how_often_the_model_was_spared():
+    from collections import Counter
+
+    from loop.metrics import Metrics
+    from memory_agent.agent import AgentStats
+
+    stats = AgentStats(written_without_model=7, fallbacks=Counter(not_asked=3))
+    text = Metrics().render(
+        stats=stats, jobs_by_status={}, energy_spent={}, apps_with_memories=0, apps=0
+    ).decode()
+    assert "mnemoloop_memories_written_without_model_total 7.0" in text
+    assert 'mnemoloop_compaction_fallbacks_total{cause="not_asked"} 3.0' in text

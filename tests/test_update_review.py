@@ -1,0 +1,238 @@
+"""A trusted model is asked which earlier memories a new one gives newer values for: it sees
+updates the checks cannot read ("free shipping from 39 €" and "Gratisversand ab 49 €"), and
+its claims are applied only where they cannot be shown wrong."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+
+from memory_agent import ChatMessage, MemoryCreationRequest, MemorySubAgent, retention
+from memory_agent.retention import NEW_MEMORY_ID, Candidate, Step
+from tests.conftest import install_app
+from tests.fakes import (
+    CREATION_PREFIX,
+    UPDATE_PREFIX,
+    ModelCall,
+    friend_fact,
+    friend_memories,
+    memory_lines,
+    memory_model,
+)
+
+pytestmark = pytest.mark.anyio
+
+OLD_SHIPPING = "Free shipping in the user's shop starts at 39 €."
+NEW_SHIPPING = "Gratisversand gibt es jetzt erst ab 49 €."
+ALLERGY = "The user is allergic to shellfish."
+STATED = {
+    OLD_SHIPPING: "Free shipping in my shop starts at 39 €.",
+    NEW_SHIPPING: NEW_SHIPPING,
+    ALLERGY: "I am allergic to shellfish.",
+}
+
+
+def writes_faithfully(call: ModelCall) -> str:
+    """The friend memories, and the memories above for the statements above."""
+    for memory, said in STATED.items():
+        if f"User: {said}" in call.prompt:
+            return memory
+    return friend_memories()(call)
+
+
+def request(n: int, said: str) -> MemoryCreationRequest:
+    return MemoryCreationRequest(
+        "app", f"c{n}", [ChatMessage("user", said), ChatMessage("assistant", "Noted.")]
+    )
+
+
+async def trusted_agent(database, clock, updates) -> tuple[MemorySubAgent, list[ModelCall]]:
+    """An agent whose model has written ten faithful memories (so it is trusted), then the
+    allergy and the old shipping threshold; `updates` answers the update review."""
+    await install_app(database, "app")
+    model = memory_model(writes_faithfully, updates=updates)
+    agent = MemorySubAgent(database, model, clock=clock, memory_limit=20)
+    for n in range(1, 11):
+        await agent.create_memory(request(n, friend_fact(n)))
+    await agent.create_memory(request(11, STATED[ALLERGY]))
+    await agent.create_memory(request(12, STATED[OLD_SHIPPING]))
+    return agent, model.calls
+
+
+def claiming(*texts: str):
+    def answer(call: ModelCall) -> str:
+        ids = [i for i, line in memory_lines(call).items() if i and line in texts]
+        return json.dumps({"updatedMemoryIds": ids, "reason": "a newer threshold"})
+
+    return answer
+
+
+async def live(agent: MemorySubAgent) -> list[str]:
+    return [m.content for m in await agent.list_memories("app")]
+
+
+async def test_a_trusted_models_update_retires_what_the_checks_cannot_read(database, clock):
+    agent, calls = await trusted_agent(database, clock, claiming(OLD_SHIPPING))
+    old = next(m for m in await agent.list_memories("app") if m.content == OLD_SHIPPING)
+
+    created = await agent.create_memory(request(13, NEW_SHIPPING))
+
+    [step] = created.compactions
+    assert (step.action, step.target_memory_id, step.decided_by) == ("delete", old.id, "model")
+    assert step.update and step.outcome == "update"
+    assert "the new memory updates it: a newer threshold" in step.reason
+    assert OLD_SHIPPING not in await live(agent) and NEW_SHIPPING in await live(agent)
+    [review] = [c for c in calls if c.prompt.startswith(UPDATE_PREFIX)][-1:]
+    # Only memories with a value of a kind the new one gives anew are shown (an amount
+    # here): not the allergy, nor the friends' cities.
+    assert memory_lines(review) == {NEW_MEMORY_ID: NEW_SHIPPING, old.id: OLD_SHIPPING}
+    assert review.json_schema is not None
+    assert review.json_schema["properties"]["updatedMemoryIds"]["items"]["enum"] == [old.id]
+    [event] = [e for e in await agent.history("app") if e.memory_id == old.id][-1:]
+    assert (event.event, event.actor) == ("deleted", "model")
+
+
+async def test_a_claim_on_a_memory_the_new_one_cannot_update_is_not_applied(database, clock):
+    """The model names every memory shown, the new one, the allergy (not shown: no value the
+    new memory could replace) and an id of no memory: only the old threshold goes."""
+    named: list[int] = []
+
+    def claims_too_much(call: ModelCall) -> str:
+        ids = [*memory_lines(call), 9999, *named] if named else []
+        return json.dumps({"updatedMemoryIds": ids, "reason": "everything"})
+
+    agent, _ = await trusted_agent(database, clock, claims_too_much)
+    by_text = {m.content: m.id for m in await agent.list_memories("app")}
+    named.append(by_text[ALLERGY])
+
+    created = await agent.create_memory(request(13, NEW_SHIPPING))
+
+    assert [(s.action, s.target_memory_id) for s in created.compactions] == [
+        ("delete", by_text[OLD_SHIPPING])
+    ]
+    assert ALLERGY in await live(agent)
+    assert len(await live(agent)) == 12  # ten friends, the allergy, the new threshold
+
+
+async def test_a_failed_review_retires_nothing_and_says_so(database, clock, caplog):
+    agent, _ = await trusted_agent(database, clock, "not json")
+
+    with caplog.at_level(logging.WARNING, logger="mnemoloop.memory"):
+        created = await agent.create_memory(request(13, NEW_SHIPPING))
+
+    assert created.compactions == []
+    assert OLD_SHIPPING in await live(agent) and NEW_SHIPPING in await live(agent)
+    assert "review of what a new memory updates failed" in caplog.text
+
+
+async def test_a_model_that_is_not_trusted_is_never_asked(database, clock):
+    """A model whose memories say what the conversations do not is not asked to judge
+    updates: the checks alone decide, and no call is spent."""
+    await install_app(database, "app")
+    model = memory_model("The user is 25 years old.", updates=claiming(OLD_SHIPPING))
+    agent = MemorySubAgent(database, model, clock=clock, memory_limit=20)
+    for n in range(1, 13):
+        await agent.create_memory(request(n, friend_fact(n)))
+    await agent.create_memory(request(13, STATED[OLD_SHIPPING]))
+    await agent.create_memory(request(14, NEW_SHIPPING))
+
+    assert not model.calls_starting_with(UPDATE_PREFIX)
+    assert model.calls_starting_with(CREATION_PREFIX)  # asked to write, as before
+    assert len(await live(agent)) == 14
+
+
+# -- the checks on a claim, without a database ------------------------------------------------
+
+
+def candidates(*texts: str) -> list[Candidate]:
+    *older, newest = texts
+    return [
+        *(Candidate(i, text) for i, text in enumerate(older, start=1)),
+        Candidate(NEW_MEMORY_ID, newest),
+    ]
+
+
+def test_only_the_sentences_with_the_replaced_value_go():
+    memories = candidates(
+        "The party is at Harrow Mill Barn on 14 June. Guests arrive at 7pm.",
+        "Guests now arrive at 5:30pm.",
+    )
+    assert retention.claimed_update(memories, 1, "r") == Step(
+        "edit", 1, "r", "The party is at Harrow Mill Barn on 14 June."
+    )
+
+
+def test_a_sentence_holding_a_value_no_other_memory_has_is_kept():
+    """Dropping "at Harrow Mill Barn" with the old time would lose the venue."""
+    memories = candidates(
+        "Guests arrive at 7pm at Harrow Mill Barn.", "Guests now arrive at 5:30pm."
+    )
+    assert retention.claimed_update(memories, 1, "r") is None
+    memories = candidates(
+        "Guests arrive at 7pm at Harrow Mill Barn.",
+        "The venue is Harrow Mill Barn.",
+        "Guests now arrive at 5:30pm.",
+    )
+    assert retention.claimed_update(memories, 1, "r") == Step("delete", 1, "r")
+
+
+def test_a_claim_with_no_value_of_a_kind_the_new_memory_gives_is_refused():
+    memories = candidates(ALLERGY, "Guests now arrive at 5:30pm.")
+    assert retention.claimed_update(memories, 1, "r") is None
+    assert retention.claimed_update(memories, NEW_MEMORY_ID, "r") is None
+    assert retention.claimed_update(memories, 42, "r") is None
+
+
+def test_what_the_stale_sentence_spoke_of_goes_with_it_in_any_case():
+    """The user's own words name the store in lower case (no value the checks can read);
+    they speak of what the confirmation did, and go with it."""
+    memories = candidates(
+        'The user said: "send it to the cabot circus store instead of my flat." '
+        'The assistant confirmed: "Return delivery set to our Cabot Circus store."',
+        "The assistant confirmed: \"I've redirected your laptop to our St David's store in "
+        'Cardiff."',
+    )
+    assert retention.claimed_update(memories, 1, "r") == Step("delete", 1, "r")
+
+
+# -- what is worth keeping: a trusted model decides beyond what the checks can see -------------
+
+RUNBOOKS = (
+    "add a runbook link to that alert. runbooks are all in the sre-handbook repo under "
+    "runbooks/<service>/"
+)
+RUNBOOK_MEMORY = "Runbooks are all in the sre-handbook repo, under runbooks/<service>/."
+
+
+async def test_a_trusted_model_is_asked_where_the_checks_see_nothing(database, clock):
+    """No value and no first person: the checks see nothing worth keeping. A model that has
+    written faithful memories is asked anyway, and its impersonal but grounded record is
+    kept; one that has not is not asked (no call, no memory)."""
+
+    def writes(call: ModelCall) -> str:
+        if "sre-handbook" in call.prompt:
+            return RUNBOOK_MEMORY
+        if "capital of France" in call.prompt:
+            return "NOTHING"
+        return friend_memories()(call)
+
+    await install_app(database, "app")
+    model = memory_model(writes)
+    agent = MemorySubAgent(database, model, clock=clock, memory_limit=20)
+    small_talk = MemoryCreationRequest(
+        "app", "talk", [ChatMessage("user", "What's the capital of France?"),
+                        ChatMessage("assistant", "Paris.")]
+    )
+    first = await agent.create_memory(request(0, RUNBOOKS))
+    assert first.memory is None and not model.calls  # not trusted yet: not asked
+
+    for n in range(1, 11):
+        await agent.create_memory(request(n, friend_fact(n)))
+    created = await agent.create_memory(request(11, RUNBOOKS))
+    talk = await agent.create_memory(small_talk)
+
+    assert created.memory is not None and created.memory.content == RUNBOOK_MEMORY
+    assert talk.memory is None  # the model answered NOTHING
+    assert sum("capital of France" in c.prompt for c in model.calls) == 1
