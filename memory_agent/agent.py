@@ -2,12 +2,13 @@
 
 Creating a memory is one transaction, whatever the model takes. The memory text is had first
 (a model call, no lock, no transaction). Then one transaction reads the app's memories: when
-the new one fits under the cap it is written there and then. When it does not, the model
-decides the compaction on what that transaction read (no lock held while it thinks), and the
-next transaction applies the decision only if the memories are still as the decision saw
-them. Either way the new memory, the compaction, the history and the caller's own mark of its
-job (`commit_guard`) commit together. So the cap holds in every committed state, a crash
-leaves either nothing or everything, and a job cancelled meanwhile (purge) cannot write.
+the new one fits under the cap (and no trusted model is to be asked what it updates) it is
+written there and then. When it does not, the model decides on what that transaction read (no
+lock held while it thinks), and the next transaction applies the decision only if the memories
+are still as the decision saw them. Either way the new memory, the compaction, the history
+and the caller's own mark of its job (`commit_guard`) commit together. So the cap holds in
+every committed state, a crash leaves either nothing or everything, and a job cancelled
+meanwhile (purge) cannot write.
 """
 
 from __future__ import annotations
@@ -170,7 +171,6 @@ class MemorySubAgent:
             written = await self._writer.write(messages)
             if written is not None:
                 written = replace(written, content=redact_text(written.content))
-                self.stats.written_without_model += not written.asked_model
                 request = self._with_expiry(request)
             if written is None:
                 result = MemoryCreated(None, [], NOTHING_WORTH_KEEPING)
@@ -185,6 +185,7 @@ class MemorySubAgent:
                 )
                 return result
             result = await self._store_with_compaction(request, written, commit_guard)
+            self.stats.written_without_model += not written.asked_model
         except MnemoloopError as error:
             self.stats.creation_failures += 1
             log.error("❌ Memory creation failed for %s: %s", request.conversation_id, error)

@@ -22,15 +22,15 @@ that the snapshot still holds.
 from __future__ import annotations
 
 import logging
-from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 
-from memory_agent import prompts, retention, text, values
+from memory_agent import prompts, retention, text
 from memory_agent.chat_model import ChatMessage, ChatReply, JsonSchema
 from memory_agent.errors import ChatModelError, InvalidCompactionDecision, InvalidMemoryText
 from memory_agent.models import DecidedBy, FallbackCause, Memory
 from memory_agent.retention import NEW_MEMORY_ID, Candidate, Step
+from memory_agent.track_record import TrackRecord
 from memory_agent.validation import (
     decision_schema,
     normalise_memory_text,
@@ -67,13 +67,10 @@ class Rejection:
 
 
 # How many of the model's latest compaction decisions tell whether it decides usefully (at
-# least `_RECORD_MIN` of them), and the share that must have been applied. Below it, the model
-# is asked one decision in `_SAMPLE_EVERY` (which keeps its record current) and the policy
-# makes the others, as it would have on the model's answer.
+# least `_RECORD_MIN` of them). One that adds little (`TrackRecord`) is asked one decision in
+# ten, and the policy makes the others, as it would have on the model's answer.
 _RECORD = 20
 _RECORD_MIN = 5
-_APPLIED_SHARE = 0.1
-_SAMPLE_EVERY = 10
 _NOT_ASKED = (
     "the model was not asked: nearly all its latest decisions were invalid or overruled"
 )
@@ -86,8 +83,7 @@ class Compactor:
         self._max_chars = max_chars
         # Whether each of the model's latest decisions was applied (not invalid, not
         # overruled; a failed call says nothing of its judgement and is not counted).
-        self._applied: deque[bool] = deque(maxlen=_RECORD)
-        self._decisions_adding_little = 0
+        self._applied = TrackRecord(size=_RECORD, minimum=_RECORD_MIN)
 
     async def decide(
         self,
@@ -113,7 +109,7 @@ class Compactor:
         shown = [
             replace(by_id[c.id], content=c.content) for c in candidates if c.id != NEW_MEMORY_ID
         ]
-        if self._spares_the_model():
+        if self._applied.spares_the_model():
             first = DecidedStep(
                 self.policy_step(candidates), "policy", _NOT_ASKED, fallback_cause="not_asked"
             )
@@ -126,14 +122,7 @@ class Compactor:
     @property
     def adds_little(self) -> bool:
         """Nearly none of the model's latest decisions (enough of them) were applied."""
-        record = self._applied
-        return len(record) >= _RECORD_MIN and sum(record) < _APPLIED_SHARE * len(record)
-
-    def _spares_the_model(self) -> bool:
-        if not self.adds_little:
-            return False
-        self._decisions_adding_little += 1
-        return self._decisions_adding_little % _SAMPLE_EVERY != 0
+        return self._applied.adds_little
 
     async def _model_step(
         self,
@@ -150,7 +139,7 @@ class Compactor:
         if proposed is None:
             assert rejection is not None
             if rejection.cause != "llm_error":
-                self._applied.append(False)
+                self._applied.add(False)
             return DecidedStep(
                 self.policy_step(candidates), "policy", rejection.reason,
                 fallback_cause=rejection.cause,
@@ -158,7 +147,7 @@ class Compactor:
         step, overruled = retention.review(
             candidates, proposed, max_chars=self._max_chars, trusted=trusted
         )
-        self._applied.append(overruled is None)
+        self._applied.add(overruled is None)
         if overruled:
             return DecidedStep(step, "policy", overruled, fallback_cause="overruled")
         return DecidedStep(step, "model")
@@ -297,14 +286,10 @@ def _merged_with(existing: Sequence[Memory], merged: str) -> int | None:
 
 
 def _reviewable(candidates: Sequence[Candidate]) -> list[Candidate]:
-    """The memories a model may be asked whether the new one (the last) updates: those with
-    a value of a kind the new memory gives another value of."""
+    """The memories a model may be asked whether the new one (the last) updates: those
+    `retention.claimed_update` could apply a claim to."""
     new = candidates[-1]
-    return [
-        c
-        for c in candidates[:-1]
-        if values.replaced_values(c.content, new.content)
-    ]
+    return [c for c in candidates[:-1] if retention.may_update(c.content, new.content)]
 
 
 def _invalid(reason: str) -> Rejection:
@@ -331,6 +316,7 @@ def _after(candidates: Sequence[Candidate], step: Step) -> list[Candidate]:
         if candidate.id == step.removed:
             continue
         if step.action == "edit" and candidate.id == step.target:
-            candidate = Candidate(candidate.id, step.new_content or candidate.content)
+            # Its importance and privacy stay: a later step of the same decision weighs them.
+            candidate = replace(candidate, content=step.new_content or candidate.content)
         remaining.append(candidate)
     return remaining

@@ -27,7 +27,6 @@ came to anyway, at none of the cost.
 from __future__ import annotations
 
 import re
-from collections import deque
 from collections.abc import Awaitable, Callable, Sequence, Set
 from dataclasses import dataclass, replace
 from typing import Literal
@@ -35,6 +34,7 @@ from typing import Literal
 from memory_agent import facts, language, prompts, text
 from memory_agent.chat_model import ChatMessage, ChatReply
 from memory_agent.errors import InvalidMemoryText
+from memory_agent.track_record import TrackRecord
 from memory_agent.validation import MAX_SENTENCES, clean_model_text, split_sentences
 
 Ask = Callable[[list[ChatMessage]], Awaitable[ChatReply]]
@@ -64,11 +64,6 @@ class WrittenMemory:
 _TRACK_RECORD = 40
 _TRACK_RECORD_MIN = 10
 _TRUSTED_SHARE = 0.8
-# Below this share of kept sentences the model adds next to nothing to the statements it is
-# shown (a small model that garbles): it is asked for one memory in `_SAMPLE_EVERY`, which keeps
-# its record current, and the others are written from the statements alone, at no cost.
-_HELPFUL_SHARE = 0.1
-_SAMPLE_EVERY = 10
 
 
 class MemoryWriter:
@@ -77,13 +72,12 @@ class MemoryWriter:
         self._max_chars = max_chars
         self._max_transcript_chars = max_transcript_chars
         # Whether each of the model's latest sentences passed the checks.
-        self._kept: deque[bool] = deque(maxlen=_TRACK_RECORD)
+        self._kept = TrackRecord(size=_TRACK_RECORD, minimum=_TRACK_RECORD_MIN)
         # Every sentence of the model's memories, and those the checks kept.
         self.sentences_written = 0
         self.sentences_kept = 0
         # Memories written from the statements alone, without asking a model that adds little.
         self.calls_spared = 0
-        self._writes_adding_little = 0
 
     @property
     def trusted(self) -> bool:
@@ -91,21 +85,13 @@ class MemoryWriter:
         checks: a model that reads conversations faithfully, whose judgement the retention
         policy may follow where it cannot show it wrong. A small model that garbles or
         invents is never trusted, and the policy keeps what it cannot see to be lost."""
-        record = self._kept
-        return len(record) >= _TRACK_RECORD_MIN and sum(record) >= _TRUSTED_SHARE * len(record)
+        return self._kept.kept_at_least(_TRUSTED_SHARE)
 
     @property
     def adds_little(self) -> bool:
         """Nearly none of the model's latest memory sentences (enough of them) passed the
         checks: the statements it is shown carry the memory without it."""
-        record = self._kept
-        return len(record) >= _TRACK_RECORD_MIN and sum(record) < _HELPFUL_SHARE * len(record)
-
-    def _spares_the_model(self) -> bool:
-        if not self.adds_little:
-            return False
-        self._writes_adding_little += 1
-        return self._writes_adding_little % _SAMPLE_EVERY != 0
+        return self._kept.adds_little
 
     async def write(self, messages: Sequence[ChatMessage]) -> WrittenMemory | None:
         """The memory for the conversation, or None when it holds nothing worth keeping.
@@ -122,7 +108,7 @@ class MemoryWriter:
             # Nothing the checks can see is worth keeping, and the model has not shown it
             # judges better: no call. A trusted model decides for itself (NOTHING or not).
             return None
-        if statements and self._spares_the_model():
+        if statements and self._kept.spares_the_model():
             self.calls_spared += 1
             written = replace(self._compose([], statements), asked_model=False)
             return written if written.content else None
@@ -158,7 +144,7 @@ class MemoryWriter:
         kept: list[str] = []
         for sentence in sentences:
             rejection = _rejection(sentence, source, stated, follows_the_user=bool(kept))
-            self._kept.append(rejection is None)
+            self._kept.add(rejection is None)
             passed = rejection is None or (trusted and rejection == _IMPERSONAL)
             self.sentences_written += 1
             self.sentences_kept += passed
@@ -222,14 +208,15 @@ def _rejection(
     )
     if language.FIRST_PERSON_WRITTEN.search(unquoted):
         return "speaks in the first person"
-    if not about_the_user:
-        return _IMPERSONAL
     if language.SECOND_PERSON.search(unquoted):
         return "addresses someone"
     if sentence.rstrip().endswith("?"):
         return "a question"
     if not facts.is_grounded(sentence, source):
         return "not in the conversation"
+    # Last, so that a trusted model's sentence passes on this alone, every other check met.
+    if not about_the_user:
+        return _IMPERSONAL
     return None
 
 

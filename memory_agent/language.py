@@ -141,7 +141,8 @@ SPANISH = Words(
     universidad examen profesor profesora prefiero odio nivel""",
     stopwords="""el la los las un una unos unas de del al y o u en con sin por para que se es
     está están son ser estar lo le les su sus mi mis tu tus me te nos muy más pero como ya
-    también este esta esto estos estas ese esa eso hay fue era hola gracias vale bueno sí""",
+    también este esta esto estos estas ese esa eso hay fue era hola gracias vale bueno sí
+    desde hasta entre sobre""",
     time="""año día semana semanal mes mensual hoy mañana ayer noche tarde fin_de_semana
     próximo próxima pasado pasada hora minuto vez
     empieza empiezan empezar comienza comienzan comenzar inicio""",
@@ -196,7 +197,7 @@ GERMAN = Words(
     bestellnummer vorgangsnummer""",
     change="""jetzt nun nicht_mehr geändert gewechselt wechseln neu neue neuer neues
     stattdessen verschoben umgezogen ab_sofort seit ersetzt erhöht gesenkt erhöhen senken
-    hoch runter ab_nächster ab_nächste ab_nächsten ab_morgen""",
+    ab_nächster ab_nächste ab_nächsten ab_morgen""",
     standing="merk_dir vergiss_nicht denk_daran ab_jetzt zur_info",
     lasting="""allergisch allergie vegetarisch vegetarier diabetes sohn tochter frau mann
     partner partnerin hund katze wohnung adresse miete gehalt budget geburtstag arbeit firma

@@ -218,14 +218,16 @@ def refresh(memories: Sequence[Candidate]) -> list[Step]:
 
 def claimed_update(memories: Sequence[Candidate], target: int, reason: str) -> Step | None:
     """The step that applies a model's claim that the newest memory (the last) gives newer
-    values of what memory `target` says, or None when the claim is shown wrong (no value of
-    the target is of a kind the newest memory gives another value of) or cannot be applied
-    without loss.
+    values of what memory `target` says, or None when the claim is shown wrong or cannot be
+    applied without loss.
 
-    The target's sentences that hold such a value go, unless they hold another value that no
-    other memory has; with them go its sentences without a value that speak of what they
-    spoke of (the same words: "the cabot circus store" beside "our Cabot Circus store"). A
-    target left with nothing is deleted, else edited to what is left.
+    A sentence of the target may go when it holds a value of a kind the newest memory gives
+    another value of, and the two are tied: a word beside the values in both, a topic of
+    both, or a change the newest announces (`may_update`). It goes unless it holds another
+    value that no other memory has. With it go the target's sentences that hold no fact at
+    all and speak of what it spoke of ("when its fixed, send it to the cabot circus store"
+    beside "our Cabot Circus store"). A target left with no fact is deleted, else edited to
+    what is left; with no sentence that may go, the claim is refused.
     """
     newest = memories[-1]
     older = next((m for m in memories if m.id == target), None)
@@ -240,26 +242,49 @@ def claimed_update(memories: Sequence[Candidate], target: int, reason: str) -> S
     sentences = text.sentences(older.content)
     stale: list[str] = []
     for sentence in sentences:
+        if not _may_update_sentence(sentence, newest.content):
+            continue
         replaced = values.replaced_values(sentence, newest.content)
-        others = {v.value for v in values.keyed_values(sentence)} - replaced
-        if replaced and others <= elsewhere:
+        if {v.value for v in values.keyed_values(sentence)} - replaced <= elsewhere:
             stale.append(sentence)
     if not stale:
         return None
-    spoken_of = text.content_words(" ".join(stale)) - text.TIME_WORDS
+    spoken_of = text.content_words(" ".join(stale)) - _NOT_A_SUBJECT
     gone = [
         sentence
         for sentence in sentences
         if sentence in stale
-        or (
-            not values.keyed_values(sentence)
-            and text.content_words(sentence) & spoken_of
-        )
+        or (not facts.fact_value(sentence) and text.content_words(sentence) & spoken_of)
     ]
     kept = " ".join(sentence for sentence in sentences if sentence not in gone)
     if not kept or not facts.fact_value(kept):
         return Step("delete", target, reason)
     return Step("edit", target, reason, kept)
+
+
+# Words every memory shares: they do not tie one sentence to what another speaks of.
+_NOT_A_SUBJECT = (
+    text.TIME_WORDS
+    | values.REPORTING_WORDS
+    | values.GENERIC_WORDS
+    | {text.stem(word) for word in language.words_of("user")}
+)
+
+
+def may_update(older: str, newer: str) -> bool:
+    """Whether a model's claim that `newer` updates `older` could be applied: a sentence of
+    `older` holds a value of a kind `newer` gives another value of, tied to it."""
+    return any(_may_update_sentence(s, newer) for s in text.sentences(older))
+
+
+def _may_update_sentence(sentence: str, newer: str) -> bool:
+    if not values.replaced_values(sentence, newer):
+        return False
+    return (
+        facts.announces_change(newer)
+        or bool(values.value_keys(sentence) & values.value_keys(newer))
+        or bool(facts.single_valued_topics(sentence) & facts.single_valued_topics(newer))
+    )
 
 
 def stale_sentences(older: str, newer: str) -> list[str]:
@@ -296,7 +321,7 @@ def _stale_sentences(older: str, newer: str) -> tuple[str, ...]:
         for sentence in old_sentences
         if sentence in updated
         or (
-            old_values
+            len(old_values) >= _REPEATED_VALUES
             and facts.fact_value(sentence)
             and _repeats_only_replaced(sentence, newer, old_values)
         )
@@ -304,12 +329,16 @@ def _stale_sentences(older: str, newer: str) -> tuple[str, ...]:
 
 
 _IDENTIFYING = frozenset({"name", "code", "money", "percent"})
+# How many of the old values a sentence must say again to be the same old fact ("Tuesdays at
+# 18:00"): one alone is as often another thing at the same time or count ("the gym class is
+# at 9:30 too", "2 cats" beside "2 kids").
+_REPEATED_VALUES = 2
 
 
 def _repeats_only_replaced(sentence: str, newer: str, old_values: set[str]) -> bool:
     said = values.keyed_values(sentence)
     replaced = values.replaced_values(sentence, newer)
-    return bool({v.value for v in said} & old_values) and not any(
+    return len({v.value for v in said} & old_values) >= _REPEATED_VALUES and not any(
         v.kind in _IDENTIFYING for v in said if v.value not in replaced
     )
 

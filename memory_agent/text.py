@@ -145,8 +145,10 @@ def names(text: str) -> frozenset[str]:
             before, word = previous.group(), match.group()
             if not word[0].isupper() or word.lower() in _NOT_NAMES or word in ("I", "I'm"):
                 continue
-            if _QUOTE_OPENS.search(sentence, previous.end(), match.start()):
-                continue  # the first word of a quoted sentence: 'The user said: "Desde hoy
+            if _QUOTE_OPENS.search(sentence, previous.end(), match.start()) and (
+                language.CHANGE.fullmatch(word) or stem(word) in TIME_WORDS
+            ):
+                continue  # the first word of a quoted sentence: 'The user said: "Ahora
             if nouns_capitalised and not _looks_like_a_name_among_nouns(before, word):
                 continue
             found.add(stem(word))

@@ -265,6 +265,8 @@ def _may_be_a_key(word: str) -> bool:
         and stem(word) not in TIME_WORDS
         and word not in FREQUENCY
         and word not in TIME_UNITS
+        and word not in _CURRENCY_WORDS  # a unit, not what the amount is of
+        and word not in _PERCENT_WORDS
         and not language.CHANGE.fullmatch(word)
         and not language.FIRST_PERSON.fullmatch(word)
         and word not in GENERIC_WORDS

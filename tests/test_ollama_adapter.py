@@ -149,9 +149,18 @@ async def test_sub_agent_compacts_through_ollama(model, database):
     await install_app(database, "app")
     agent = MemorySubAgent(database, model)
 
+    reviews = []
+
     def answer(request: httpx.Request) -> httpx.Response:
         body = json.loads(request.content)
         prompt = body["messages"][0]["content"]
+        if prompt.startswith("You keep an app's memories up to date."):
+            # Ten faithful memories made the model trusted: it is asked what the new one
+            # updates, with the ids as its `format`.
+            reviews.append(body["format"]["properties"]["updatedMemoryIds"]["items"]["enum"])
+            nothing = {"updatedMemoryIds": [], "reason": "other friends"}
+            reply = chat_body(json.dumps(nothing), prompt=80, completion=20)
+            return httpx.Response(200, json=reply)
         if prompt.startswith("You are a memory management assistant."):
             lines = memory_lines(ModelCall([ChatMessage("user", prompt)], [], None))
             assert body["format"]["properties"]["targetMemoryId"]["enum"] == [*sorted(lines)[1:], 0]
@@ -175,8 +184,11 @@ async def test_sub_agent_compacts_through_ollama(model, database):
         )
     assert await agent.get_memory_count("app") == 10
     assert agent.stats.compactions["edit"] == 1
-    # 11 creations at ceil(200/100)=2 units, one decision at ceil((150+50)/100)=2 units
-    assert agent.get_energy_consumed_since_last_poll() == 24
+    # Trusted once its tenth memory passed: asked about the tenth and the eleventh.
+    assert [len(ids) for ids in reviews] == [9, 10]
+    # 11 creations at ceil(200/100)=2 units, one decision at ceil((150+50)/100)=2 units, two
+    # reviews at ceil((80+20)/100)=1 unit
+    assert agent.get_energy_consumed_since_last_poll() == 26
 
 
 def ndjson(*chunks: dict) -> bytes:

@@ -189,12 +189,27 @@ def test_what_the_stale_sentence_spoke_of_goes_with_it_in_any_case():
     """The user's own words name the store in lower case (no value the checks can read);
     they speak of what the confirmation did, and go with it."""
     memories = candidates(
-        'The user said: "send it to the cabot circus store instead of my flat." '
+        'The user said: "when its fixed can you send it to the cabot circus store instead." '
         'The assistant confirmed: "Return delivery set to our Cabot Circus store."',
         "The assistant confirmed: \"I've redirected your laptop to our St David's store in "
-        'Cardiff."',
+        'Cardiff now."',
     )
     assert retention.claimed_update(memories, 1, "r") == Step("delete", 1, "r")
+
+
+def test_a_claim_never_takes_a_fact_with_it():
+    """A sentence without a value may hold a fact ("vegetarian"): it stays, and so does an
+    amount of something else that the new one does not speak of (no word, no topic, no
+    change in common): such a claim is refused."""
+    memories = candidates(
+        "Free shipping in the user's shop starts at 39 €. The user's partner is vegetarian.",
+        NEW_SHIPPING,
+    )
+    assert retention.claimed_update(memories, 1, "r") == Step(
+        "edit", 1, "r", "The user's partner is vegetarian."
+    )
+    memories = candidates("The user's rent is 1650 euros.", "The gym membership is 45 euros.")
+    assert retention.claimed_update(memories, 1, "r") is None
 
 
 # -- what is worth keeping: a trusted model decides beyond what the checks can see -------------
@@ -216,6 +231,8 @@ async def test_a_trusted_model_is_asked_where_the_checks_see_nothing(database, c
             return RUNBOOK_MEMORY
         if "capital of France" in call.prompt:
             return "NOTHING"
+        if "weather" in call.prompt:
+            return "The office wifi password is Hunter42 and the gateway is vpn9.example.org."
         return friend_memories()(call)
 
     await install_app(database, "app")
@@ -233,6 +250,13 @@ async def test_a_trusted_model_is_asked_where_the_checks_see_nothing(database, c
     created = await agent.create_memory(request(11, RUNBOOKS))
     talk = await agent.create_memory(small_talk)
 
+    invented = await agent.create_memory(MemoryCreationRequest(
+        "app", "weather", [ChatMessage("user", "how is the weather in general in spring"),
+                           ChatMessage("assistant", "Mild, mostly.")]
+    ))
+
     assert created.memory is not None and created.memory.content == RUNBOOK_MEMORY
     assert talk.memory is None  # the model answered NOTHING
+    # Impersonal is allowed a trusted model, ungrounded is not: nothing is kept.
+    assert invented.memory is None
     assert sum("capital of France" in c.prompt for c in model.calls) == 1

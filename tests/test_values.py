@@ -177,5 +177,20 @@ def test_an_old_value_said_again_in_the_same_memory_goes_too():
 
 def test_a_change_announced_in_german_retires_the_old_amount():
     old = 'The user said: "wir haben versandkostenfrei ab 39 €, kannst du das in den banner?"'
-    new = 'The user said: "wir gehen auf 49 € hoch, banner bitte auch anpassen."'
+    new = 'The user said: "wir erhöhen auf 49 €, banner bitte auch anpassen."'
     assert retention.stale_sentences(old, new) == [old]
+
+
+@pytest.mark.parametrize(
+    ("older", "newer"),
+    [
+        # One value said again is as often another thing at the same time or count.
+        ("The standup is at 9:30. The gym class is at 9:30 on Saturdays.",
+         "The standup moved to 10:00."),
+        ("The user has 2 kids. The user has 2 cats.", "The user now has 3 kids."),
+        ("The dentist appointment is at 10:00. The daughter's school starts at 10:00.",
+         "The dentist moved the appointment to 11:30."),
+    ],
+)
+def test_a_value_shared_by_chance_keeps_its_other_fact(older, newer):
+    assert len(retention.stale_sentences(older, newer)) <= 1

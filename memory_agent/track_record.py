@@ -1,0 +1,44 @@
+"""What a model's latest work says of it: whether the checks kept it, one result at a time.
+
+The memory writer keeps one for the model's memory sentences (a model whose sentences nearly
+all pass is trusted with more), the compactor one for its decisions. A model whose latest work
+was nearly all set aside adds nothing to what the checks and the policy do alone: it is asked
+one time in `SAMPLE_EVERY`, which keeps its record current, and spared the others.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+SAMPLE_EVERY = 10
+# Below this share of its latest work kept, a model adds next to nothing.
+HELPFUL_SHARE = 0.1
+
+
+class TrackRecord:
+    def __init__(self, *, size: int, minimum: int) -> None:
+        self._results: deque[bool] = deque(maxlen=size)
+        self._minimum = minimum  # results needed before the record says anything
+        self._asks_while_adding_little = 0
+
+    def add(self, kept: bool) -> None:
+        self._results.append(kept)
+
+    def kept_at_least(self, share: float) -> bool:
+        """Enough results, and at least `share` of them kept."""
+        results = self._results
+        return len(results) >= self._minimum and sum(results) >= share * len(results)
+
+    @property
+    def adds_little(self) -> bool:
+        """Enough results, and nearly none of them kept."""
+        results = self._results
+        return len(results) >= self._minimum and sum(results) < HELPFUL_SHARE * len(results)
+
+    def spares_the_model(self) -> bool:
+        """Whether to do this piece of work without the model: it adds little, and this is
+        not the one time in `SAMPLE_EVERY` it is asked all the same."""
+        if not self.adds_little:
+            return False
+        self._asks_while_adding_little += 1
+        return self._asks_while_adding_little % SAMPLE_EVERY != 0
