@@ -15,9 +15,12 @@ conversation, completed from the conversation's own statements where it falls sh
    is kept when grounded).
 4. A key statement whose values the kept sentences do not carry is added in the speaker's
    own words (`The user said: "…"`), so the fact is kept even when the model missed or garbled
-   it; not beside a trusted model's answer that passed whole (`MemoryWriter.trusted`).
+   it; not beside a trusted model's answer that passed whole (`MemoryWriter.trusted`). Beside
+   a model whose record shows it is not to be trusted, every statement is kept in the
+   speaker's words, and the model's sentences only for what the statements do not say.
 5. Within `max_chars` and four sentences; the model's sentences that hold facts outrank the
-   added statements where something must go. One sentence that holds a fact is a memory.
+   statements where something must go, but for such a doubted model's, which go first. One
+   sentence that holds a fact is a memory.
 
 A model nearly none of whose sentences pass (`MemoryWriter.adds_little`) is asked for one
 memory in ten; the others are written from the statements alone, which is what its memories
@@ -133,7 +136,13 @@ class MemoryWriter:
         # A trusted model whose whole answer passed the checks decided what was worth
         # keeping: the statements it left out are not added beside its words.
         faithful = trusted and kept and len(kept) == len(sentences)
-        written = self._compose(kept, () if faithful else statements)
+        doubted = self._kept.known and not trusted
+        if doubted:
+            # The speakers' own words outrank the paraphrase of a model whose record shows it
+            # does not write faithfully: its sentence stays only for what they do not say.
+            said = " ".join(statement.text for statement in statements)
+            kept = [sentence for sentence in kept if not facts.covers(said, sentence)]
+        written = self._compose(kept, () if faithful else statements, model_first=not doubted)
         return written if written.content else None
 
     def _grounded_sentences(
@@ -153,15 +162,21 @@ class MemoryWriter:
         return kept
 
     def _compose(
-        self, kept: list[str], statements: Sequence[facts.Statement]
+        self,
+        kept: list[str],
+        statements: Sequence[facts.Statement],
+        *,
+        model_first: bool = True,
     ) -> WrittenMemory:
+        """The kept sentences and the statements they do not carry, cut to the limits. With
+        `model_first`, the model's sentences that hold facts go last; else first."""
         pieces: list[tuple[int, str]] = []  # (priority: lower goes first when cutting, text)
         model_text = " ".join(kept)
         for sentence in kept:
             carries = facts.fact_value(sentence) or any(
                 facts.covers(sentence, s.text) for s in statements
             )
-            pieces.append((_MODEL_FACT if carries else 0, sentence))
+            pieces.append((_MODEL_FACT if carries and model_first else 0, sentence))
         for statement in statements:
             if not facts.covers(model_text, statement.text):
                 pieces.append((min(1 + statement.score, _MODEL_FACT - 1), _quote(statement)))

@@ -24,6 +24,11 @@ class TrackRecord:
     def add(self, kept: bool) -> None:
         self._results.append(kept)
 
+    @property
+    def known(self) -> bool:
+        """Enough results for the record to say anything."""
+        return len(self._results) >= self._minimum
+
     def kept_at_least(self, share: float) -> bool:
         """Enough results, and at least `share` of them kept."""
         results = self._results

@@ -113,3 +113,23 @@ def test_the_metrics_say_how_often_the_model_was_spared():
     ).decode()
     assert "mnemoloop_memories_written_without_model_total 7.0" in text
     assert 'mnemoloop_compaction_fallbacks_total{cause="not_asked"} 3.0' in text
+
+
+async def test_the_speakers_words_outrank_a_doubted_models_paraphrase(database, clock):
+    """A model a third of whose sentences pass is neither spared nor trusted: once its record
+    shows that, the statement is kept in the speaker's words, not in the model's."""
+    from tests.fakes import friend_memories
+
+    def mixed(call):
+        return f"{friend_memories()(call)} The user is 25 years old. They love jazz music."
+
+    await install_app(database, "app")
+    agent = MemorySubAgent(database, memory_model(mixed), clock=clock, memory_limit=40)
+    first = await agent.create_memory(request(1))
+    for n in range(2, 6):
+        last = await agent.create_memory(request(n))
+
+    assert first.memory is not None and first.memory.content.startswith("The user's friend")
+    assert last.memory is not None
+    assert last.memory.content == f'The user said: "{friend_fact(5)}"'
+    assert agent.stats.written_without_model == 0
