@@ -6,10 +6,12 @@ the cap less the pinned ones (`room`). An app pins at most the cap less one, so 
 always room for the new memory.
 
 Before any compaction, what the new memory updates is retired: by the checks
-(`retention.refresh`), and, for a trusted model, by the model too. It is shown the memories
-with a value of a kind the new one gives anew and asked which of them the new one gives newer
-values for (it reads "versandkostenfrei ab 39 €" and "Gratisversand ab 49 €" as one thing);
-each claim is applied as `retention.claimed_update` allows.
+(`retention.refresh`), and, for a trusted model, by the model too. It is shown the memories a
+claim could apply to (`retention.may_update`: a value of a kind the new one gives anew, tied to
+it by a word beside both, a topic, or a change announced) and asked which of them the new one
+gives newer values for (it reads "versandkostenfrei ab 39 €" and "Gratisversand jetzt ab 49 €"
+as one thing); each claim is applied as `retention.claimed_update` allows, never taking a fact
+with it.
 
 A model whose latest decisions were nearly all invalid or overruled is asked one decision in
 ten; the policy makes the others (`not_asked`), as it would have on the model's answer.

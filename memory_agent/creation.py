@@ -106,7 +106,10 @@ class MemoryWriter:
         if not any(content.strip() for _, content in turns):
             raise InvalidMemoryText("the conversation has no messages to remember")
         statements = facts.key_statements(turns)
+        # Read before this answer's sentences join the record: they are judged by the record
+        # as it stood when the model was asked.
         trusted = self.trusted
+        doubted = self._kept.known and not trusted
         if not statements and not trusted:
             # Nothing the checks can see is worth keeping, and the model has not shown it
             # judges better: no call. A trusted model decides for itself (NOTHING or not).
@@ -136,7 +139,6 @@ class MemoryWriter:
         # A trusted model whose whole answer passed the checks decided what was worth
         # keeping: the statements it left out are not added beside its words.
         faithful = trusted and kept and len(kept) == len(sentences)
-        doubted = self._kept.known and not trusted
         if doubted:
             # The speakers' own words outrank the paraphrase of a model whose record shows it
             # does not write faithfully: its sentence stays only for what they do not say.
@@ -169,7 +171,8 @@ class MemoryWriter:
         model_first: bool = True,
     ) -> WrittenMemory:
         """The kept sentences and the statements they do not carry, cut to the limits. With
-        `model_first`, the model's sentences that hold facts go last; else first."""
+        `model_first`, the model's sentences that hold facts go last; else every statement is
+        quoted, whatever the model's sentences carry, and those sentences go first."""
         pieces: list[tuple[int, str]] = []  # (priority: lower goes first when cutting, text)
         model_text = " ".join(kept)
         for sentence in kept:
@@ -178,7 +181,7 @@ class MemoryWriter:
             )
             pieces.append((_MODEL_FACT if carries and model_first else 0, sentence))
         for statement in statements:
-            if not facts.covers(model_text, statement.text):
+            if not model_first or not facts.covers(model_text, statement.text):
                 pieces.append((min(1 + statement.score, _MODEL_FACT - 1), _quote(statement)))
         order = {id(piece): index for index, piece in enumerate(pieces)}
         while len(pieces) > 1 and (

@@ -27,8 +27,9 @@ when its new text says only what the two memories said and keeps every value tha
 superseded. Otherwise the policy's own choice is applied and the reason recorded.
 
 A trusted model's claim that a new memory updates an older one (`claimed_update`) is applied
-when the older holds a value of a kind the new one gives another value of, without losing a
-value that no other memory holds.
+when the older holds a value of a kind the new one gives another value of, tied to it (a word
+beside both, a topic, or a change announced: `may_update`), without losing a value that no
+other memory holds or a sentence that holds a fact.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """What a model's latest work says of it: whether the checks kept it, one result at a time.
 
 The memory writer keeps one for the model's memory sentences (a model whose sentences nearly
-all pass is trusted with more), the compactor one for its decisions. A model whose latest work
+all pass is trusted with more; one whose record is `known` and falls short is doubted), the
+compactor one for its decisions. A model whose latest work
 was nearly all set aside adds nothing to what the checks and the policy do alone: it is asked
 one time in `SAMPLE_EVERY`, which keeps its record current, and spared the others.
 """

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory_agent import ChatMessage, MemoryCreationRequest, MemorySubAgent
+from memory_agent import ChatMessage, ChatReply, MemoryCreationRequest, MemorySubAgent
 from tests.conftest import install_app
 from tests.fakes import (
     COMPACTION_PREFIX,
@@ -90,7 +90,7 @@ async def test_a_model_some_of_whose_decisions_stand_is_asked_again(database, cl
 
 
 async def test_a_model_that_writes_well_is_always_asked(database, clock):
-    from tests.fakes import friend_memories
+    from tests.fakes import friend_memories, friend_memory
 
     await install_app(database, "app")
     model = memory_model(friend_memories())
@@ -99,6 +99,9 @@ async def test_a_model_that_writes_well_is_always_asked(database, clock):
         await agent.create_memory(request(n))
     assert len(model.calls_starting_with(CREATION_PREFIX)) == 20
     assert agent.stats.written_without_model == 0
+    # Its own words every time, the tenth too (when its record first says anything).
+    texts = {m.content for m in await agent.list_memories("app")}
+    assert texts == {friend_memory(n) for n in range(1, 21)}
 
 
 def test_the_metrics_say_how_often_the_model_was_spared():
@@ -133,3 +136,23 @@ async def test_the_speakers_words_outrank_a_doubted_models_paraphrase(database, 
     assert last.memory is not None
     assert last.memory.content == f'The user said: "{friend_fact(5)}"'
     assert agent.stats.written_without_model == 0
+
+
+def test_a_doubted_models_sentence_that_adds_something_stays_and_no_statement_is_lost():
+    """Its sentence says what the statements do not: it stays, every statement is quoted
+    beside it (even one it carries too), and when something must be cut it goes first, never
+    a statement."""
+    from memory_agent.creation import MemoryWriter
+    from memory_agent.facts import Statement
+
+    async def never_asked(messages: list[ChatMessage]) -> ChatReply:
+        raise AssertionError("composing asks no model")
+
+    writer = MemoryWriter(never_asked, max_chars=400, max_transcript_chars=6000)
+    said = [Statement("user", f"My friend {FRIENDS[n]} lives in Oslo.", 2) for n in range(4)]
+    extra = f"The user's sister Anna moved to Denver; {FRIENDS[0]} lives in Oslo."
+    written = writer._compose([extra], said, model_first=False)
+    assert written.content.count("The user said:") == 4
+    assert extra not in written.content  # five pieces: the model's sentence went first
+    written = writer._compose([extra], said[:2], model_first=False)
+    assert extra in written.content and written.content.count("The user said:") == 2

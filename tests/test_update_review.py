@@ -259,4 +259,15 @@ async def test_a_trusted_model_is_asked_where_the_checks_see_nothing(database, c
     assert talk.memory is None  # the model answered NOTHING
     # Impersonal is allowed a trusted model, ungrounded is not: nothing is kept.
     assert invented.memory is None
+    assert sum("weather" in c.prompt for c in model.calls) == 1
     assert sum("capital of France" in c.prompt for c in model.calls) == 1
+
+
+def test_only_a_tied_value_is_shown_to_the_model():
+    """An amount of something else, with no word, topic or change in common, is not shown:
+    the model is not asked about the rent when the gym membership is written."""
+    rent, gym = "The user's rent is 1650 euros.", "The gym membership is 45 euros."
+    assert not retention.may_update(rent, gym)
+    assert retention.may_update(OLD_SHIPPING, NEW_SHIPPING)  # a change announced: "jetzt"
+    assert retention.may_update("The rent is 1650 euros.", "The rent is 1700 euros.")  # "rent"
+    assert not retention.may_update(ALLERGY, NEW_SHIPPING)  # no value of that kind
