@@ -102,7 +102,7 @@ class AgentStats:
     memories_created: int = 0
     nothing_worth_keeping: int = 0
     # Written from the conversation's statements alone, the model not asked: it adds next to
-    # nothing to them (`MemoryWriter.adds_little`).
+    # nothing to them (`TrackRecord.adds_little`).
     written_without_model: int = 0
     creation_failures: int = 0
     compactions: Counter[str] = field(default_factory=Counter)

@@ -7,11 +7,11 @@ always room for the new memory.
 
 Before any compaction, what the new memory updates is retired: by the checks
 (`retention.refresh`), and, for a trusted model, by the model too. It is shown the memories a
-claim could apply to (`retention.may_update`: a value of a kind the new one gives anew, tied to
-it by a word beside both, a topic, or a change announced) and asked which of them the new one
-gives newer values for (it reads "versandkostenfrei ab 39 €" and "Gratisversand jetzt ab 49 €"
-as one thing); each claim is applied as `retention.claimed_update` allows, never taking a fact
-with it.
+claim could apply to (`update_claims.may_update`: a value of a kind the new one gives anew,
+tied to it by a word beside both, a topic, or a change announced) and asked which of them the
+new one gives newer values for (it reads "versandkostenfrei ab 39 €" and "Gratisversand jetzt
+ab 49 €" as one thing); each claim is applied as `update_claims.claimed_update` allows, never
+taking a fact with it.
 
 A model whose latest decisions were nearly all invalid or overruled is asked one decision in
 ten; the policy makes the others (`not_asked`), as it would have on the model's answer.
@@ -27,7 +27,7 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 
-from memory_agent import prompts, retention, text
+from memory_agent import prompts, retention, text, update_claims
 from memory_agent.chat_model import ChatMessage, ChatReply, JsonSchema
 from memory_agent.errors import ChatModelError, InvalidCompactionDecision, InvalidMemoryText
 from memory_agent.models import DecidedBy, FallbackCause, Memory
@@ -107,10 +107,7 @@ class Compactor:
             updates = [*updates, *reviewed]
         if len(candidates) <= room:
             return updates
-        by_id = {m.id: m for m in existing}
-        shown = [
-            replace(by_id[c.id], content=c.content) for c in candidates if c.id != NEW_MEMORY_ID
-        ]
+        shown = _as_memories(existing, [c for c in candidates if c.id != NEW_MEMORY_ID])
         if self._applied.spares_the_model():
             first = DecidedStep(
                 self.policy_step(candidates), "policy", _NOT_ASKED, fallback_cause="not_asked"
@@ -120,11 +117,6 @@ class Compactor:
                                            trusted=trusted)
         rest = self._policy_steps(_after(candidates, first.step), first.fallback_reason, room)
         return [*updates, first, *rest]
-
-    @property
-    def adds_little(self) -> bool:
-        """Nearly none of the model's latest decisions (enough of them) were applied."""
-        return self._applied.adds_little
 
     async def _model_step(
         self,
@@ -198,13 +190,12 @@ class Compactor:
         """The steps that retire what a trusted model says the new memory (the last
         candidate) gives newer values for, beyond what the checks found (`_refreshed`): it
         reads "the cabot circus store" and "the St David's store" as one thing in any words.
-        Each claim is applied as `retention.claimed_update` allows; a failed call retires
+        Each claim is applied as `update_claims.claimed_update` allows; a failed call retires
         nothing and is logged."""
         suspects = _reviewable(candidates)
         if not suspects:
             return []
-        by_id = {m.id: m for m in existing}
-        shown = [replace(by_id[c.id], content=c.content) for c in suspects]
+        shown = _as_memories(existing, suspects)
         new_line = prompts.candidate_line(NEW_MEMORY_ID, created_date, candidates[-1].content)
         ids = [c.id for c in suspects]
         try:
@@ -215,17 +206,18 @@ class Compactor:
         except (ChatModelError, InvalidCompactionDecision) as error:
             log.warning("⚠️ The model's review of what a new memory updates failed: %s", error)
             return []
-        reason = " ".join(review.reason.split())[:300] or "(no reason given)"
+        reason = _reason_given(review.reason)
         steps = []
         for memory_id in dict.fromkeys(review.updated_memory_ids):
             step = None
             if memory_id in ids:
-                step = retention.claimed_update(
+                step = update_claims.claimed_update(
                     candidates, memory_id, f"the new memory updates it: {reason}"
                 )
             if step is None:
                 log.info("📝 Not applied: the model's claim that the new memory updates %s "
-                         "(no value of it is of a kind the new memory gives anew)", memory_id)
+                         "(not a memory shown to it, or one it cannot update without loss)",
+                         memory_id)
                 continue
             steps.append(DecidedStep(step, "model", update=True))
             candidates = _after(candidates, step)
@@ -254,7 +246,7 @@ class Compactor:
             return None, _invalid(
                 f"memory {decision.target_memory_id} is not one of this app's memories"
             )
-        reason = " ".join(decision.reason.split())[:300] or "(no reason given)"
+        reason = _reason_given(decision.reason)
         if decision.action == "edit" and not (decision.new_content or "").strip():
             # An edit that leaves its target no text is that memory's delete (small models
             # often say so), and is checked as one.
@@ -287,11 +279,23 @@ def _merged_with(existing: Sequence[Memory], merged: str) -> int | None:
     return best[1] if best else None
 
 
+def _as_memories(existing: Sequence[Memory], candidates: Sequence[Candidate]) -> list[Memory]:
+    """The memories as the model is shown them: as the candidates stand (after the updates),
+    with each memory's own date and importance."""
+    by_id = {m.id: m for m in existing}
+    return [replace(by_id[c.id], content=c.content) for c in candidates]
+
+
+def _reason_given(raw: str) -> str:
+    """A model's reason on one line, at most 300 characters."""
+    return " ".join(raw.split())[:300] or "(no reason given)"
+
+
 def _reviewable(candidates: Sequence[Candidate]) -> list[Candidate]:
     """The memories a model may be asked whether the new one (the last) updates: those
-    `retention.claimed_update` could apply a claim to."""
+    `update_claims.claimed_update` could apply a claim to."""
     new = candidates[-1]
-    return [c for c in candidates[:-1] if retention.may_update(c.content, new.content)]
+    return [c for c in candidates[:-1] if update_claims.may_update(c.content, new.content)]
 
 
 def _invalid(reason: str) -> Rejection:

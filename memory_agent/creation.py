@@ -22,9 +22,9 @@ conversation, completed from the conversation's own statements where it falls sh
    statements where something must go, but for such a doubted model's, which go first. One
    sentence that holds a fact is a memory.
 
-A model nearly none of whose sentences pass (`MemoryWriter.adds_little`) is asked for one
-memory in ten; the others are written from the statements alone, which is what its memories
-came to anyway, at none of the cost.
+A model nearly none of whose sentences pass (`TrackRecord.adds_little`) is asked for
+one memory in ten; the others are written from the statements alone, which is what its
+memories came to anyway, at none of the cost.
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ _NOTHING = re.compile(r"^\W*nothing\b", re.I)
 class WrittenMemory:
     content: str
     source: MemorySource
-    # False when the model was spared (`MemoryWriter.adds_little`).
+    # False when the model was spared (`TrackRecord.adds_little`).
     asked_model: bool = True
 
 
@@ -79,8 +79,6 @@ class MemoryWriter:
         # Every sentence of the model's memories, and those the checks kept.
         self.sentences_written = 0
         self.sentences_kept = 0
-        # Memories written from the statements alone, without asking a model that adds little.
-        self.calls_spared = 0
 
     @property
     def trusted(self) -> bool:
@@ -89,12 +87,6 @@ class MemoryWriter:
         policy may follow where it cannot show it wrong. A small model that garbles or
         invents is never trusted, and the policy keeps what it cannot see to be lost."""
         return self._kept.kept_at_least(_TRUSTED_SHARE)
-
-    @property
-    def adds_little(self) -> bool:
-        """Nearly none of the model's latest memory sentences (enough of them) passed the
-        checks: the statements it is shown carry the memory without it."""
-        return self._kept.adds_little
 
     async def write(self, messages: Sequence[ChatMessage]) -> WrittenMemory | None:
         """The memory for the conversation, or None when it holds nothing worth keeping.
@@ -115,7 +107,7 @@ class MemoryWriter:
             # judges better: no call. A trusted model decides for itself (NOTHING or not).
             return None
         if statements and self._kept.spares_the_model():
-            self.calls_spared += 1
+            # Nearly none of its latest sentences passed: the statements carry the memory.
             written = replace(self._compose([], statements), asked_model=False)
             return written if written.content else None
         transcript = prompts.format_transcript(messages)

@@ -26,10 +26,7 @@ while something could go without loss (tiers 1-3, or a merge that fits); an edit
 when its new text says only what the two memories said and keeps every value that is not
 superseded. Otherwise the policy's own choice is applied and the reason recorded.
 
-A trusted model's claim that a new memory updates an older one (`claimed_update`) is applied
-when the older holds a value of a kind the new one gives another value of, tied to it (a word
-beside both, a topic, or a change announced: `may_update`), without losing a value that no
-other memory holds or a sentence that holds a fact.
+A trusted model's claims that a new memory updates older ones are checked in `update_claims`.
 """
 
 from __future__ import annotations
@@ -215,77 +212,6 @@ def refresh(memories: Sequence[Candidate]) -> list[Step]:
             kept = " ".join(s for s in sentences if s not in stale)
             steps.append(Step("edit", older.id, reason, kept))
     return steps
-
-
-def claimed_update(memories: Sequence[Candidate], target: int, reason: str) -> Step | None:
-    """The step that applies a model's claim that the newest memory (the last) gives newer
-    values of what memory `target` says, or None when the claim is shown wrong or cannot be
-    applied without loss.
-
-    A sentence of the target may go when it holds a value of a kind the newest memory gives
-    another value of, and the two are tied: a word beside the values in both, a topic of
-    both, or a change the newest announces (`may_update`). It goes unless it holds another
-    value that no other memory has. With it go the target's sentences that hold no fact at
-    all and speak of what it spoke of ("when its fixed, send it to the cabot circus store"
-    beside "our Cabot Circus store"). A target left with no fact is deleted, else edited to
-    what is left; with no sentence that may go, the claim is refused.
-    """
-    newest = memories[-1]
-    older = next((m for m in memories if m.id == target), None)
-    if older is None or older is newest:
-        return None
-    elsewhere = {
-        value.value
-        for memory in memories
-        if memory.id != target
-        for value in values.keyed_values(memory.content)
-    }
-    sentences = text.sentences(older.content)
-    stale: list[str] = []
-    for sentence in sentences:
-        if not _may_update_sentence(sentence, newest.content):
-            continue
-        replaced = values.replaced_values(sentence, newest.content)
-        if {v.value for v in values.keyed_values(sentence)} - replaced <= elsewhere:
-            stale.append(sentence)
-    if not stale:
-        return None
-    spoken_of = text.content_words(" ".join(stale)) - _NOT_A_SUBJECT
-    gone = [
-        sentence
-        for sentence in sentences
-        if sentence in stale
-        or (not facts.fact_value(sentence) and text.content_words(sentence) & spoken_of)
-    ]
-    kept = " ".join(sentence for sentence in sentences if sentence not in gone)
-    if not kept or not facts.fact_value(kept):
-        return Step("delete", target, reason)
-    return Step("edit", target, reason, kept)
-
-
-# Words every memory shares: they do not tie one sentence to what another speaks of.
-_NOT_A_SUBJECT = (
-    text.TIME_WORDS
-    | values.REPORTING_WORDS
-    | values.GENERIC_WORDS
-    | {text.stem(word) for word in language.words_of("user")}
-)
-
-
-def may_update(older: str, newer: str) -> bool:
-    """Whether a model's claim that `newer` updates `older` could be applied: a sentence of
-    `older` holds a value of a kind `newer` gives another value of, tied to it."""
-    return any(_may_update_sentence(s, newer) for s in text.sentences(older))
-
-
-def _may_update_sentence(sentence: str, newer: str) -> bool:
-    if not values.replaced_values(sentence, newer):
-        return False
-    return (
-        facts.announces_change(newer)
-        or bool(values.value_keys(sentence) & values.value_keys(newer))
-        or bool(facts.single_valued_topics(sentence) & facts.single_valued_topics(newer))
-    )
 
 
 def stale_sentences(older: str, newer: str) -> list[str]:

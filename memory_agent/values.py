@@ -281,11 +281,10 @@ def replaced_values(older: str, newer: str) -> frozenset[str]:
     `older`: a model's claim that it does is then shown wrong."""
     new_values = keyed_values(newer)
     repeated = {value.value for value in new_values}
-    new_by_kind: dict[str, set[str]] = {}
-    for value in new_values:
-        new_by_kind.setdefault(value.kind, set()).add(value.value)
+    new_kinds = {value.kind for value in new_values}
+    # Not repeated, so any new value of its kind is another one.
     return frozenset(
         old.value
         for old in keyed_values(older)
-        if old.value not in repeated and new_by_kind.get(old.kind, set()) - {old.value}
+        if old.value not in repeated and old.kind in new_kinds
     )

@@ -443,7 +443,7 @@ def _memory_share(spent: list[tuple[int, int]]) -> float | None:
 
 
 # Conversations after which the memory model's record tells whether it adds to the memories
-# it writes (`MemoryWriter.adds_little` needs ten of its sentences; a memory has up to four).
+# it writes (`TrackRecord.adds_little` needs ten of its sentences; a memory has up to four).
 _WARM_UP = 4
 
 

@@ -51,7 +51,7 @@ from memory_agent.chat_model import JsonSchema
 from memory_agent.errors import MnemoloopError
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from eval_oracle import OracleModel, oracle_facts
+from eval_oracle import OracleModel, is_update_review, oracle_facts
 
 DEFAULT_STORIES = Path(__file__).with_name("eval_stories.json")
 # Every key the JSON answer carries (the test checks them).
@@ -127,7 +127,7 @@ class CountingModel(ChatModel):
         json_schema: JsonSchema | None = None,
     ) -> ChatReply:
         self.calls += 1
-        if json_schema is not None and "updatedMemoryIds" in json_schema.get("properties", {}):
+        if json_schema is not None and is_update_review(json_schema):
             self.review_calls += 1
         else:
             self.decision_calls += json_schema is not None

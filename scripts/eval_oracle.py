@@ -55,7 +55,7 @@ class OracleModel(ChatModel):
         prompt = messages[-1].content
         if json_schema is None:
             answer = self._write()
-        elif "updatedMemoryIds" in json_schema.get("properties", {}):
+        elif is_update_review(json_schema):
             answer = self._updated(prompt)
         else:
             answer = self._decide(prompt)
@@ -68,7 +68,7 @@ class OracleModel(ChatModel):
     def _updated(self, prompt: str) -> str:
         """The shown memories that hold a fact of which the new memory (id 0) holds the
         update."""
-        memories = {int(i): content for i, content in _MEMORY_LINE.findall(prompt)}
+        memories = _memories(prompt)
         new = memories.pop(0, "")
         replaced = {
             fact.supersedes
@@ -83,7 +83,7 @@ class OracleModel(ChatModel):
         return json.dumps({"updatedMemoryIds": updated, "reason": "newer values of its facts"})
 
     def _decide(self, prompt: str) -> str:
-        memories = {int(i): content for i, content in _MEMORY_LINE.findall(prompt)}
+        memories = _memories(prompt)
         limit = int(m.group(1)) if (m := _LIMIT.search(prompt)) else 400
         held = {i: [f for f in self._facts.values() if f.held_by(c)] for i, c in memories.items()}
         # Superseded: an old value whose update some memory holds.
@@ -106,6 +106,16 @@ class OracleModel(ChatModel):
                 return _decision("edit", memory_id, "merged with the new memory", merged)
         poorest = min(held, key=lambda i: (len(held[i]), i))
         return _decision("delete", poorest, "nothing fits together; it holds the fewest facts")
+
+
+def is_update_review(json_schema: JsonSchema) -> bool:
+    """The call asks which memories a new one updates (not for a compaction decision)."""
+    return "updatedMemoryIds" in json_schema.get("properties", {})
+
+
+def _memories(prompt: str) -> dict[int, str]:
+    """The prompt's memory lines by id (the new memory is 0)."""
+    return {int(i): content for i, content in _MEMORY_LINE.findall(prompt)}
 
 
 def oracle_facts(

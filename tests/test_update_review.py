@@ -9,7 +9,7 @@ import logging
 
 import pytest
 
-from memory_agent import ChatMessage, MemoryCreationRequest, MemorySubAgent, retention
+from memory_agent import ChatMessage, MemoryCreationRequest, MemorySubAgent, update_claims
 from memory_agent.retention import NEW_MEMORY_ID, Candidate, Step
 from tests.conftest import install_app
 from tests.fakes import (
@@ -159,7 +159,7 @@ def test_only_the_sentences_with_the_replaced_value_go():
         "The party is at Harrow Mill Barn on 14 June. Guests arrive at 7pm.",
         "Guests now arrive at 5:30pm.",
     )
-    assert retention.claimed_update(memories, 1, "r") == Step(
+    assert update_claims.claimed_update(memories, 1, "r") == Step(
         "edit", 1, "r", "The party is at Harrow Mill Barn on 14 June."
     )
 
@@ -169,20 +169,20 @@ def test_a_sentence_holding_a_value_no_other_memory_has_is_kept():
     memories = candidates(
         "Guests arrive at 7pm at Harrow Mill Barn.", "Guests now arrive at 5:30pm."
     )
-    assert retention.claimed_update(memories, 1, "r") is None
+    assert update_claims.claimed_update(memories, 1, "r") is None
     memories = candidates(
         "Guests arrive at 7pm at Harrow Mill Barn.",
         "The venue is Harrow Mill Barn.",
         "Guests now arrive at 5:30pm.",
     )
-    assert retention.claimed_update(memories, 1, "r") == Step("delete", 1, "r")
+    assert update_claims.claimed_update(memories, 1, "r") == Step("delete", 1, "r")
 
 
 def test_a_claim_with_no_value_of_a_kind_the_new_memory_gives_is_refused():
     memories = candidates(ALLERGY, "Guests now arrive at 5:30pm.")
-    assert retention.claimed_update(memories, 1, "r") is None
-    assert retention.claimed_update(memories, NEW_MEMORY_ID, "r") is None
-    assert retention.claimed_update(memories, 42, "r") is None
+    assert update_claims.claimed_update(memories, 1, "r") is None
+    assert update_claims.claimed_update(memories, NEW_MEMORY_ID, "r") is None
+    assert update_claims.claimed_update(memories, 42, "r") is None
 
 
 def test_what_the_stale_sentence_spoke_of_goes_with_it_in_any_case():
@@ -194,7 +194,7 @@ def test_what_the_stale_sentence_spoke_of_goes_with_it_in_any_case():
         "The assistant confirmed: \"I've redirected your laptop to our St David's store in "
         'Cardiff now."',
     )
-    assert retention.claimed_update(memories, 1, "r") == Step("delete", 1, "r")
+    assert update_claims.claimed_update(memories, 1, "r") == Step("delete", 1, "r")
 
 
 def test_a_claim_never_takes_a_fact_with_it():
@@ -205,11 +205,11 @@ def test_a_claim_never_takes_a_fact_with_it():
         "Free shipping in the user's shop starts at 39 €. The user's partner is vegetarian.",
         NEW_SHIPPING,
     )
-    assert retention.claimed_update(memories, 1, "r") == Step(
+    assert update_claims.claimed_update(memories, 1, "r") == Step(
         "edit", 1, "r", "The user's partner is vegetarian."
     )
     memories = candidates("The user's rent is 1650 euros.", "The gym membership is 45 euros.")
-    assert retention.claimed_update(memories, 1, "r") is None
+    assert update_claims.claimed_update(memories, 1, "r") is None
 
 
 # -- what is worth keeping: a trusted model decides beyond what the checks can see -------------
@@ -267,7 +267,7 @@ def test_only_a_tied_value_is_shown_to_the_model():
     """An amount of something else, with no word, topic or change in common, is not shown:
     the model is not asked about the rent when the gym membership is written."""
     rent, gym = "The user's rent is 1650 euros.", "The gym membership is 45 euros."
-    assert not retention.may_update(rent, gym)
-    assert retention.may_update(OLD_SHIPPING, NEW_SHIPPING)  # a change announced: "jetzt"
-    assert retention.may_update("The rent is 1650 euros.", "The rent is 1700 euros.")  # "rent"
-    assert not retention.may_update(ALLERGY, NEW_SHIPPING)  # no value of that kind
+    assert not update_claims.may_update(rent, gym)
+    assert update_claims.may_update(OLD_SHIPPING, NEW_SHIPPING)  # a change announced: "jetzt"
+    assert update_claims.may_update("The rent is 1650 euros.", "The rent is 1700 euros.")  # "rent"
+    assert not update_claims.may_update(ALLERGY, NEW_SHIPPING)  # no value of that kind

@@ -1,0 +1,86 @@
+"""A trusted model's claims that a new memory updates older ones, and what of them stands.
+
+A claim is applied when the older memory holds a value of a kind the new one gives another
+value of, tied to it (a word beside both, a topic, or a change announced: `may_update`),
+without losing a value that no other memory holds or a sentence that holds a fact
+(`claimed_update`). The checks' own updates are `retention.refresh`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from memory_agent import facts, language, text, values
+from memory_agent.retention import Candidate, Step
+
+
+def claimed_update(memories: Sequence[Candidate], target: int, reason: str) -> Step | None:
+    """The step that applies a model's claim that the newest memory (the last) gives newer
+    values of what memory `target` says, or None when the claim is shown wrong or cannot be
+    applied without loss.
+
+    A sentence of the target may go when it holds a value of a kind the newest memory gives
+    another value of, and the two are tied: a word beside the values in both, a topic of
+    both, or a change the newest announces (`_tied_replaced_values`). It goes unless it
+    holds another value that no other memory has. With it go the target's sentences that
+    hold no fact at all and speak of what it spoke of ("when its fixed, send it to the cabot
+    circus store" beside "our Cabot Circus store"). A target left with no fact is deleted,
+    else edited to what is left; with no sentence that may go, the claim is refused.
+    """
+    newest = memories[-1]
+    older = next((m for m in memories if m.id == target), None)
+    if older is None or older is newest:
+        return None
+    elsewhere = {
+        value.value
+        for memory in memories
+        if memory.id != target
+        for value in values.keyed_values(memory.content)
+    }
+    sentences = text.sentences(older.content)
+    stale: list[str] = []
+    for sentence in sentences:
+        replaced = _tied_replaced_values(sentence, newest.content)
+        if replaced and {v.value for v in values.keyed_values(sentence)} - replaced <= elsewhere:
+            stale.append(sentence)
+    if not stale:
+        return None
+    spoken_of = text.content_words(" ".join(stale)) - _NOT_A_SUBJECT
+    gone = [
+        sentence
+        for sentence in sentences
+        if sentence in stale
+        or (not facts.fact_value(sentence) and text.content_words(sentence) & spoken_of)
+    ]
+    kept = " ".join(sentence for sentence in sentences if sentence not in gone)
+    if not kept or not facts.fact_value(kept):
+        return Step("delete", target, reason)
+    return Step("edit", target, reason, kept)
+
+
+# Words every memory shares: they do not tie one sentence to what another speaks of.
+_NOT_A_SUBJECT = (
+    text.TIME_WORDS
+    | values.REPORTING_WORDS
+    | values.GENERIC_WORDS
+    | {text.stem(word) for word in language.words_of("user")}
+)
+
+
+def may_update(older: str, newer: str) -> bool:
+    """Whether a model's claim that `newer` updates `older` could be applied: a sentence of
+    `older` holds a value of a kind `newer` gives another value of, tied to it."""
+    return any(_tied_replaced_values(s, newer) for s in text.sentences(older))
+
+
+def _tied_replaced_values(sentence: str, newer: str) -> frozenset[str]:
+    """The sentence's values `newer` may replace (`values.replaced_values`), when the two
+    are tied: a word beside the values of both, a topic of both, or a change `newer`
+    announces; else none."""
+    replaced = values.replaced_values(sentence, newer)
+    tied = replaced and (
+        facts.announces_change(newer)
+        or values.value_keys(sentence) & values.value_keys(newer)
+        or facts.single_valued_topics(sentence) & facts.single_valued_topics(newer)
+    )
+    return replaced if tied else frozenset()
