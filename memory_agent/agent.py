@@ -137,7 +137,12 @@ class MemorySubAgent:
         self._writer = MemoryWriter(
             self._ask, max_chars=max_chars, max_transcript_chars=max_transcript_chars
         )
-        self._compactor = Compactor(self._ask_json, limit=memory_limit, max_chars=max_chars)
+        self._compactor = Compactor(
+            self._ask_json,
+            limit=memory_limit,
+            max_chars=max_chars,
+            writer_record=self._writer.record,
+        )
         self.stats = AgentStats()
 
     @property

@@ -70,22 +70,31 @@ class Rejection:
 
 # How many of the model's latest compaction decisions tell whether it decides usefully (at
 # least `_RECORD_MIN` of them). One that adds little (`TrackRecord`) is asked one decision in
-# ten, and the policy makes the others, as it would have on the model's answer.
+# ten, and the policy makes the others, as it would have on the model's answer. Until its
+# decisions say, the record of its memories (`writer_record`) speaks for it.
 _RECORD = 20
 _RECORD_MIN = 5
 _NOT_ASKED = (
-    "the model was not asked: nearly all its latest decisions were invalid or overruled"
+    "the model was not asked: nearly all its latest decisions (or, before it had made enough, "
+    "its memory sentences) were set aside"
 )
 
 
 class Compactor:
-    def __init__(self, ask_json: AskJson, *, limit: int, max_chars: int) -> None:
+    def __init__(
+        self,
+        ask_json: AskJson,
+        *,
+        limit: int,
+        max_chars: int,
+        writer_record: TrackRecord | None = None,
+    ) -> None:
         self._ask_json = ask_json
         self._limit = limit
         self._max_chars = max_chars
         # Whether each of the model's latest decisions was applied (not invalid, not
         # overruled; a failed call says nothing of its judgement and is not counted).
-        self._applied = TrackRecord(size=_RECORD, minimum=_RECORD_MIN)
+        self._applied = TrackRecord(size=_RECORD, minimum=_RECORD_MIN, prior=writer_record)
 
     async def decide(
         self,

@@ -63,10 +63,13 @@ class WrittenMemory:
 
 
 # How many of the model's latest memory sentences tell whether it writes faithfully (at least
-# `_TRACK_RECORD_MIN` of them), and the share of them the checks must have kept.
+# `_TRACK_RECORD_MIN` of them), and the share of them the checks must have kept. A capable
+# model passes most (its misses are details from general knowledge), a small one under a
+# third; over 40 sentences a writer who passes 85 % on average dips below 80 % now and then,
+# and its trust would flap, while 70 % holds it and still leaves small models far below.
 _TRACK_RECORD = 40
 _TRACK_RECORD_MIN = 10
-_TRUSTED_SHARE = 0.8
+_TRUSTED_SHARE = 0.7
 
 
 class MemoryWriter:
@@ -79,6 +82,11 @@ class MemoryWriter:
         # Every sentence of the model's memories, and those the checks kept.
         self.sentences_written = 0
         self.sentences_kept = 0
+
+    @property
+    def record(self) -> TrackRecord:
+        """Whether the checks kept each of the model's latest sentences."""
+        return self._kept
 
     @property
     def trusted(self) -> bool:

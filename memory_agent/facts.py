@@ -136,6 +136,10 @@ _SIGNIFICANT_NUMBER = re.compile(
     # a version (3.11.9, v2), a decimal either way (99.95, 12,84), a host or an address
     # (db-01.internal, a@b.org)
     r"|\bv\d|\d[.,]\d|\b[\w-]+(?:\.[\w-]+)+\.[a-z]{2,}\b|\b\w+@[\w.-]+"
+    # a path or a file (runbooks/postgres/lag.md, /srv/app/), a channel or a handle
+    # (#ops-alerts, @praman): where something lives, whose it is, in any language
+    r"|(?<![\w/])/?[\w.<>-]+/(?:[\w.<>-]+/)+[\w.<>-]*|\b[\w-]+/[\w-]+\.[a-z]{1,5}\b"
+    r"|(?<![\w#@])[#@][^\W\d_][\w-]{2,}"
     # a code or reference: letters and digits together (6b, B12, RX-20917, 4x8, eu-west-1)
     r"|\b(?=[\w-]*\d)(?=\d*[^\W\d_])[^\W_]+(?:-[^\W_]+)+\b"
     r"|\b(?=[a-z]*\d)(?=\d*[a-z])[a-z\d]+\b",

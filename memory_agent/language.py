@@ -103,7 +103,7 @@ ENGLISH = Words(
     states noted memory record wants wanted shared would about around""",
     time="""year day week month today tomorrow yesterday tonight last next ago time morning
     evening night weekend later soon earlier hour minute
-    start starts starting begin begins beginning""",
+    start starts starting begin begins beginning after before during""",
     calendar="""monday tuesday wednesday thursday friday saturday sunday mondays tuesdays
     wednesdays thursdays fridays saturdays sundays jan january feb february mar march apr april
     jun june jul july aug august sep sept september oct october nov november dec december""",
@@ -133,7 +133,7 @@ SPANISH = Words(
     change="""ahora ya_no retrasado retrasada adelantado adelantada pasar cambió cambiado
     cambiamos cambio nuevo nueva en_vez_de en_lugar_de movido movida trasladado trasladada pasó
     pasa_a a_partir_de desde_ahora aplazado aplazada subido bajado desde_esta desde_este
-    desde_hoy desde_mañana""",
+    desde_hoy desde_mañana actualizado actualizada actualizamos actualicé""",
     standing="recuerda acuérdate no_olvides ten_en_cuenta a_partir_de_ahora para_que_lo_sepas",
     lasting="""alérgico alérgica alergia vegetariano vegetariana vegano vegana diabetes hijo
     hija hijos esposa esposo marido mujer pareja perro gato casa piso dirección alquiler
@@ -145,7 +145,7 @@ SPANISH = Words(
     desde hasta entre sobre""",
     time="""año día semana semanal mes mensual hoy mañana ayer noche tarde fin_de_semana
     próximo próxima pasado pasada hora minuto vez
-    empieza empiezan empezar comienza comienzan comenzar inicio""",
+    empieza empiezan empezar comienza comienzan comenzar inicio después antes durante""",
     calendar="""lunes martes miércoles jueves viernes sábado domingo enero febrero marzo abril
     mayo junio julio agosto septiembre setiembre octubre noviembre diciembre""",
     people="""hijo hija hermano hermana madre padre mamá papá amigo amiga primo prima vecino
@@ -164,8 +164,9 @@ FRENCH = Words(
     confirmation="""réservé réservée confirmé confirmée enregistré enregistrée inscrit inscrite
     créé créée envoyé envoyée commandé commandée programmé programmée noté notée j'ai c'est_fait
     c'est_noté numéro_de référence dossier""",
-    change="""maintenant désormais ne_pluschangé changée nouveau nouvelle nouvel au_lieu_de
-   déplacé déplacée reporté reportée déménagé déménagée passé_à passe_à à_partir_de""",
+    change="""maintenant désormais ne_plus changé changée changement nouveau nouvelle nouvel
+    au_lieu_de déplacé déplacée reporté reportée déménagé déménagée passé_à passe_à à_partir_de
+    mis_à_jour mise_à_jour mets_à_jour met_à_jour""",
     standing="rappelle-toi souviens-toi n'oublie_pas retiens note_que à_partir_de_maintenant",
     lasting="""allergique allergie végétarien végétarienne diabète fils fille femme mari
     conjoint chien chat maison appartement adresse loyer salaire budget anniversaire travail
@@ -175,7 +176,7 @@ FRENCH = Words(
     ils elles ne pas plus très mais comme aussi au aux y bonjour merci oui""",
     time="""an année jour journée semaine hebdomadaire mois mensuel aujourd'hui demain hier
     soir soirée nuit matin week-end prochain prochaine dernier dernière heure minute fois
-    commence commencent commencer début""",
+    commence commencent commencer début après avant pendant depuis""",
     calendar="""lundi mardi mercredi jeudi vendredi samedi dimanche janvier février mars avril
     mai juin juillet août septembre octobre novembre décembre""",
     people="""fils fille frère sœur mère père ami amie cousin cousine voisin voisine collègue
@@ -197,7 +198,7 @@ GERMAN = Words(
     bestellnummer vorgangsnummer""",
     change="""jetzt nun nicht_mehr geändert gewechselt wechseln neu neue neuer neues
     stattdessen verschoben umgezogen ab_sofort seit ersetzt erhöht gesenkt erhöhen senken
-    ab_nächster ab_nächste ab_nächsten ab_morgen""",
+    ab_nächster ab_nächste ab_nächsten ab_morgen aktualisiert""",
     standing="merk_dir vergiss_nicht denk_daran ab_jetzt zur_info",
     lasting="""allergisch allergie vegetarisch vegetarier diabetes sohn tochter frau mann
     partner partnerin hund katze wohnung adresse miete gehalt budget geburtstag arbeit firma
@@ -208,7 +209,7 @@ GERMAN = Words(
     bei aus nach über unter ab bis pro je wird werden kann muss soll gilt heißt""",
     time="""jahr tag woche wöchentlich monat monatlich heute morgen gestern abend nacht
     wochenende nächste nächsten nächster nächstes letzte letzten stunde minute mal beginnt
-    beginnen anfang""",
+    beginnen anfang nach vor während seit""",
     calendar="""montag dienstag mittwoch donnerstag freitag samstag sonntag januar jänner
     februar märz april mai juni juli august september oktober november dezember""",
     people="""sohn tochter bruder schwester mutter vater freund freundin cousin cousine nachbar
@@ -226,7 +227,8 @@ PORTUGUESE = Words(
     question="que como porque quando onde quem qual quanto quanta pode",
     confirmation="""reservei reservado reservada confirmado confirmada agendado agendada
     registrado registrada criado criada enviado enviada pedido número_de código_de""",
-    change="agora não_mais mudou mudamos mudança novo nova em_vez_de passou_a a_partir_de",
+    change="""agora não_mais mudou mudamos mudança novo nova em_vez_de passou_a a_partir_de
+    atualizado atualizada""",
     standing="lembra não_esqueça a_partir_de_agora",
     lasting="""alérgico alérgica alergia vegetariano vegetariana diabetes filho filha esposa
     marido cachorro gato casa apartamento endereço aluguel salário orçamento aniversário
@@ -234,7 +236,8 @@ PORTUGUESE = Words(
     stopwords="""o a os as um uma de do da dos das e ou em no na nos nas com sem por para que
     se é são ser estar mas como já também muito mais olá obrigado obrigada sim""",
     time="""ano dia semana semanal mês mensal hoje amanhã ontem noite tarde manhã
-    próximo próxima passado passada hora minuto vez começa começam começar início""",
+    próximo próxima passado passada hora minuto vez começa começam começar início depois
+    antes durante""",
     calendar="""segunda terça quarta quinta sexta sábado domingo janeiro fevereiro março abril
     maio junho julho agosto setembro outubro novembro dezembro""",
     until="até",
@@ -250,7 +253,8 @@ ITALIAN = Words(
     question="che cosa come perché quando dove chi quale quanto quanta puoi",
     confirmation="""prenotato prenotata confermato confermata registrato registrata creato
     creata inviato inviata ordinato ordinata fatto ho numero_di codice_di""",
-    change="ora adesso non_più cambiato cambiata nuovo nuova invece spostato spostata da_ora",
+    change="""ora adesso non_più cambiato cambiata nuovo nuova invece spostato spostata da_ora
+    aggiornato aggiornata""",
     standing="ricorda non_dimenticare d'ora_in_poi",
     lasting="""allergico allergica allergia vegetariano vegetariana diabete figlio figlia
     moglie marito cane gatto casa appartamento indirizzo affitto stipendio budget compleanno
@@ -258,7 +262,8 @@ ITALIAN = Words(
     stopwords="""il lo la i gli le un uno una di del della dei delle e o in nel nella con
     senza per su che si è sono essere avere ho ha ma come già anche molto più ciao grazie sì""",
     time="""anno giorno settimana settimanale mese mensile oggi domani ieri sera notte
-    mattina prossimo prossima scorso scorsa ora minuto volta inizia iniziano iniziare inizio""",
+    mattina prossimo prossima scorso scorsa ora minuto volta inizia iniziano iniziare inizio
+    dopo prima durante""",
     calendar="""lunedì martedì mercoledì giovedì venerdì sabato domenica gennaio febbraio
     marzo aprile maggio giugno luglio agosto settembre ottobre novembre dicembre""",
     until="fino_al fino_a fino_alla entro_il",

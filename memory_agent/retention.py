@@ -319,9 +319,8 @@ def _updates(older: str, older_context: str, newer: str, newer_context: str) -> 
         same_topic or (changed and not facts.topics(older_context))
     ):
         return True  # "$275 a day now" after "around $200 a day"
-    new_numbers = text.numbers(newer) - text.numbers(older)
     same_subject = (text.names(older_context) & text.names(newer_context)) - _CALENDAR_NAMES
-    if same_subject and changed and text.numbers(older) and new_numbers:
+    if same_subject and changed and _new_moment_or_amount(older, newer):
         return True  # "the MCAT on August 22" ... "rescheduled my MCAT: September 12"
     if not (same_topic and changed):
         return False
@@ -331,7 +330,31 @@ def _updates(older: str, older_context: str, newer: str, newer_context: str) -> 
         return False
     # A new value of the kind the old one was: a name for a name, a number for a number.
     new_names = text.names(newer) - text.names(older)
+    new_numbers = text.numbers(newer) - text.numbers(older)
     return bool((text.names(older) and new_names) or (text.numbers(older) and new_numbers))
+
+
+# Values that a named thing can be moved or re-priced to; a bare number beside a name is as
+# often another thing of that name ("69003 Lyon", "Lyon 2"), unless it has the same form as
+# the old one (a postcode for a postcode: "69003 Lyon", "69007 Lyon").
+_MOMENTS_AND_AMOUNTS = frozenset({"date", "time", "money", "percent"})
+
+
+def _new_moment_or_amount(older: str, newer: str) -> bool:
+    """`newer` gives a date, time, amount or share that `older` does not, and `older` holds
+    one of the same kind; or a number of three digits or more as long as one of `older`'s."""
+    old = {form for v in values.keyed_values(older) if (form := _form(v)) is not None}
+    new = {form for v in values.keyed_values(newer) if (form := _form(v)) is not None}
+    old_kinds = {kind for kind, _ in old}
+    return any(kind in old_kinds for kind, _ in new - old)
+
+
+def _form(value: values.KeyedValue) -> tuple[str, str] | None:
+    if value.kind in _MOMENTS_AND_AMOUNTS:
+        return value.kind, value.value
+    if value.kind == "number" and value.value.isdigit() and len(value.value) >= 3:
+        return f"{len(value.value)} digits", value.value
+    return None
 
 
 def _repeats(older: str, newer: str) -> bool:

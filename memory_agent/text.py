@@ -222,6 +222,8 @@ def number_slots(text: str) -> Mapping[str, frozenset[str]]:
     invoice" -> invoice); a word of time only when nothing else follows ("$200 a day" ->
     day)."""
     words = WORD.findall(normalise_text(text))
+    # A number is no count of a name: "69003 Lyon" is a place, "Lyon 2" a university.
+    found_names = names(text)
     slots: dict[str, set[str]] = {}
     for index, word in enumerate(words):
         if word.lower() in NUMBER_WORDS and word.lower() not in ("one", "zero"):
@@ -247,7 +249,8 @@ def number_slots(text: str) -> Mapping[str, frozenset[str]]:
                 continue
             if lowered.endswith(("ing", "ed")) or len(lowered) < 3:
                 continue  # a verb or an ordinal's ending, not what the number counts
-            slots.setdefault(stem(lowered), set()).add(number)
+            if stem(following) not in found_names:
+                slots.setdefault(stem(lowered), set()).add(number)
             break
         else:
             # "$200 a day": an amount of money per period; "7 years old" is no such slot.

@@ -5,6 +5,10 @@ all pass is trusted with more; one whose record is `known` and falls short is do
 compactor one for its decisions. A model whose latest work
 was nearly all set aside adds nothing to what the checks and the policy do alone: it is asked
 one time in `SAMPLE_EVERY`, which keeps its record current, and spared the others.
+
+Until a record is known it may lean on another (its `prior`): the compactor's leans on the
+writer's, so a model whose memories nearly all were set aside is not first asked a handful of
+compaction decisions, each a long prompt, only to learn the same of them.
 """
 
 from __future__ import annotations
@@ -17,9 +21,10 @@ HELPFUL_SHARE = 0.1
 
 
 class TrackRecord:
-    def __init__(self, *, size: int, minimum: int) -> None:
+    def __init__(self, *, size: int, minimum: int, prior: TrackRecord | None = None) -> None:
         self._results: deque[bool] = deque(maxlen=size)
         self._minimum = minimum  # results needed before the record says anything
+        self._prior = prior  # what says whether the model adds little until this is known
         self._asks_while_adding_little = 0
 
     def add(self, kept: bool) -> None:
@@ -37,9 +42,12 @@ class TrackRecord:
 
     @property
     def adds_little(self) -> bool:
-        """Enough results, and nearly none of them kept."""
+        """Enough results, and nearly none of them kept. Before that, what the prior says,
+        unless one of the model's own results was kept: it has shown it adds something."""
         results = self._results
-        return len(results) >= self._minimum and sum(results) < HELPFUL_SHARE * len(results)
+        if len(results) < self._minimum:
+            return not any(results) and self._prior is not None and self._prior.adds_little
+        return sum(results) < HELPFUL_SHARE * len(results)
 
     def spares_the_model(self) -> bool:
         """Whether to do this piece of work without the model: it adds little, and this is

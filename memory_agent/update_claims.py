@@ -22,7 +22,8 @@ def claimed_update(memories: Sequence[Candidate], target: int, reason: str) -> S
     A sentence of the target may go when it holds a value of a kind the newest memory gives
     another value of, and the two are tied: a word beside the values in both, a topic of
     both, or a change the newest announces (`_tied_replaced_values`). It goes unless it
-    holds another value that no other memory has. With it go the target's sentences that
+    holds another value that no other memory has, and so does a sentence that says one of
+    those replaced values again in other case or form. With them go the target's sentences that
     hold no fact at all and speak of what it spoke of ("when its fixed, send it to the cabot
     circus store" beside "our Cabot Circus store"). A target left with no fact is deleted,
     else edited to what is left; with no sentence that may go, the claim is refused.
@@ -39,12 +40,24 @@ def claimed_update(memories: Sequence[Candidate], target: int, reason: str) -> S
     }
     sentences = text.sentences(older.content)
     stale: list[str] = []
+    replaced_here: set[str] = set()
     for sentence in sentences:
         replaced = _tied_replaced_values(sentence, newest.content)
         if replaced and {v.value for v in values.keyed_values(sentence)} - replaced <= elsewhere:
             stale.append(sentence)
+            replaced_here |= replaced
     if not stale:
         return None
+    # A sentence that says a replaced value again in words the value rules do not read as
+    # one ("the cabot circus store" beside "our Cabot Circus store") goes too, unless it
+    # holds another value no other memory has.
+    stale += [
+        sentence
+        for sentence in sentences
+        if sentence not in stale
+        and text.vocabulary(sentence) & replaced_here
+        and {v.value for v in values.keyed_values(sentence)} - replaced_here <= elsewhere
+    ]
     spoken_of = text.content_words(" ".join(stale)) - _NOT_A_SUBJECT
     gone = [
         sentence

@@ -83,18 +83,32 @@ class CompactionDecision(BaseModel):
 
 def decision_schema(memory_ids: list[int], *, max_chars: int) -> dict[str, Any]:
     """The decision's JSON schema, given to the model as its output format (Ollama `format`,
-    llama.cpp grammar): the target can only be one of `memory_ids`. Kept plain, so every
-    grammar engine accepts it."""
-    return {
+    llama.cpp grammar). A delete names one of `memory_ids`; an edit names an existing memory
+    (not the new one, id 0) and carries its new text, because a merge into the new memory
+    removes nothing. Kept to `anyOf`, `enum` and plain types, which every grammar engine
+    accepts."""
+    reason = {"type": "string", "maxLength": 200}
+    delete = {
         "type": "object",
         "properties": {
-            "action": {"type": "string", "enum": ["delete", "edit"]},
+            "action": {"type": "string", "enum": ["delete"]},
             "targetMemoryId": {"type": "integer", "enum": memory_ids},
-            "newContent": {"type": "string", "maxLength": max_chars},
-            "reason": {"type": "string", "maxLength": 200},
+            "reason": reason,
         },
         "required": ["action", "targetMemoryId", "reason"],
     }
+    existing = [memory_id for memory_id in memory_ids if memory_id != 0] or memory_ids
+    edit = {
+        "type": "object",
+        "properties": {
+            "action": {"type": "string", "enum": ["edit"]},
+            "targetMemoryId": {"type": "integer", "enum": existing},
+            "newContent": {"type": "string", "maxLength": max_chars},
+            "reason": reason,
+        },
+        "required": ["action", "targetMemoryId", "newContent", "reason"],
+    }
+    return {"anyOf": [delete, edit]}
 
 
 def parse_compaction_decision(raw: str) -> CompactionDecision:

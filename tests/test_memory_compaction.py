@@ -62,9 +62,14 @@ async def test_compaction_prompt_lists_memories_the_new_one_as_id_0_and_an_enum(
     assert existing.splitlines()[0] == f"[id={first.id}] (created 2025-10-01) {friend_memory(1)}"
     assert len(existing.splitlines()) == 10
     assert new.splitlines()[0] == f"[id=0] (created 2025-10-01) {friend_memory(11)}"
-    ids = call.json_schema["properties"]["targetMemoryId"]["enum"]
-    assert ids == [*sorted(memory_lines(call))[1:], 0]
-    assert call.json_schema["properties"]["action"]["enum"] == ["delete", "edit"]
+    delete, edit = call.json_schema["anyOf"]
+    existing_ids = sorted(memory_lines(call))[1:]
+    # A delete may name the new memory; an edit only an existing one, with its new text.
+    assert delete["properties"]["action"]["enum"] == ["delete"]
+    assert delete["properties"]["targetMemoryId"]["enum"] == [*existing_ids, 0]
+    assert edit["properties"]["action"]["enum"] == ["edit"]
+    assert edit["properties"]["targetMemoryId"]["enum"] == existing_ids
+    assert "newContent" in edit["required"] and "newContent" not in delete["properties"]
 
 
 async def test_a_delete_of_a_repeated_fact_is_applied(database, clock):
@@ -107,11 +112,13 @@ async def test_an_edit_to_no_text_is_read_as_a_delete_and_checked_as_one(databas
 
 
 async def test_a_delete_of_a_unique_fact_is_overruled_and_nothing_is_lost(database, clock):
-    """A model whose memories the checks keep rejecting is not trusted: it may not delete a
-    fact that no other memory holds while two memories can be merged without loss."""
+    """A model half of whose memory sentences the checks reject is not trusted: it may not
+    delete a fact that no other memory holds while two memories can be merged without loss."""
     await install_app(database, "app")
+    faithful = friend_memories()
     model = memory_model(
-        "The user is 25 years old.", lambda call: decision("delete", sorted(memory_lines(call))[1])
+        lambda call: f"{faithful(call)} The user is 25 years old.",
+        lambda call: decision("delete", sorted(memory_lines(call))[1]),
     )
     agent = MemorySubAgent(database, model, clock=clock)
     await fill(agent, 11)

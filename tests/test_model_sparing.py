@@ -51,10 +51,13 @@ async def test_a_model_whose_memories_are_never_kept_is_asked_one_time_in_ten(da
 async def test_a_model_whose_decisions_are_never_usable_is_asked_one_time_in_ten(
     database, clock
 ):
-    """Its decisions are not JSON; after five of them the policy decides alone, and says
-    why, except for one decision in ten. What is kept is the policy's either way."""
+    """Its memories are faithful but its decisions are not JSON; after five of them the
+    policy decides alone, and says why, except for one decision in ten. What is kept is the
+    policy's either way."""
+    from tests.fakes import friend_memories
+
     await install_app(database, "app")
-    model = memory_model(GARBLED, "I would delete the oldest one.")
+    model = memory_model(friend_memories(), "I would delete the oldest one.")
     agent = MemorySubAgent(database, model, clock=clock, memory_limit=3)
 
     steps = []
@@ -70,6 +73,30 @@ async def test_a_model_whose_decisions_are_never_usable_is_asked_one_time_in_ten
     not_asked = next(s for s in steps if s.fallback_cause == "not_asked")
     assert "the model was not asked" in (not_asked.fallback_reason or "")
     assert agent.stats.fallbacks["not_asked"] == 20 - asked
+    assert len(await agent.list_memories("app")) == 3
+
+
+async def test_a_model_whose_memories_are_set_aside_is_not_first_asked_five_decisions(
+    database, clock
+):
+    """Before its decisions say anything, the record of its memories speaks for it: a model
+    that adds nothing to the memories it writes is asked one decision in ten from the
+    first."""
+    await install_app(database, "app")
+    model = memory_model(GARBLED, "I would delete the oldest one.")
+    agent = MemorySubAgent(database, model, clock=clock, memory_limit=3)
+
+    steps = []
+    for n in range(1, 24):
+        steps += (await agent.create_memory(request(n))).compactions
+
+    assert len(steps) == 20
+    # The writer's record is known (twelve sentences, none kept) by the first compaction.
+    asked = len(model.calls_starting_with(COMPACTION_PREFIX))
+    assert asked == 20 // 10
+    causes = [s.fallback_cause for s in steps]
+    assert causes.count("not_asked") == 20 - asked
+    assert causes.count("invalid_decision") == asked
     assert len(await agent.list_memories("app")) == 3
 
 

@@ -163,7 +163,8 @@ async def test_sub_agent_compacts_through_ollama(model, database):
             return httpx.Response(200, json=reply)
         if prompt.startswith("You are a memory management assistant."):
             lines = memory_lines(ModelCall([ChatMessage("user", prompt)], [], None))
-            assert body["format"]["properties"]["targetMemoryId"]["enum"] == [*sorted(lines)[1:], 0]
+            delete, _ = body["format"]["anyOf"]
+            assert delete["properties"]["targetMemoryId"]["enum"] == [*sorted(lines)[1:], 0]
             first_id = sorted(lines)[1]
             merged = f"{lines[first_id]} {lines[0]}"
             decision = {"action": "edit", "targetMemoryId": first_id, "newContent": merged,

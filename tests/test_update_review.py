@@ -197,6 +197,33 @@ def test_what_the_stale_sentence_spoke_of_goes_with_it_in_any_case():
     assert update_claims.claimed_update(memories, 1, "r") == Step("delete", 1, "r")
 
 
+def test_the_replaced_value_said_again_in_lower_case_goes_too():
+    """"the cabot circus store" says the replaced store again, in words the value rules do
+    not read as a name, beside a word of a lasting kind ("flat"): it goes with the
+    confirmation. A sentence that also holds a value no other memory has stays."""
+    redirected = (
+        "The assistant confirmed: \"I've redirected your laptop to our St David's store in "
+        'Cardiff now."'
+    )
+    memories = candidates(
+        'The user said: "when its fixed can you send it to the cabot circus store instead of '
+        'my flat?" The user said: "i always collect from there, its next to my gym." '
+        'The assistant confirmed: "Return delivery set to our Cabot Circus store."',
+        redirected,
+    )
+    assert update_claims.claimed_update(memories, 1, "r") == Step(
+        "edit", 1, "r", 'The user said: "i always collect from there, its next to my gym."'
+    )
+    memories = candidates(
+        'The user said: "the cabot circus store opens at 9am." '
+        'The assistant confirmed: "Return delivery set to our Cabot Circus store."',
+        redirected,
+    )
+    assert update_claims.claimed_update(memories, 1, "r") == Step(
+        "edit", 1, "r", 'The user said: "the cabot circus store opens at 9am."'
+    )
+
+
 def test_a_claim_never_takes_a_fact_with_it():
     """A sentence without a value may hold a fact ("vegetarian"): it stays, and so does an
     amount of something else that the new one does not speak of (no word, no topic, no
@@ -215,10 +242,10 @@ def test_a_claim_never_takes_a_fact_with_it():
 # -- what is worth keeping: a trusted model decides beyond what the checks can see -------------
 
 RUNBOOKS = (
-    "add a runbook link to that alert. runbooks are all in the sre-handbook repo under "
-    "runbooks/<service>/"
+    "add a runbook link to that alert. runbooks are all kept in the sre handbook repo, in a "
+    "folder per service"
 )
-RUNBOOK_MEMORY = "Runbooks are all in the sre-handbook repo, under runbooks/<service>/."
+RUNBOOK_MEMORY = "Runbooks are all kept in the sre handbook repo, in a folder per service."
 
 
 async def test_a_trusted_model_is_asked_where_the_checks_see_nothing(database, clock):
@@ -227,7 +254,7 @@ async def test_a_trusted_model_is_asked_where_the_checks_see_nothing(database, c
     kept; one that has not is not asked (no call, no memory)."""
 
     def writes(call: ModelCall) -> str:
-        if "sre-handbook" in call.prompt:
+        if "sre handbook" in call.prompt:
             return RUNBOOK_MEMORY
         if "capital of France" in call.prompt:
             return "NOTHING"

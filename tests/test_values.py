@@ -47,6 +47,9 @@ def test_a_value_knows_its_kind(sentence, kind, value):
         ("The v2.4 release is planned for May 14.", "The v2.4 release date is May 28."),
         ("Production runs PostgreSQL 14.11.", "Production was upgraded to PostgreSQL 16.3."),
         ("Mi alquiler es de 850 € al mes.", "Ahora el alquiler es de 900 € al mes."),
+        ("Pour l'adresse tu mets 14 rue Paul Bert, 69003 Lyon.",
+         "Un changement d'adresse doit être déclaré. Je mets à jour votre dossier : 27 avenue "
+         "Berthelot, 69007 Lyon."),
     ],
 )
 def test_a_new_value_of_the_same_thing_retires_the_old_in_any_language(older, newer):
@@ -64,6 +67,12 @@ def test_a_new_value_of_the_same_thing_retires_the_old_in_any_language(older, ne
         ("Das Lager ist in Leipzig.", "Ab sofort holt GLS die Pakete im Lager ab."),
         ("I live in Boston.", "My sister now lives in Denver."),
         ('Remember code 0001 for locker 1.', 'Remember code 0002 for locker 2.'),
+        # A number beside a name counts no such thing: a postcode's city, a university.
+        ("Pour l'adresse tu mets 14 rue Paul Bert, 69003 Lyon.",
+         "J'ai fait mon master à Lyon 2 et après j'ai eu un changement de statut."),
+        # "après" says when, not what: no tie between a degree and a new address.
+        ("J'ai fait mon master à Lyon 2 et après j'ai eu un changement de statut.",
+         "Après le déménagement, la nouvelle adresse est 27 avenue Berthelot, 69007 Lyon."),
     ],
 )
 def test_another_thing_with_a_value_does_not(older, newer):
@@ -79,10 +88,23 @@ def test_another_thing_with_a_value_does_not(older, newer):
         "failover to the eu-west replica takes about 4 minutes",
         "we pinned Python 3.11.9 last week",
         "its the airbook 14 pro",
+        # Where something lives and whose it is: paths, files, channels, handles.
+        "los runbooks están todos en runbooks/<servicio>/ del repo",
+        "l'alerte critique part sur #ops-alertes",
+        "der Code liegt unter /srv/shop/app/",
+        "the deploy config is deploy/helm/values.yaml",
+        "reviews go to @praman",
     ],
 )
 def test_a_statement_with_a_value_is_worth_keeping_in_any_language(sentence):
     assert facts.statement_score(sentence, "user") > 0
+
+
+@pytest.mark.parametrize(
+    "sentence", ["i guess yes and/or no", "he/him is fine", "its a love/hate thing lol"]
+)
+def test_a_slash_between_words_is_not_a_path(sentence):
+    assert facts.statement_score(sentence, "user") == 0
 
 
 def test_a_reference_the_assistant_issues_is_a_confirmation_in_any_language():
