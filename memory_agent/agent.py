@@ -141,7 +141,7 @@ class MemorySubAgent:
             self._ask_json,
             limit=memory_limit,
             max_chars=max_chars,
-            writer_record=self._writer.record,
+            writer_adds_little=lambda: self._writer.adds_little,
         )
         self.stats = AgentStats()
 

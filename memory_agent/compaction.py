@@ -71,12 +71,12 @@ class Rejection:
 # How many of the model's latest compaction decisions tell whether it decides usefully (at
 # least `_RECORD_MIN` of them). One that adds little (`TrackRecord`) is asked one decision in
 # ten, and the policy makes the others, as it would have on the model's answer. Until its
-# decisions say, the record of its memories (`writer_record`) speaks for it.
+# decisions say, its memories speak for it (`writer_adds_little`).
 _RECORD = 20
 _RECORD_MIN = 5
 _NOT_ASKED = (
     "the model was not asked: nearly all its latest decisions (or, before it had made enough, "
-    "its memory sentences) were set aside"
+    "its memory sentences) added nothing"
 )
 
 
@@ -87,14 +87,16 @@ class Compactor:
         *,
         limit: int,
         max_chars: int,
-        writer_record: TrackRecord | None = None,
+        writer_adds_little: Callable[[], bool] | None = None,
     ) -> None:
         self._ask_json = ask_json
         self._limit = limit
         self._max_chars = max_chars
         # Whether each of the model's latest decisions was applied (not invalid, not
         # overruled; a failed call says nothing of its judgement and is not counted).
-        self._applied = TrackRecord(size=_RECORD, minimum=_RECORD_MIN, prior=writer_record)
+        self._applied = TrackRecord(
+            size=_RECORD, minimum=_RECORD_MIN, prior=writer_adds_little
+        )
 
     async def decide(
         self,

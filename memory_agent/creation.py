@@ -22,9 +22,10 @@ conversation, completed from the conversation's own statements where it falls sh
    statements where something must go, but for such a doubted model's, which go first. One
    sentence that holds a fact is a memory.
 
-A model nearly none of whose sentences pass (`TrackRecord.adds_little`) is asked for
-one memory in ten; the others are written from the statements alone, which is what its
-memories came to anyway, at none of the cost.
+A model that is not trusted and nearly none of whose sentences add anything
+(`MemoryWriter.adds_little`: they fail the checks, or say only what the statements say) is
+asked for one memory in ten; the others are written from the statements alone, which is what
+its memories came to anyway, at none of the cost.
 """
 
 from __future__ import annotations
@@ -79,14 +80,18 @@ class MemoryWriter:
         self._max_transcript_chars = max_transcript_chars
         # Whether each of the model's latest sentences passed the checks.
         self._kept = TrackRecord(size=_TRACK_RECORD, minimum=_TRACK_RECORD_MIN)
+        # Whether each also added to the memory: passed, and said something the statements
+        # did not (a trusted model's words replace the statements, and so add).
+        self._added = TrackRecord(size=_TRACK_RECORD, minimum=_TRACK_RECORD_MIN)
         # Every sentence of the model's memories, and those the checks kept.
         self.sentences_written = 0
         self.sentences_kept = 0
 
     @property
-    def record(self) -> TrackRecord:
-        """Whether the checks kept each of the model's latest sentences."""
-        return self._kept
+    def adds_little(self) -> bool:
+        """The model is not trusted, and nearly none of its latest sentences (enough of them)
+        passed the checks and said something the statements did not."""
+        return not self.trusted and self._added.adds_little
 
     @property
     def trusted(self) -> bool:
@@ -114,8 +119,9 @@ class MemoryWriter:
             # Nothing the checks can see is worth keeping, and the model has not shown it
             # judges better: no call. A trusted model decides for itself (NOTHING or not).
             return None
-        if statements and self._kept.spares_the_model():
-            # Nearly none of its latest sentences passed: the statements carry the memory.
+        if statements and not trusted and self._added.spares_the_model():
+            # Nearly none of its latest sentences added to the statements, which carry the
+            # memory.
             written = replace(self._compose([], statements), asked_model=False)
             return written if written.content else None
         transcript = prompts.format_transcript(messages)
@@ -136,13 +142,17 @@ class MemoryWriter:
         )
         sentences = split_sentences(answer)
         kept = self._grounded_sentences(sentences, source, stated, trusted=trusted)
+        said = " ".join(statement.text for statement in statements)
+        for sentence in sentences:
+            self._added.add(
+                sentence in kept and (trusted or not facts.covers(said, sentence))
+            )
         # A trusted model whose whole answer passed the checks decided what was worth
         # keeping: the statements it left out are not added beside its words.
         faithful = trusted and kept and len(kept) == len(sentences)
         if doubted:
             # The speakers' own words outrank the paraphrase of a model whose record shows it
             # does not write faithfully: its sentence stays only for what they do not say.
-            said = " ".join(statement.text for statement in statements)
             kept = [sentence for sentence in kept if not facts.covers(said, sentence)]
         written = self._compose(kept, () if faithful else statements, model_first=not doubted)
         return written if written.content else None

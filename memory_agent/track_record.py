@@ -6,14 +6,15 @@ compactor one for its decisions. A model whose latest work
 was nearly all set aside adds nothing to what the checks and the policy do alone: it is asked
 one time in `SAMPLE_EVERY`, which keeps its record current, and spared the others.
 
-Until a record is known it may lean on another (its `prior`): the compactor's leans on the
-writer's, so a model whose memories nearly all were set aside is not first asked a handful of
-compaction decisions, each a long prompt, only to learn the same of them.
+Until a record is known it may lean on what is known of the model elsewhere (its `prior`):
+the compactor's leans on the writer's, so a model whose memories add nothing is not first
+asked a handful of compaction decisions, each a long prompt, only to learn the same of them.
 """
 
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 
 SAMPLE_EVERY = 10
 # Below this share of its latest work kept, a model adds next to nothing.
@@ -21,10 +22,13 @@ HELPFUL_SHARE = 0.1
 
 
 class TrackRecord:
-    def __init__(self, *, size: int, minimum: int, prior: TrackRecord | None = None) -> None:
+    def __init__(
+        self, *, size: int, minimum: int, prior: Callable[[], bool] | None = None
+    ) -> None:
         self._results: deque[bool] = deque(maxlen=size)
         self._minimum = minimum  # results needed before the record says anything
-        self._prior = prior  # what says whether the model adds little until this is known
+        # Whether the model adds little, by what else is known of it, until this is known.
+        self._prior = prior
         self._asks_while_adding_little = 0
 
     def add(self, kept: bool) -> None:
@@ -46,7 +50,7 @@ class TrackRecord:
         unless one of the model's own results was kept: it has shown it adds something."""
         results = self._results
         if len(results) < self._minimum:
-            return not any(results) and self._prior is not None and self._prior.adds_little
+            return not any(results) and self._prior is not None and self._prior()
         return sum(results) < HELPFUL_SHARE * len(results)
 
     def spares_the_model(self) -> bool:

@@ -112,16 +112,18 @@ async def test_an_edit_to_no_text_is_read_as_a_delete_and_checked_as_one(databas
 
 
 async def test_a_delete_of_a_unique_fact_is_overruled_and_nothing_is_lost(database, clock):
-    """A model half of whose memory sentences the checks reject is not trusted: it may not
-    delete a fact that no other memory holds while two memories can be merged without loss."""
+    """A model a third of whose memory sentences the checks reject is not trusted (though it
+    adds to the statements, and so is asked): it may not delete a fact that no other memory
+    holds while two memories can be merged without loss."""
     await install_app(database, "app")
     faithful = friend_memories()
     model = memory_model(
-        lambda call: f"{faithful(call)} The user is 25 years old.",
+        lambda call: f"{faithful(call)} The user wants reminders short. The user is 25 years old.",
         lambda call: decision("delete", sorted(memory_lines(call))[1]),
     )
     agent = MemorySubAgent(database, model, clock=clock)
-    await fill(agent, 11)
+    for n in range(1, 12):
+        await agent.create_memory(req(n, text=f"{friend_fact(n)} keep reminders short please"))
 
     remaining = await contents(agent)
     assert len(remaining) == 10

@@ -48,6 +48,27 @@ async def test_a_model_whose_memories_are_never_kept_is_asked_one_time_in_ten(da
     assert not any("25 years" in t for t in texts)
 
 
+async def test_a_model_that_only_repeats_the_statements_is_spared_too(database, clock):
+    """Half its sentences pass, but only by saying what the statements say: it is not
+    trusted and adds nothing to them, so it is asked for one memory in ten."""
+    await install_app(database, "app")
+
+    def repeats(call) -> str:
+        name = call.prompt.split("User: My friend ")[1].split()[0]
+        return f'The user said: "{friend_fact(FRIENDS.index(name))}" {GARBLED}'
+
+    model = memory_model(repeats)
+    agent = MemorySubAgent(database, model, clock=clock, memory_limit=40)
+    for n in range(1, 31):
+        await agent.create_memory(request(n))
+
+    # Three memories of four sentences fill the record, then one write in ten asks.
+    asked = len(model.calls_starting_with(CREATION_PREFIX))
+    assert asked == 3 + 27 // 10
+    texts = [m.content for m in await agent.list_memories("app")]
+    assert all(FRIENDS[n] in " ".join(texts) for n in range(1, 31))
+
+
 async def test_a_model_whose_decisions_are_never_usable_is_asked_one_time_in_ten(
     database, clock
 ):
@@ -146,22 +167,33 @@ def test_the_metrics_say_how_often_the_model_was_spared():
 
 
 async def test_the_speakers_words_outrank_a_doubted_models_paraphrase(database, clock):
-    """A model a third of whose sentences pass is neither spared nor trusted: once its record
-    shows that, the statement is kept in the speaker's words, not in the model's."""
+    """A model two thirds of whose sentences pass, one of them saying what no statement says,
+    is neither spared nor trusted: once its record shows that, the statement is kept in the
+    speaker's words, not in the model's, and its own sentence only for what it adds."""
     from tests.fakes import friend_memories
 
     def mixed(call):
-        return f"{friend_memories()(call)} The user is 25 years old. They love jazz music."
+        return (
+            f"{friend_memories()(call)} The user wants reminders short. "
+            "The user is 25 years old."
+        )
+
+    def asking(n: int) -> MemoryCreationRequest:
+        said = f"{friend_fact(n)} keep reminders short please"
+        messages = [ChatMessage("user", said), ChatMessage("assistant", "Noted.")]
+        return MemoryCreationRequest("app", f"c{n}", messages)
 
     await install_app(database, "app")
     agent = MemorySubAgent(database, memory_model(mixed), clock=clock, memory_limit=40)
-    first = await agent.create_memory(request(1))
+    first = await agent.create_memory(asking(1))
     for n in range(2, 6):
-        last = await agent.create_memory(request(n))
+        last = await agent.create_memory(asking(n))
 
     assert first.memory is not None and first.memory.content.startswith("The user's friend")
     assert last.memory is not None
-    assert last.memory.content == f'The user said: "{friend_fact(5)}"'
+    assert last.memory.content == (
+        f'The user wants reminders short. The user said: "{friend_fact(5)}"'
+    )
     assert agent.stats.written_without_model == 0
 
 
