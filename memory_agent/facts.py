@@ -37,6 +37,7 @@ from memory_agent.text import (
     normalise_text,
     number_slots,
     numbers,
+    references,
     sentences,
     stem,
     vocabulary,
@@ -136,10 +137,6 @@ _SIGNIFICANT_NUMBER = re.compile(
     # a version (3.11.9, v2), a decimal either way (99.95, 12,84), a host or an address
     # (db-01.internal, a@b.org)
     r"|\bv\d|\d[.,]\d|\b[\w-]+(?:\.[\w-]+)+\.[a-z]{2,}\b|\b\w+@[\w.-]+"
-    # a path or a file (runbooks/postgres/lag.md, /srv/app/), a channel or a handle
-    # (#ops-alerts, @praman): where something lives, whose it is, in any language
-    r"|(?<![\w/])/?[\w.<>-]+/(?:[\w.<>-]+/)+[\w.<>-]*|\b[\w-]+/[\w-]+\.[a-z]{1,5}\b"
-    r"|(?<![\w#@])[#@][^\W\d_][\w-]{2,}"
     # a code or reference: letters and digits together (6b, B12, RX-20917, 4x8, eu-west-1)
     r"|\b(?=[\w-]*\d)(?=\d*[^\W\d_])[^\W_]+(?:-[^\W_]+)+\b"
     r"|\b(?=[a-z]*\d)(?=\d*[a-z])[a-z\d]+\b",
@@ -168,6 +165,7 @@ def significant_numbers(text: str) -> int:
     "95 degrees" in passing do not count)."""
     return (
         len(_SIGNIFICANT_NUMBER.findall(text))
+        + len(references(text))
         + (1 if _CONDITION.search(text) else 0)
         + (1 if _COUNTED_POSSESSION.search(text) else 0)
         + _labelled_numbers(text)
@@ -279,14 +277,15 @@ _REPORTING = values.REPORTING_WORDS
 
 
 def is_grounded(sentence: str, source_vocabulary: Set[str], *, share: float = 0.7) -> bool:
-    """The sentence says only what the source supports: its values (numbers and names) all
-    appear there, and so do `share` of its other words (words that report what was said,
-    such as "prefers", aside). A sentence that carries values the source holds may use its
-    own words for the rest (a third of them from the source is enough): a capable model
-    paraphrases, and the values are what can be checked in any language."""
+    """The sentence says only what the source supports: its values (numbers, names and
+    references such as paths and channels) all appear there, and so do `share` of its other
+    words (words that report what was said, such as "prefers", aside). A sentence that
+    carries values the source holds may use its own words for the rest (a third of them from
+    the source is enough): a capable model paraphrases, and the values are what can be
+    checked in any language."""
     text = normalise_text(sentence)
     sentence_numbers = numbers(text)
-    if not sentence_numbers <= source_vocabulary:
+    if not (sentence_numbers | references(text)) <= source_vocabulary:
         return False
     sentence_names = names(text)
     if any(stem(name) not in source_vocabulary for name in sentence_names):
@@ -317,11 +316,11 @@ def _in_source(word: str, source_vocabulary: Set[str]) -> bool:
 
 
 def covers(memory: str, statement: str) -> bool:
-    """The memory carries the statement's facts: all its values (numbers and names), in
-    whatever words; a statement without values, by half of its words."""
+    """The memory carries the statement's facts: all its values (numbers, names and
+    references), in whatever words; a statement without values, by half of its words."""
     memory_vocabulary = vocabulary(memory)
     statement_numbers = numbers(statement)
-    if not statement_numbers <= memory_vocabulary:
+    if not (statement_numbers | references(statement)) <= memory_vocabulary:
         return False
     statement_names = names(statement)
     if any(stem(name) not in memory_vocabulary for name in statement_names):

@@ -164,7 +164,7 @@ FRENCH = Words(
     confirmation="""réservé réservée confirmé confirmée enregistré enregistrée inscrit inscrite
     créé créée envoyé envoyée commandé commandée programmé programmée noté notée j'ai c'est_fait
     c'est_noté numéro_de référence dossier""",
-    change="""maintenant désormais ne_plus changé changée changement nouveau nouvelle nouvel
+    change="""maintenant désormais ne_plus changé changée nouveau nouvelle nouvel
     au_lieu_de déplacé déplacée reporté reportée déménagé déménagée passé_à passe_à à_partir_de
     mis_à_jour mise_à_jour mets_à_jour met_à_jour""",
     standing="rappelle-toi souviens-toi n'oublie_pas retiens note_que à_partir_de_maintenant",
@@ -176,7 +176,7 @@ FRENCH = Words(
     ils elles ne pas plus très mais comme aussi au aux y bonjour merci oui""",
     time="""an année jour journée semaine hebdomadaire mois mensuel aujourd'hui demain hier
     soir soirée nuit matin week-end prochain prochaine dernier dernière heure minute fois
-    commence commencent commencer début après avant pendant depuis""",
+    commence commencent commencer début après avant depuis""",
     calendar="""lundi mardi mercredi jeudi vendredi samedi dimanche janvier février mars avril
     mai juin juillet août septembre octobre novembre décembre""",
     people="""fils fille frère sœur mère père ami amie cousin cousine voisin voisine collègue
@@ -263,7 +263,7 @@ ITALIAN = Words(
     senza per su che si è sono essere avere ho ha ma come già anche molto più ciao grazie sì""",
     time="""anno giorno settimana settimanale mese mensile oggi domani ieri sera notte
     mattina prossimo prossima scorso scorsa ora minuto volta inizia iniziano iniziare inizio
-    dopo prima durante""",
+    dopo durante""",
     calendar="""lunedì martedì mercoledì giovedì venerdì sabato domenica gennaio febbraio
     marzo aprile maggio giugno luglio agosto settembre ottobre novembre dicembre""",
     until="fino_al fino_a fino_alla entro_il",

@@ -110,6 +110,27 @@ NUMBER_WORDS = {
 }
 
 
+# Where something lives or who gets it, written as such in any language: a path from the root
+# or home (/srv/app/), a path with a placeholder (runbooks/<service>/), a path down to a file
+# (deploy/helm/values.yaml), a channel or a handle with a separator or a digit in its name
+# (#ops-alerts, @dana_k). Not words joined by slashes ("yes/no/maybe", "Kaffee/Tee"), nor a
+# tag or a mention that is one plain word ("#summer", "@home").
+_REFERENCE = re.compile(
+    r"(?<![\w/~.])~?/[\w.<>-]+(?:/[\w.<>-]+)*/?"
+    r"|\b[\w.-]+(?:/[\w.<>-]+)*/<[\w-]+>(?:/[\w.<>-]*)*"
+    r"|\b[\w-]+(?:/[\w.-]+)+\.[^\W\d_][a-z\d]{0,3}\b"
+    r"|(?<![\w#@])[#@][^\W\d_]\w*?(?:[-_.]\w+|\d\w*)+"
+)
+
+
+@_cached
+def references(text: str) -> frozenset[str]:
+    """The text's paths, files, channels and handles, in lower case."""
+    return frozenset(
+        match.group().lower().rstrip("/.") for match in _REFERENCE.finditer(normalise_text(text))
+    )
+
+
 @_cached
 def numbers(text: str) -> frozenset[str]:
     return frozenset(number_value(n) for n in re.findall(r"\d[\d,.:]*", text))
@@ -202,7 +223,8 @@ def vocabulary(text: str) -> frozenset[str]:
     # Days and months as `names` gives them (their first three letters), so that a sentence
     # naming "Friday" is grounded in a source that names it.
     calendar = {match.lower()[:3] for match in _CALENDAR_WORD.findall(text)}
-    return frozenset(stem(word) for word in WORD.findall(text)) | numbers(text) | calendar
+    found = frozenset(stem(word) for word in WORD.findall(text))
+    return found | numbers(text) | calendar | references(text)
 
 
 TIME_UNITS = frozenset(
@@ -222,7 +244,7 @@ def number_slots(text: str) -> Mapping[str, frozenset[str]]:
     invoice" -> invoice); a word of time only when nothing else follows ("$200 a day" ->
     day)."""
     words = WORD.findall(normalise_text(text))
-    # A number is no count of a name: "69003 Lyon" is a place, "Lyon 2" a university.
+    # A code of four digits or more counts no name: "69003 Lyon" is a postcode and its city.
     found_names = names(text)
     slots: dict[str, set[str]] = {}
     for index, word in enumerate(words):
@@ -249,7 +271,7 @@ def number_slots(text: str) -> Mapping[str, frozenset[str]]:
                 continue
             if lowered.endswith(("ing", "ed")) or len(lowered) < 3:
                 continue  # a verb or an ordinal's ending, not what the number counts
-            if stem(following) not in found_names:
+            if len(number) < 4 or stem(following) not in found_names:
                 slots.setdefault(stem(lowered), set()).add(number)
             break
         else:
@@ -260,5 +282,5 @@ def number_slots(text: str) -> Mapping[str, frozenset[str]]:
 
 
 def values(text: str) -> frozenset[str]:
-    """The specific values a text gives: its numbers and names."""
-    return numbers(text) | names(text)
+    """The specific values a text gives: its numbers, names and references."""
+    return numbers(text) | names(text) | references(text)

@@ -8,6 +8,7 @@ without losing a value that no other memory holds or a sentence that holds a fac
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from memory_agent import facts, language, text, values
@@ -22,8 +23,8 @@ def claimed_update(memories: Sequence[Candidate], target: int, reason: str) -> S
     A sentence of the target may go when it holds a value of a kind the newest memory gives
     another value of, and the two are tied: a word beside the values in both, a topic of
     both, or a change the newest announces (`_tied_replaced_values`). It goes unless it
-    holds another value that no other memory has, and so does a sentence that says one of
-    those replaced values again in other case or form. With them go the target's sentences that
+    holds another value that no other memory has, and so does a sentence that names a
+    replaced name again, whole, in another case. With them go the target's sentences that
     hold no fact at all and speak of what it spoke of ("when its fixed, send it to the cabot
     circus store" beside "our Cabot Circus store"). A target left with no fact is deleted,
     else edited to what is left; with no sentence that may go, the claim is refused.
@@ -40,23 +41,23 @@ def claimed_update(memories: Sequence[Candidate], target: int, reason: str) -> S
     }
     sentences = text.sentences(older.content)
     stale: list[str] = []
-    replaced_here: set[str] = set()
+    replaced_names: set[str] = set()
     for sentence in sentences:
         replaced = _tied_replaced_values(sentence, newest.content)
         if replaced and {v.value for v in values.keyed_values(sentence)} - replaced <= elsewhere:
             stale.append(sentence)
-            replaced_here |= replaced
+            replaced_names |= _names_as_written(sentence, replaced)
     if not stale:
         return None
-    # A sentence that says a replaced value again in words the value rules do not read as
-    # one ("the cabot circus store" beside "our Cabot Circus store") goes too, unless it
-    # holds another value no other memory has.
+    # A sentence that names a replaced name again, whole, in words the value rules do not
+    # read as one ("the cabot circus store" beside "our Cabot Circus store") goes too, unless
+    # it holds a value no other memory has.
     stale += [
         sentence
         for sentence in sentences
         if sentence not in stale
-        and text.vocabulary(sentence) & replaced_here
-        and {v.value for v in values.keyed_values(sentence)} - replaced_here <= elsewhere
+        and any(_says(sentence, name) for name in replaced_names)
+        and {v.value for v in values.keyed_values(sentence)} <= elsewhere
     ]
     spoken_of = text.content_words(" ".join(stale)) - _NOT_A_SUBJECT
     gone = [
@@ -69,6 +70,24 @@ def claimed_update(memories: Sequence[Candidate], target: int, reason: str) -> S
     if not kept or not facts.fact_value(kept):
         return Step("delete", target, reason)
     return Step("edit", target, reason, kept)
+
+
+def _names_as_written(sentence: str, replaced: frozenset[str]) -> set[str]:
+    """The replaced names of the sentence as it writes them, a name of several words whole
+    ("cabot circus"), in lower case."""
+    found: set[str] = set()
+    run: list[str] = []
+    for word in [*text.WORD.findall(sentence), ""]:
+        if word and word[0].isupper() and text.stem(word) in replaced:
+            run.append(word.lower())
+        elif run:
+            found.add(" ".join(run))
+            run = []
+    return found
+
+
+def _says(sentence: str, name: str) -> bool:
+    return re.search(rf"(?<!\w){re.escape(name)}(?!\w)", sentence.lower()) is not None
 
 
 # Words every memory shares: they do not tie one sentence to what another speaks of.

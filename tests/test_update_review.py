@@ -224,6 +224,23 @@ def test_the_replaced_value_said_again_in_lower_case_goes_too():
     )
 
 
+@pytest.mark.parametrize(
+    ("older", "newer", "kept"),
+    [
+        ("The party is on 3 June at 10am. The user has 3 kids.",
+         "The party moved to 5 June at 11am.", "The user has 3 kids."),
+        ("The rent is 900 euros. The user lives with 900 books.",
+         "The rent is now 950 euros.", "The user lives with 900 books."),
+        ("The gym is Anytime Fitness on Park Street. The user runs in the park every morning.",
+         "The gym is now PureGym on Mill Road.", "The user runs in the park every morning."),
+    ],
+)
+def test_only_a_whole_replaced_name_said_again_goes(older, newer, kept):
+    """A number or a word that a replaced value shares by chance is another fact."""
+    memories = candidates(older, newer)
+    assert update_claims.claimed_update(memories, 1, "r") == Step("edit", 1, "r", kept)
+
+
 def test_a_claim_never_takes_a_fact_with_it():
     """A sentence without a value may hold a fact ("vegetarian"): it stays, and so does an
     amount of something else that the new one does not speak of (no word, no topic, no

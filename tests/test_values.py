@@ -50,6 +50,7 @@ def test_a_value_knows_its_kind(sentence, kind, value):
         ("Pour l'adresse tu mets 14 rue Paul Bert, 69003 Lyon.",
          "Un changement d'adresse doit être déclaré. Je mets à jour votre dossier : 27 avenue "
          "Berthelot, 69007 Lyon."),
+        ("I have 2 Labradors.", "I now have 3 Labradors."),
     ],
 )
 def test_a_new_value_of_the_same_thing_retires_the_old_in_any_language(older, newer):
@@ -93,7 +94,7 @@ def test_another_thing_with_a_value_does_not(older, newer):
         "l'alerte critique part sur #ops-alertes",
         "der Code liegt unter /srv/shop/app/",
         "the deploy config is deploy/helm/values.yaml",
-        "reviews go to @praman",
+        "reviews go to @team-payments",
     ],
 )
 def test_a_statement_with_a_value_is_worth_keeping_in_any_language(sentence):
@@ -101,10 +102,26 @@ def test_a_statement_with_a_value_is_worth_keeping_in_any_language(sentence):
 
 
 @pytest.mark.parametrize(
-    "sentence", ["i guess yes and/or no", "he/him is fine", "its a love/hate thing lol"]
+    "sentence",
+    ["i guess yes/no/maybe", "she/her/hers is fine", "kaffee/tee/wasser bitte",
+     "il/elle/iel, comme tu veux", "#summer #vibes", "@home all day lol"],
 )
-def test_a_slash_between_words_is_not_a_path(sentence):
+def test_words_joined_by_slashes_or_a_plain_tag_are_no_reference(sentence):
+    assert text.references(sentence) == frozenset()
     assert facts.statement_score(sentence, "user") == 0
+
+
+def test_a_reference_is_checked_like_any_value():
+    """A model that writes another channel or path than the conversation's is not grounded,
+    and a memory with another path does not carry the statement's."""
+    source = text.vocabulary(
+        "payments reviews go to @team-payments, config in deploy/helm/payments/values.yaml"
+    )
+    assert facts.is_grounded("The user's payments reviews go to @team-payments.", source)
+    assert not facts.is_grounded("The user's payments reviews go to @team-billing.", source)
+    statement = "the prod config is deploy/helm/payments/values.yaml"
+    assert facts.covers("The prod config is deploy/helm/payments/values.yaml.", statement)
+    assert not facts.covers("The prod config is deploy/helm/staging/values.yaml.", statement)
 
 
 def test_a_reference_the_assistant_issues_is_a_confirmation_in_any_language():
