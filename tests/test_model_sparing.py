@@ -69,6 +69,20 @@ async def test_a_model_that_only_repeats_the_statements_is_spared_too(database, 
     assert all(FRIENDS[n] in " ".join(texts) for n in range(1, 31))
 
 
+async def compact_twenty_times(database, clock, writes) -> tuple[list, int, MemorySubAgent]:
+    """Twenty compactions with a cap of 3, by a model that writes `writes` and answers every
+    decision with prose: the steps, how many decisions it was asked, and the agent."""
+    await install_app(database, "app")
+    model = memory_model(writes, "I would delete the oldest one.")
+    agent = MemorySubAgent(database, model, clock=clock, memory_limit=3)
+    steps = []
+    for n in range(1, 24):
+        steps += (await agent.create_memory(request(n))).compactions
+    assert len(steps) == 20
+    assert len(await agent.list_memories("app")) == 3
+    return steps, len(model.calls_starting_with(COMPACTION_PREFIX)), agent
+
+
 async def test_a_model_whose_decisions_are_never_usable_is_asked_one_time_in_ten(
     database, clock
 ):
@@ -77,16 +91,8 @@ async def test_a_model_whose_decisions_are_never_usable_is_asked_one_time_in_ten
     policy's either way."""
     from tests.fakes import friend_memories
 
-    await install_app(database, "app")
-    model = memory_model(friend_memories(), "I would delete the oldest one.")
-    agent = MemorySubAgent(database, model, clock=clock, memory_limit=3)
+    steps, asked, agent = await compact_twenty_times(database, clock, friend_memories())
 
-    steps = []
-    for n in range(1, 24):
-        steps += (await agent.create_memory(request(n))).compactions
-
-    assert len(steps) == 20
-    asked = len(model.calls_starting_with(COMPACTION_PREFIX))
     assert asked == 5 + 15 // 10
     causes = [s.fallback_cause for s in steps]
     assert causes.count("invalid_decision") == asked
@@ -94,7 +100,6 @@ async def test_a_model_whose_decisions_are_never_usable_is_asked_one_time_in_ten
     not_asked = next(s for s in steps if s.fallback_cause == "not_asked")
     assert "the model was not asked" in (not_asked.fallback_reason or "")
     assert agent.stats.fallbacks["not_asked"] == 20 - asked
-    assert len(await agent.list_memories("app")) == 3
 
 
 async def test_a_model_whose_memories_are_set_aside_is_not_first_asked_five_decisions(
@@ -103,22 +108,13 @@ async def test_a_model_whose_memories_are_set_aside_is_not_first_asked_five_deci
     """Before its decisions say anything, the record of its memories speaks for it: a model
     that adds nothing to the memories it writes is asked one decision in ten from the
     first."""
-    await install_app(database, "app")
-    model = memory_model(GARBLED, "I would delete the oldest one.")
-    agent = MemorySubAgent(database, model, clock=clock, memory_limit=3)
+    steps, asked, _ = await compact_twenty_times(database, clock, GARBLED)
 
-    steps = []
-    for n in range(1, 24):
-        steps += (await agent.create_memory(request(n))).compactions
-
-    assert len(steps) == 20
     # The writer's record is known (twelve sentences, none kept) by the first compaction.
-    asked = len(model.calls_starting_with(COMPACTION_PREFIX))
     assert asked == 20 // 10
     causes = [s.fallback_cause for s in steps]
     assert causes.count("not_asked") == 20 - asked
     assert causes.count("invalid_decision") == asked
-    assert len(await agent.list_memories("app")) == 3
 
 
 async def test_a_model_some_of_whose_decisions_stand_is_asked_again(database, clock):
