@@ -231,7 +231,8 @@ def _rejection(
         language.USER.search(sentence)
         or (follows_the_user and _GOES_ON_ABOUT_THE_USER.match(sentence))
         or any(
-            len(value) > 1 and text.stem(value) in stated for value in text.values(sentence)
+            len(value) > 1 and (value in stated or text.stem(value) in stated)
+            for value in text.values(sentence)
         )
     )
     if language.FIRST_PERSON_WRITTEN.search(unquoted):

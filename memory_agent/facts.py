@@ -136,9 +136,11 @@ _SIGNIFICANT_NUMBER = re.compile(
     r"guests|invitados|invités|gäste)\b"
     # a version (3.11.9, v2), a decimal either way (99.95, 12,84), a host or an address
     # (db-01.internal, a@b.org)
-    r"|\bv\d|\d[.,]\d|\b[\w-]+(?:\.[\w-]+)+\.[a-z]{2,}\b|\b\w+@[\w.-]+"
+    # (a host or a code starts where no word, dot or hyphen stands before it, so that a long
+    # run of them is read once, not from each of its positions)
+    r"|\bv\d|\d[.,]\d|(?<![\w.-])[\w-]+(?:\.[\w-]+)+\.[a-z]{2,}\b|\b\w+@[\w.-]+"
     # a code or reference: letters and digits together (6b, B12, RX-20917, 4x8, eu-west-1)
-    r"|\b(?=[\w-]*\d)(?=\d*[^\W\d_])[^\W_]+(?:-[^\W_]+)+\b"
+    r"|(?<![\w-])(?=[\w-]*\d)(?=\d*[^\W\d_])[^\W_]+(?:-[^\W_]+)+\b"
     r"|\b(?=[a-z]*\d)(?=\d*[a-z])[a-z\d]+\b",
     re.I,
 )

@@ -115,10 +115,12 @@ NUMBER_WORDS = {
 # (deploy/helm/values.yaml), a channel or a handle with a separator or a digit in its name
 # (#ops-alerts, @dana_k). Not words joined by slashes ("yes/no/maybe", "Kaffee/Tee"), nor a
 # tag or a mention that is one plain word ("#summer", "@home").
+# Each path starts where no path character stands before it: a match never starts inside a
+# longer run, so a long run of such characters is read once, not from each of its positions.
 _REFERENCE = re.compile(
-    r"(?<![\w/~.])~?/[\w.<>-]+(?:/[\w.<>-]+)*/?"
-    r"|\b[\w.-]+(?:/[\w.<>-]+)*/<[\w-]+>(?:/[\w.<>-]*)*"
-    r"|\b[\w-]+(?:/[\w.-]+)+\.[^\W\d_][a-z\d]{0,3}\b"
+    r"(?<![\w/~.<>-])~?/[\w.<>-]*\w[\w.<>-]*(?:/[\w.<>-]+)*/?"
+    r"|(?<![\w./<>-])[\w.-]+(?:/[\w.<>-]+)*/<[\w-]+>(?:/[\w.<>-]*)*"
+    r"|(?<![\w./-])[\w.-]+(?:/[\w.-]+)+\.[^\W\d_][^\W_]{0,3}\b"
     r"|(?<![\w#@])[#@][^\W\d_]\w*?(?:[-_.]\w+|\d\w*)+"
 )
 
@@ -126,9 +128,8 @@ _REFERENCE = re.compile(
 @_cached
 def references(text: str) -> frozenset[str]:
     """The text's paths, files, channels and handles, in lower case."""
-    return frozenset(
-        match.group().lower().rstrip("/.") for match in _REFERENCE.finditer(normalise_text(text))
-    )
+    found = (m.group().lower().rstrip("/.") for m in _REFERENCE.finditer(normalise_text(text)))
+    return frozenset(reference for reference in found if any(ch.isalnum() for ch in reference))
 
 
 @_cached
@@ -271,7 +272,7 @@ def number_slots(text: str) -> Mapping[str, frozenset[str]]:
                 continue
             if lowered.endswith(("ing", "ed")) or len(lowered) < 3:
                 continue  # a verb or an ordinal's ending, not what the number counts
-            if len(number) < 4 or stem(following) not in found_names:
+            if not (number.isdigit() and len(number) >= 4) or stem(following) not in found_names:
                 slots.setdefault(stem(lowered), set()).add(number)
             break
         else:

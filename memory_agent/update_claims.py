@@ -74,20 +74,30 @@ def claimed_update(memories: Sequence[Candidate], target: int, reason: str) -> S
 
 def _names_as_written(sentence: str, replaced: frozenset[str]) -> set[str]:
     """The replaced names of the sentence as it writes them, a name of several words whole
-    ("cabot circus"), in lower case."""
+    ("cabot circus", "bank of america": function words between its words belong to it), in
+    lower case."""
     found: set[str] = set()
     run: list[str] = []
-    for word in [*text.WORD.findall(sentence), ""]:
+    between: list[str] = []  # function words after the run, kept if the name goes on
+    for word in [*text.WORD.findall(_plain(sentence)), ""]:
         if word and word[0].isupper() and text.stem(word) in replaced:
-            run.append(word.lower())
+            run += [*between, word.lower()]
+            between = []
+        elif run and word.lower() in text.STOPWORDS:
+            between.append(word.lower())
         elif run:
             found.add(" ".join(run))
-            run = []
+            run, between = [], []
     return found
 
 
 def _says(sentence: str, name: str) -> bool:
-    return re.search(rf"(?<!\w){re.escape(name)}(?!\w)", sentence.lower()) is not None
+    return re.search(rf"(?<!\w){re.escape(name)}(?!\w)", _plain(sentence).lower()) is not None
+
+
+def _plain(sentence: str) -> str:
+    """One apostrophe, and no possessive: "Jo’s Bar" and "jo's bar" name "Jo Bar" alike."""
+    return re.sub(r"(?<=\w)'s\b", "", text.normalise_text(sentence).replace("’", "'"))
 
 
 # Words every memory shares: they do not tie one sentence to what another speaks of.

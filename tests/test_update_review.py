@@ -233,12 +233,24 @@ def test_the_replaced_value_said_again_in_lower_case_goes_too():
          "The rent is now 950 euros.", "The user lives with 900 books."),
         ("The gym is Anytime Fitness on Park Street. The user runs in the park every morning.",
          "The gym is now PureGym on Mill Road.", "The user runs in the park every morning."),
+        ("The user banks with Bank of America. The user likes to bank online at 9am.",
+         "The user now banks with Chase Bank instead.",
+         "The user likes to bank online at 9am."),
     ],
 )
 def test_only_a_whole_replaced_name_said_again_goes(older, newer, kept):
     """A number or a word that a replaced value shares by chance is another fact."""
     memories = candidates(older, newer)
     assert update_claims.claimed_update(memories, 1, "r") == Step("edit", 1, "r", kept)
+
+
+def test_a_replaced_name_is_found_again_whatever_its_apostrophe():
+    memories = candidates(
+        "The user's favourite bar is Jo’s Bar. The user said: \"my partner and i always meet "
+        "at jo's bar.\"",
+        "The user's favourite bar is now The Crown instead.",
+    )
+    assert update_claims.claimed_update(memories, 1, "r") == Step("delete", 1, "r")
 
 
 def test_a_claim_never_takes_a_fact_with_it():

@@ -119,6 +119,9 @@ def test_a_reference_is_checked_like_any_value():
     )
     assert facts.is_grounded("The user's payments reviews go to @team-payments.", source)
     assert not facts.is_grounded("The user's payments reviews go to @team-billing.", source)
+    assert facts.is_grounded("The user's setup guide is docs/setup.pdf.",
+                             text.vocabulary("the setup guide is docs/Setup.PDF"))
+    assert text.references("wait /... what, ok /.") == frozenset()
     statement = "the prod config is deploy/helm/payments/values.yaml"
     assert facts.covers("The prod config is deploy/helm/payments/values.yaml.", statement)
     assert not facts.covers("The prod config is deploy/helm/staging/values.yaml.", statement)
