@@ -132,9 +132,26 @@ def references(text: str) -> frozenset[str]:
     return frozenset(reference for reference in found if any(ch.isalnum() for ch in reference))
 
 
-@_cached
+# Words that multiply the number before them by a thousand ("77 grand", "12 mil", "40 mille",
+# "80 Tausend"), in the languages `language` covers; "77k" says it in any.
+THOUSANDS = frozenset("thousand grand mil mille mila tausend".split())
+_IN_THOUSANDS = re.compile(rf"(\d+(?:[.,]\d+)?)(?:\s?(?:{'|'.join(THOUSANDS)})|k)\b", re.I)
+IN_THOUSANDS_K = re.compile(r"\d+(?:[.,]\d+)?k", re.I)
+
+
 def numbers(text: str) -> frozenset[str]:
     return frozenset(number_value(n) for n in re.findall(r"\d[\d,.:]*", text))
+
+
+def amounts_in_thousands(text: str) -> frozenset[str]:
+    """Amounts given in thousands, as whole numbers ("77 grand", "77k": 77000): a source
+    that says them grounds "$77,000"."""
+    return frozenset(in_thousands(n) for n in _IN_THOUSANDS.findall(text))
+
+
+def in_thousands(raw: str) -> str:
+    """The whole amount of a number of thousands: 77 -> 77000, 12,5 -> 12500."""
+    return f"{float(number_value(raw)) * 1000:.0f}"
 
 
 def number_value(raw: str) -> str:
@@ -225,7 +242,7 @@ def vocabulary(text: str) -> frozenset[str]:
     # naming "Friday" is grounded in a source that names it.
     calendar = {match.lower()[:3] for match in _CALENDAR_WORD.findall(text)}
     found = frozenset(stem(word) for word in WORD.findall(text))
-    return found | numbers(text) | calendar | references(text)
+    return found | numbers(text) | amounts_in_thousands(text) | calendar | references(text)
 
 
 TIME_UNITS = frozenset(

@@ -117,12 +117,23 @@ def may_update(older: str, newer: str) -> bool:
 
 def _tied_replaced_values(sentence: str, newer: str) -> frozenset[str]:
     """The sentence's values `newer` may replace (`values.replaced_values`), when the two
-    are tied: a word beside the values of both, a topic of both, or a change `newer`
-    announces; else none."""
+    are tied: a word beside the values of both, a topic of both, a change `newer` announces,
+    or a name or reference both hold (what the values are of: "the EC of the nutrient
+    solution at 1,8" and "the EC at 1,4"); else none."""
     replaced = values.replaced_values(sentence, newer)
     tied = replaced and (
         facts.announces_change(newer)
         or values.value_keys(sentence) & values.value_keys(newer)
         or facts.single_valued_topics(sentence) & facts.single_valued_topics(newer)
+        or _identities(sentence) & _identities(newer)
     )
     return replaced if tied else frozenset()
+
+
+def _identities(sentence: str) -> frozenset[str]:
+    """The names and references a text holds, but for the user's own (every memory's)."""
+    return frozenset(
+        value.value
+        for value in values.keyed_values(sentence)
+        if value.kind in ("name", "code") and value.value not in _NOT_A_SUBJECT
+    )

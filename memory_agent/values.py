@@ -16,10 +16,13 @@ from functools import lru_cache
 from memory_agent import language
 from memory_agent.text import (
     FREQUENCY,
+    IN_THOUSANDS_K,
     STOPWORDS,
+    THOUSANDS,
     TIME_UNITS,
     TIME_WORDS,
     WORD,
+    in_thousands,
     names,
     normalise_text,
     number_value,
@@ -213,6 +216,16 @@ def _kind(
         return "money"
     if following in _CURRENCY_WORDS:
         return "money"
+    if IN_THOUSANDS_K.fullmatch(word):  # "175k", "10K": an amount, not a reference or a day
+        return "money" if before.endswith(("$", "€", "£", "¥")) else "number"
+    if following in THOUSANDS:
+        # "77 grand" is money; "12 mil euros" too, by the word after it.
+        after_thousands = tokens[index + 2][0].lower() if index + 2 < len(tokens) else ""
+        if following == "grand" or after_thousands in _CURRENCY_WORDS or before.endswith(
+            ("$", "€", "£", "¥")
+        ):
+            return "money"
+        return "number"
     if _CLOCK.fullmatch(word) or (following in TIME_UNITS and following not in ("s", "sec")):
         return "time"
     if _DATE.fullmatch(word) or _ORDINAL_DATE.match(word):
@@ -236,9 +249,13 @@ def _value(tokens: list[tuple[str, int, int]], index: int, kind: str) -> str:
         return word.lower()[:3]
     if kind in ("code", "name"):
         return stem(word)
+    following = tokens[index + 1][0].lower() if index + 1 < len(tokens) else ""
     if kind == "time":
-        following = tokens[index + 1][0].lower() if index + 1 < len(tokens) else ""
         return _clock_time(word, following)
+    if following in THOUSANDS and re.fullmatch(r"\d+(?:[.,]\d+)?", word):
+        return in_thousands(word)
+    if IN_THOUSANDS_K.fullmatch(word):
+        return in_thousands(word[:-1])
     return number_value(word)
 
 
@@ -266,6 +283,7 @@ def _may_be_a_key(word: str) -> bool:
         and word not in FREQUENCY
         and word not in TIME_UNITS
         and word not in _CURRENCY_WORDS  # a unit, not what the amount is of
+        and word not in THOUSANDS
         and word not in _PERCENT_WORDS
         and not language.CHANGE.fullmatch(word)
         and not language.FIRST_PERSON.fullmatch(word)

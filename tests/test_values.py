@@ -236,3 +236,44 @@ def test_a_change_announced_in_german_retires_the_old_amount():
 )
 def test_a_value_shared_by_chance_keeps_its_other_fact(older, newer):
     assert retention.stale_sentences(older, newer) == list(text.sentences(older)[:1])
+
+
+@pytest.mark.parametrize(
+    ("sentence", "kind", "value"),
+    [
+        ("so we're working with 77 grand total now", "money", "77000"),
+        ("El presupuesto es de 12 mil euros.", "money", "12000"),
+        ("Wir rechnen mit 80 Tausend Besuchern.", "number", "80000"),
+        ("The base salary band tops out at $175k.", "money", "175000"),
+        ("She wants to run the 10K in August.", "number", "10000"),
+    ],
+)
+def test_an_amount_in_thousands_is_one_whole_amount(sentence, kind, value):
+    assert (kind, value) in {(v.kind, v.value) for v in values.keyed_values(sentence)}
+
+
+def test_an_amount_in_thousands_is_worth_keeping_and_grounds_its_whole_figure():
+    said = "they've freed up more money, so we're working with 77 grand total now"
+    assert facts.statement_score(said, "user")
+    source = text.vocabulary(said)
+    assert facts.is_grounded("The client's total budget is now $77,000.", source)
+    assert not facts.is_grounded("The client's total budget is now $78,000.", source)
+    # The same budget in other words, a new amount of it: the old one is retired.
+    assert retention.stale_sentences(
+        "The client's budget is $68,000 all in.", "The client's total budget is 77 grand now."
+    )
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    ["yo ibuprofeno no puedo tomar xq me da una gastritis terrible",
+     "Ich habe seit Jahren Arthritis im Knie.",
+     "me diagnosticaron escoliosis de chica"],
+)
+def test_a_condition_in_its_greek_form_is_worth_keeping_in_any_language(sentence):
+    assert facts.statement_score(sentence, "user")
+
+
+@pytest.mark.parametrize("sentence", ["I suppose we could", "we ran the analysis again"])
+def test_words_that_only_end_like_a_condition_are_not_one(sentence):
+    assert not facts.statement_score(sentence, "user")
