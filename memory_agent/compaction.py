@@ -8,10 +8,10 @@ always room for the new memory.
 Before any compaction, what the new memory updates is retired: by the checks
 (`retention.refresh`), and, for a trusted model, by the model too. It is shown the memories a
 claim could apply to (`update_claims.may_update`: a value of a kind the new one gives anew,
-tied to it by a word beside both, a topic, a change announced, or a name both hold) and asked
-which of them the new one gives newer values for (it reads "versandkostenfrei ab 39 €" and
-"Gratisversand jetzt ab 49 €" as one thing); each claim is applied as
-`update_claims.claimed_update` allows, never taking a fact with it.
+tied to it by a word beside both, a topic, or a change announced) and asked which of them the
+new one gives newer values for (it reads "versandkostenfrei ab 39 €" and "Gratisversand jetzt
+ab 49 €" as one thing); each claim is applied as `update_claims.claimed_update` allows, never
+taking a fact with it.
 
 A model whose latest decisions were nearly all invalid or overruled is asked one decision in
 ten; the policy makes the others (`not_asked`), as it would have on the model's answer.

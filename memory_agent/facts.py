@@ -126,8 +126,8 @@ _SIGNIFICANT_NUMBER = re.compile(
     # money, either side of the amount, and percentages
     r"[$€£¥]\s?\d|\d\s?(?:[$€£¥%]|percent|per cent|por ciento|pour cent|prozent|k\b)"
     r"|\d\s?(?:eur|euros?|usd|gbp|chf|dollars?|pounds?)\b"
-    # an amount in thousands (77 grand, 12 mil, 80 Tausend: `THOUSANDS`)
-    rf"|\d\s?(?:{'|'.join(THOUSANDS)})\b"
+    # an amount in thousands (77 grand, 40 mille, 80 Tausend: `THOUSANDS`)
+    rf"|\d\s?(?:{'|'.join(THOUSANDS)})\b(?!\s+(?-i:[A-Z]))"
     # times of day and dates: 7pm, 16:00, 16h30, 15.04., 12/03, 2025-03-12, 3rd
     r"|\d\s?(?:am|pm)\b|\d:\d\d|\b\d{1,2}h\d\d\b|\b\d{1,2}[./]\d{1,2}(?:[./]\d{2,4})?\b"
     r"|\d{3,}|#\s?\d|\d+(?:st|nd|rd|th|º|ª|er|e|ème)\b"
@@ -150,11 +150,12 @@ _SIGNIFICANT_NUMBER = re.compile(
 
 
 # Conditions named by their ending (dyslexia, arthritis, scoliosis, anemia, autism), when the
-# sentence says someone has one; an inflammation or a disorder in the Greek form that
-# English, Spanish and German share ("gastritis", "Arthritis", "escoliosis") wherever it stands.
+# sentence says someone has one; an inflammation in the Greek form that English, Spanish and
+# German share ("gastritis", "Arthritis", "tendinitis") wherever it stands ("-osis" is as
+# often a diagnosis or a hypnosis as a disorder).
 _CONDITION = re.compile(
     r"\b(have|has|had|with|diagnosed|suffers?|suffering)\b.*\b\w+(ia|itis|osis|emia|ism)\b"
-    r"|\b\w{3,}(?:itis|osis)\b",
+    r"|\b\w{3,}itis\b",
     re.I,
 )
 

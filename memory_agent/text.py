@@ -132,13 +132,17 @@ def references(text: str) -> frozenset[str]:
     return frozenset(reference for reference in found if any(ch.isalnum() for ch in reference))
 
 
-# Words that multiply the number before them by a thousand ("77 grand", "12 mil", "40 mille",
-# "80 Tausend"), in the languages `language` covers; "77k" says it in any.
-THOUSANDS = frozenset("thousand grand mil mille mila tausend".split())
-_IN_THOUSANDS = re.compile(rf"(\d+(?:[.,]\d+)?)(?:\s?(?:{'|'.join(THOUSANDS)})|k)\b", re.I)
+# Words that multiply the number before them by a thousand ("77 grand", "40 mille", "12 mila",
+# "80 Tausend"), in lower case as they follow a number ("the 2025 Grand Prix" is no amount);
+# "77k" says it in any language. Not "mil": a million in English chat, a thousand in Spanish.
+THOUSANDS = frozenset("thousand grand mille mila tausend".split())
+_IN_THOUSANDS = re.compile(
+    rf"(?<![\w.,])(\d+(?:[.,]\d+)?)(?:\s?(?:{'|'.join(THOUSANDS)}|Tausend)|[kK])\b(?!\s+[A-Z])"
+)
 IN_THOUSANDS_K = re.compile(r"\d+(?:[.,]\d+)?k", re.I)
 
 
+@_cached
 def numbers(text: str) -> frozenset[str]:
     return frozenset(number_value(n) for n in re.findall(r"\d[\d,.:]*", text))
 

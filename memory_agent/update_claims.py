@@ -1,9 +1,9 @@
 """A trusted model's claims that a new memory updates older ones, and what of them stands.
 
 A claim is applied when the older memory holds a value of a kind the new one gives another
-value of, tied to it (a word beside both, a topic, a change announced, or a name both hold:
-`may_update`), without losing a value that no other memory holds or a sentence that holds a
-fact (`claimed_update`). The checks' own updates are `retention.refresh`.
+value of, tied to it (a word beside both, a topic, or a change announced: `may_update`),
+without losing a value that no other memory holds or a sentence that holds a fact
+(`claimed_update`). The checks' own updates are `retention.refresh`.
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ def claimed_update(memories: Sequence[Candidate], target: int, reason: str) -> S
 
     A sentence of the target may go when it holds a value of a kind the newest memory gives
     another value of, and the two are tied: a word beside the values in both, a topic of
-    both, a change the newest announces, or a name both hold (`_tied_replaced_values`). It
-    goes unless it holds another value that no other memory has, and so does a sentence that
-    names a replaced name again, whole, in another case. With them go the target's sentences that
+    both, or a change the newest announces (`_tied_replaced_values`). It goes unless it
+    holds another value that no other memory has, and so does a sentence that names a
+    replaced name again, whole, in another case. With them go the target's sentences that
     hold no fact at all and speak of what it spoke of ("when its fixed, send it to the cabot
     circus store" beside "our Cabot Circus store"). A target left with no fact is deleted,
     else edited to what is left; with no sentence that may go, the claim is refused.
@@ -117,23 +117,12 @@ def may_update(older: str, newer: str) -> bool:
 
 def _tied_replaced_values(sentence: str, newer: str) -> frozenset[str]:
     """The sentence's values `newer` may replace (`values.replaced_values`), when the two
-    are tied: a word beside the values of both, a topic of both, a change `newer` announces,
-    or a name or reference both hold (what the values are of: "the EC of the nutrient
-    solution at 1,8" and "the EC at 1,4"); else none."""
+    are tied: a word beside the values of both, a topic of both, or a change `newer`
+    announces; else none."""
     replaced = values.replaced_values(sentence, newer)
     tied = replaced and (
         facts.announces_change(newer)
         or values.value_keys(sentence) & values.value_keys(newer)
         or facts.single_valued_topics(sentence) & facts.single_valued_topics(newer)
-        or _identities(sentence) & _identities(newer)
     )
     return replaced if tied else frozenset()
-
-
-def _identities(sentence: str) -> frozenset[str]:
-    """The names and references a text holds, but for the user's own (every memory's)."""
-    return frozenset(
-        value.value
-        for value in values.keyed_values(sentence)
-        if value.kind in ("name", "code") and value.value not in _NOT_A_SUBJECT
-    )

@@ -218,7 +218,7 @@ def _kind(
         return "money"
     if IN_THOUSANDS_K.fullmatch(word):  # "175k", "10K": an amount, not a reference or a day
         return "money" if before.endswith(("$", "€", "£", "¥")) else "number"
-    if following in THOUSANDS:
+    if following in THOUSANDS and _in_thousands(tokens, index):
         # "77 grand" is money; "12 mil euros" too, by the word after it.
         after_thousands = tokens[index + 2][0].lower() if index + 2 < len(tokens) else ""
         if following == "grand" or after_thousands in _CURRENCY_WORDS or before.endswith(
@@ -237,6 +237,21 @@ def _kind(
     return "number"
 
 
+def _in_thousands(tokens: list[tuple[str, int, int]], index: int) -> bool:
+    """The word after the number multiplies it: written in lower case (German's "Tausend"
+    aside), and not an adjective of a noun after it ("2 grand pianos"): nothing, a function
+    word or a word about time follows."""
+    word = tokens[index + 1][0]
+    if word != word.lower() and word != "Tausend":
+        return False  # "the 2025 Grand Prix", "Room 12 Grand Hotel"
+    after = tokens[index + 2][0].lower() if index + 2 < len(tokens) else ""
+    return word.lower() != "grand" or not after or after in STOPWORDS or after in _AMOUNT_FOLLOWERS
+
+
+# What follows "grand" when it is an amount: "77 grand total", "50 grand a year", "10 grand cash".
+_AMOUNT_FOLLOWERS = frozenset("total cash down each per now".split()) | TIME_WORDS
+
+
 def _next_to_a_number(tokens: list[tuple[str, int, int]], index: int) -> bool:
     return any(
         0 <= near < len(tokens) and tokens[near][0][0].isdigit() for near in (index - 1, index + 1)
@@ -252,7 +267,11 @@ def _value(tokens: list[tuple[str, int, int]], index: int, kind: str) -> str:
     following = tokens[index + 1][0].lower() if index + 1 < len(tokens) else ""
     if kind == "time":
         return _clock_time(word, following)
-    if following in THOUSANDS and re.fullmatch(r"\d+(?:[.,]\d+)?", word):
+    if (
+        following in THOUSANDS
+        and re.fullmatch(r"\d+(?:[.,]\d+)?", word)
+        and _in_thousands(tokens, index)
+    ):
         return in_thousands(word)
     if IN_THOUSANDS_K.fullmatch(word):
         return in_thousands(word[:-1])
