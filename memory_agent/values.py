@@ -218,8 +218,8 @@ def _kind(
         return "money"
     if IN_THOUSANDS_K.fullmatch(word):  # "175k", "10K": an amount, not a reference or a day
         return "money" if before.endswith(("$", "€", "£", "¥")) else "number"
-    if following in THOUSANDS and _in_thousands(tokens, index):
-        # "77 grand" is money; "12 mil euros" too, by the word after it.
+    if _in_thousands(tokens, index):
+        # "77 grand" is money; "40 mille euros" too, by the word after it.
         after_thousands = tokens[index + 2][0].lower() if index + 2 < len(tokens) else ""
         if following == "grand" or after_thousands in _CURRENCY_WORDS or before.endswith(
             ("$", "€", "£", "¥")
@@ -238,10 +238,12 @@ def _kind(
 
 
 def _in_thousands(tokens: list[tuple[str, int, int]], index: int) -> bool:
-    """The word after the number multiplies it: written in lower case (German's "Tausend"
-    aside), and not an adjective of a noun after it ("2 grand pianos"): nothing, a function
-    word or a word about time follows."""
-    word = tokens[index + 1][0]
+    """The word after the number is one of `THOUSANDS` and multiplies it: written in lower
+    case (German's "Tausend" aside), and not an adjective of a noun after it ("2 grand
+    pianos"): nothing, a function word or a word about time follows."""
+    word = tokens[index + 1][0] if index + 1 < len(tokens) else ""
+    if word.lower() not in THOUSANDS:
+        return False
     if word != word.lower() and word != "Tausend":
         return False  # "the 2025 Grand Prix", "Room 12 Grand Hotel"
     after = tokens[index + 2][0].lower() if index + 2 < len(tokens) else ""
@@ -267,11 +269,7 @@ def _value(tokens: list[tuple[str, int, int]], index: int, kind: str) -> str:
     following = tokens[index + 1][0].lower() if index + 1 < len(tokens) else ""
     if kind == "time":
         return _clock_time(word, following)
-    if (
-        following in THOUSANDS
-        and re.fullmatch(r"\d+(?:[.,]\d+)?", word)
-        and _in_thousands(tokens, index)
-    ):
+    if re.fullmatch(r"\d+(?:[.,]\d+)?", word) and _in_thousands(tokens, index):
         return in_thousands(word)
     if IN_THOUSANDS_K.fullmatch(word):
         return in_thousands(word[:-1])
