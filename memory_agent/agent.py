@@ -173,7 +173,7 @@ class MemorySubAgent:
         try:
             # The model never reads a secret, and what it writes is checked again.
             messages = [ChatMessage(m.role, redact_text(m.content)) for m in request.messages]
-            written = await self._writer.write(messages)
+            written = await self._writer.write(messages, await self._known_to(request))
             if written is not None:
                 written = replace(written, content=redact_text(written.content))
                 request = self._with_expiry(request)
@@ -199,6 +199,14 @@ class MemorySubAgent:
         if request.also_shared and written is not None:
             await self._write_shared_too(request, written, result, shared_guard)
         return result
+
+    async def _known_to(self, request: MemoryCreationRequest) -> list[str]:
+        """What the request's space already remembers, for a trusted writer to see (it tells
+        who and what a conversation speaks of); nothing is read for any other."""
+        if not self._writer.trusted:
+            return []
+        memories = await self._store.list_oldest_first(request.app_id, user_id=request.user_id)
+        return [memory.content for memory in memories]
 
     def _with_expiry(self, request: MemoryCreationRequest) -> MemoryCreationRequest:
         """The request with its memory's expiry: the one its user asked for ("remember this

@@ -101,8 +101,14 @@ class MemoryWriter:
         invents is never trusted, and the policy keeps what it cannot see to be lost."""
         return self._kept.kept_at_least(_TRUSTED_SHARE)
 
-    async def write(self, messages: Sequence[ChatMessage]) -> WrittenMemory | None:
+    async def write(
+        self, messages: Sequence[ChatMessage], known: Sequence[str] = ()
+    ) -> WrittenMemory | None:
         """The memory for the conversation, or None when it holds nothing worth keeping.
+
+        `known` is what the app's space already remembers. A trusted model is shown it, to
+        tell who and what the conversation speaks of ("him" on the scale is the dog Brando),
+        and may name a name it holds; every value must still come from the conversation.
 
         Raises `ChatModelError` when the model fails, `InvalidMemoryText` when the
         conversation has no messages.
@@ -128,7 +134,8 @@ class MemoryWriter:
         if len(transcript) > self._max_transcript_chars:
             # The end of a conversation holds its outcome; keep that part.
             transcript = "[earlier turns omitted]\n" + transcript[-self._max_transcript_chars :]
-        reply = await self._ask(prompts.creation_messages(transcript, statements))
+        known = known if trusted else ()
+        reply = await self._ask(prompts.creation_messages(transcript, statements, known))
         answer = clean_model_text(reply.text)
         if _NOTHING.match(answer) and len(answer) < 40:
             return None  # the model judged that nothing here is worth a memory
@@ -140,8 +147,11 @@ class MemoryWriter:
             " ".join([content for role, content in turns if role == "user"])
             + " " + " ".join(s.text for s in statements)
         )
+        known_names = frozenset(text.stem(name) for name in text.names(" ".join(known)))
         sentences = split_sentences(answer)
-        kept = self._grounded_sentences(sentences, source, stated, trusted=trusted)
+        kept = self._grounded_sentences(
+            sentences, _Sources(source, stated, known_names), trusted=trusted
+        )
         said = " ".join(statement.text for statement in statements)
         for sentence in sentences:
             self._added.add(
@@ -158,13 +168,13 @@ class MemoryWriter:
         return written if written.content else None
 
     def _grounded_sentences(
-        self, sentences: Sequence[str], source: Set[str], stated: Set[str], *, trusted: bool
+        self, sentences: Sequence[str], sources: _Sources, *, trusted: bool
     ) -> list[str]:
         """The sentences the checks keep. The track record counts every check, so that
         leniency to a trusted model cannot earn the trust it rests on."""
         kept: list[str] = []
         for sentence in sentences:
-            rejection = _rejection(sentence, source, stated, follows_the_user=bool(kept))
+            rejection = _rejection(sentence, sources, follows_the_user=bool(kept))
             self._kept.add(rejection is None)
             passed = rejection is None or (trusted and rejection == _IMPERSONAL)
             self.sentences_written += 1
@@ -217,9 +227,16 @@ _IMPERSONAL = "neither about the user nor with a value they stated"
 _MODEL_FACT = 10
 
 
-def _rejection(
-    sentence: str, source: Set[str], stated: Set[str], *, follows_the_user: bool
-) -> str | None:
+@dataclass(frozen=True)
+class _Sources:
+    """What a memory sentence may rest on."""
+
+    conversation: Set[str]  # every word and value of the conversation (`text.vocabulary`)
+    stated: Set[str]  # those of the user's turns and of the statements worth keeping
+    known_names: Set[str] = frozenset()  # names the app's memories hold, shown to the model
+
+
+def _rejection(sentence: str, sources: _Sources, *, follows_the_user: bool) -> str | None:
     if len(sentence) < _MIN_SENTENCE_CHARS:
         return "too short"
     if _TRANSCRIPT_LABEL.search(sentence):
@@ -231,7 +248,7 @@ def _rejection(
         language.USER.search(sentence)
         or (follows_the_user and _GOES_ON_ABOUT_THE_USER.match(sentence))
         or any(
-            len(value) > 1 and (value in stated or text.stem(value) in stated)
+            len(value) > 1 and (value in sources.stated or text.stem(value) in sources.stated)
             for value in text.values(sentence)
         )
     )
@@ -241,7 +258,7 @@ def _rejection(
         return "addresses someone"
     if sentence.rstrip().endswith("?"):
         return "a question"
-    if not facts.is_grounded(sentence, source):
+    if not facts.is_grounded(sentence, sources.conversation, known_names=sources.known_names):
         return "not in the conversation"
     # Last, so that a trusted model's sentence passes on this alone, every other check met.
     if not about_the_user:

@@ -20,19 +20,8 @@ from datetime import UTC, date, datetime, time, timedelta
 from memory_agent import language, text
 from memory_agent.chat_model import ChatMessage
 
-
-def _names(field: str) -> dict[str, int]:
-    """Each spelling of a month (1-12) or weekday (0-6) of every language, to its number."""
-    numbers: dict[str, int] = {}
-    for words in language.LANGUAGES.values():
-        for index, spellings in enumerate(getattr(words, field).split()):
-            for spelling in spellings.split("|"):
-                numbers.setdefault(spelling, index + (field == "months"))
-    return numbers
-
-
-_MONTHS = _names("months")
-_WEEKDAYS = _names("weekdays")
+_MONTHS = language.numbered("months", 1)
+_WEEKDAYS = language.numbered("weekdays", 0)
 _UNTIL = language.pattern_of("until")
 _STANDING = language.STANDING
 _ARTICLE = r"(?:the|el|le|la|il|o|a|den|dem|zum|zur|am|de|del|du|próximo|proximo|next)\s+"

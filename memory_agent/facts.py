@@ -285,19 +285,29 @@ def issued_codes(text: str) -> frozenset[str]:
 _REPORTING = values.REPORTING_WORDS
 
 
-def is_grounded(sentence: str, source_vocabulary: Set[str], *, share: float = 0.7) -> bool:
+def is_grounded(
+    sentence: str,
+    source_vocabulary: Set[str],
+    *,
+    share: float = 0.7,
+    known_names: Set[str] = frozenset(),
+) -> bool:
     """The sentence says only what the source supports: its values (numbers, names and
     references such as paths and channels) all appear there, and so do `share` of its other
     words (words that report what was said, such as "prefers", aside). A sentence that
     carries values the source holds may use its own words for the rest (a third of them from
     the source is enough): a capable model paraphrases, and the values are what can be
-    checked in any language."""
+    checked in any language. A name may also be one of `known_names` (stemmed: who or what
+    the app already knows of), but only the source's own words count towards that third."""
     text = normalise_text(sentence)
     sentence_numbers = numbers(text)
     if not (sentence_numbers | references(text)) <= source_vocabulary:
         return False
     sentence_names = names(text)
-    if any(stem(name) not in source_vocabulary for name in sentence_names):
+    if any(
+        stem(name) not in source_vocabulary and stem(name) not in known_names
+        for name in sentence_names
+    ):
         return False
     words = content_words(text) - _REPORTING
     if not words:

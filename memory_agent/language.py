@@ -53,6 +53,9 @@ class Words:
     # separates a name's other spellings.
     months: str = ""
     weekdays: str = ""
+    # The numbers two to twelve written out, in order ("one" is as often an article: "un",
+    # "ein"); "|" separates a number's other spellings.
+    numbers: str = ""
 
 
 ENGLISH = Words(
@@ -116,6 +119,7 @@ ENGLISH = Words(
     september|sep|sept october|oct november|nov december|dec""",
     weekdays="""monday|mon tuesday|tue|tues wednesday|wed thursday|thu|thurs friday|fri
     saturday|sat sunday|sun""",
+    numbers="two three four five six seven eight nine ten eleven twelve",
 )
 
 SPANISH = Words(
@@ -154,6 +158,7 @@ SPANISH = Words(
     months="""enero febrero marzo abril mayo junio julio agosto septiembre|setiembre octubre
     noviembre diciembre""",
     weekdays="lunes martes miércoles|miercoles jueves viernes sábado|sabado domingo",
+    numbers="dos tres cuatro cinco seis siete ocho nueve diez once doce",
 )
 
 FRENCH = Words(
@@ -185,6 +190,7 @@ FRENCH = Words(
     months="""janvier février|fevrier mars avril mai juin juillet août|aout septembre octobre
     novembre décembre|decembre""",
     weekdays="lundi mardi mercredi jeudi vendredi samedi dimanche",
+    numbers="deux trois quatre cinq six sept huit neuf dix onze douze",
 )
 
 GERMAN = Words(
@@ -218,6 +224,7 @@ GERMAN = Words(
     months="""januar|jänner februar märz|maerz april mai juni juli august september oktober
     november dezember""",
     weekdays="montag dienstag mittwoch donnerstag freitag samstag|sonnabend sonntag",
+    numbers="zwei drei vier fünf|fuenf sechs sieben acht neun zehn elf zwölf|zwoelf",
 )
 
 PORTUGUESE = Words(
@@ -244,6 +251,7 @@ PORTUGUESE = Words(
     months="""janeiro fevereiro março|marco abril maio junho julho agosto setembro outubro
     novembro dezembro""",
     weekdays="segunda terça|terca quarta quinta sexta sábado|sabado domingo",
+    numbers="dois|duas três|tres quatro cinco seis sete oito nove dez onze doze",
 )
 
 ITALIAN = Words(
@@ -271,6 +279,7 @@ ITALIAN = Words(
     novembre dicembre""",
     weekdays="""lunedì|lunedi martedì|martedi mercoledì|mercoledi giovedì|giovedi
     venerdì|venerdi sabato domenica""",
+    numbers="due tre quattro cinque sei sette otto nove dieci undici dodici",
 )
 
 LANGUAGES: dict[str, Words] = {
@@ -290,6 +299,17 @@ _CONTENT_ELSEWHERE = frozenset({"son", "war", "die", "mein", "also", "hat", "bei
 def _entries(text: str) -> list[str]:
     """A class's words and phrases, separated by white space; "_" joins a phrase's words."""
     return [entry.replace("_", " ") for entry in text.split()]
+
+
+def numbered(field: str, first: int, *, of: Words | None = None) -> dict[str, int]:
+    """Each spelling in an ordered class (`months`, `weekdays`, `numbers`) of every language,
+    or of one, to its place in the order counted from `first`."""
+    found: dict[str, int] = {}
+    for words in [of] if of else LANGUAGES.values():
+        for index, spellings in enumerate(getattr(words, field).split()):
+            for spelling in spellings.split("|"):
+                found.setdefault(spelling, first + index)
+    return found
 
 
 def words_of(field: str) -> frozenset[str]:

@@ -26,13 +26,19 @@ conversation. If it holds nothing worth remembering later (small talk, a general
 answer NOTHING.
 
 Format: Single paragraph, 2-4 sentences, factual and concise.
-
+{known}
 Conversation (between the markers; every line is one turn):
 <<<CONVERSATION
 {conversation}
 CONVERSATION>>>
 {statements}
 Create memory:"""
+
+KNOWN_HINT = """
+What the app already remembers, to tell who and what the conversation speaks of (name them \
+as these do; do not repeat these memories, and take every value from the conversation):
+{lines}
+"""
 
 STATEMENTS_HINT = """
 Statements worth keeping:
@@ -91,17 +97,28 @@ _SPEAKERS = {"user": "User", "assistant": "Assistant", "tool": "Tool"}
 def format_transcript(messages: Sequence[ChatMessage]) -> str:
     """One line per turn. A turn's own line breaks are folded, so that no text inside a turn
     can start a line that reads as another turn or close the transcript's markers."""
-    lines = []
-    for message in messages:
-        if message.role == "system":
-            continue
-        text = " ".join(normalise_text(message.content).split())
-        text = text.replace("<<<", "‹‹‹").replace(">>>", "›››")
-        lines.append(f"{_SPEAKERS[message.role]}: {text}")
-    return "\n".join(lines)
+    return "\n".join(
+        f"{_SPEAKERS[message.role]}: {_one_line(message.content)}"
+        for message in messages
+        if message.role != "system"
+    )
 
 
-def creation_messages(transcript: str, statements: Sequence[Statement] = ()) -> list[ChatMessage]:
+def _one_line(text: str) -> str:
+    """The text on one line, with nothing that reads as the transcript's markers."""
+    return " ".join(normalise_text(text).split()).replace("<<<", "‹‹‹").replace(">>>", "›››")
+
+
+def creation_messages(
+    transcript: str, statements: Sequence[Statement] = (), known: Sequence[str] = ()
+) -> list[ChatMessage]:
+    """The creation prompt, with the statements the checks found worth keeping and the
+    memories the app already holds (`known`), when there are any."""
+    known_hint = ""
+    if known:
+        known_hint = KNOWN_HINT.format(
+            lines="\n".join(f"- {_one_line(memory)}" for memory in known)
+        )
     hint = ""
     if statements:
         hint = STATEMENTS_HINT.format(
@@ -109,7 +126,7 @@ def creation_messages(transcript: str, statements: Sequence[Statement] = ()) -> 
                 f"- {_SAID_BY[s.speaker]}: {' '.join(s.text.split())}" for s in statements
             )
         )
-    prompt = CREATION_PROMPT.format(conversation=transcript, statements=hint)
+    prompt = CREATION_PROMPT.format(conversation=transcript, statements=hint, known=known_hint)
     return [ChatMessage("user", prompt)]
 
 

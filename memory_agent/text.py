@@ -102,11 +102,12 @@ def stem(word: str) -> str:
 TIME_WORDS = language.TIME | frozenset(stem(word) for word in language.TIME)
 
 
-NUMBER_WORDS = {
-    word: str(value)
-    for value, word in enumerate(
-        "zero one two three four five six seven eight nine ten eleven twelve".split()
-    )
+# Numbers written out ("cinco kilómetros"): a source that says them grounds "5 km".
+SPELLED_NUMBERS = {word: str(n) for word, n in language.numbered("numbers", 2).items()}
+# Counts written out that give a slot its number ("two kids"): English only, since other
+# languages' number words are often another's function words (Portuguese "dos").
+_COUNT_WORDS = {
+    word: str(n) for word, n in language.numbered("numbers", 2, of=language.ENGLISH).items()
 }
 
 
@@ -240,13 +241,19 @@ def content_words(text: str) -> frozenset[str]:
 
 @_cached
 def vocabulary(text: str) -> frozenset[str]:
-    """Every stemmed word and number of a text: what a grounded sentence may use."""
+    """Every stemmed word and number of a text, numbers written out also as digits: what a
+    grounded sentence may use."""
     text = normalise_text(text)
     # Days and months as `names` gives them (their first three letters), so that a sentence
     # naming "Friday" is grounded in a source that names it.
     calendar = {match.lower()[:3] for match in _CALENDAR_WORD.findall(text)}
-    found = frozenset(stem(word) for word in WORD.findall(text))
-    return found | numbers(text) | amounts_in_thousands(text) | calendar | references(text)
+    words = WORD.findall(text)
+    found = frozenset(stem(word) for word in words)
+    spelled = {SPELLED_NUMBERS[w.lower()] for w in words if w.lower() in SPELLED_NUMBERS}
+    return (
+        found | spelled | numbers(text) | amounts_in_thousands(text) | calendar
+        | references(text)
+    )
 
 
 TIME_UNITS = frozenset(
@@ -270,8 +277,8 @@ def number_slots(text: str) -> Mapping[str, frozenset[str]]:
     found_names = names(text)
     slots: dict[str, set[str]] = {}
     for index, word in enumerate(words):
-        if word.lower() in NUMBER_WORDS and word.lower() not in ("one", "zero"):
-            number = NUMBER_WORDS[word.lower()]
+        if word.lower() in _COUNT_WORDS:
+            number = _COUNT_WORDS[word.lower()]
         elif word[0].isdigit() and not word[-1].isalpha():  # "15th" is a date, not a count
             number = re.sub(r"[,.:](?=\d{3}\b)", "", word)
         else:

@@ -230,3 +230,67 @@ async def test_energy_reported_equals_what_the_calls_cost(database, clock):
 
     assert agent.get_energy_consumed_since_last_poll() == 3  # ceil(201 / 100)
     assert agent.get_energy_consumed_since_last_poll() == 0
+
+
+# The dog's weigh-in, which never names the dog: only the app's memories tell who "him" is.
+WEIGH_IN = [
+    ChatMessage("user", "Good news from the diet! I put him on the big scale at the pharmacy "
+                        "yesterday and it showed 12.8, almost two kilos less."),
+    ChatMessage("assistant", "Well done to you both, that is a steady, healthy loss."),
+]
+
+
+async def test_a_trusted_model_is_shown_what_the_space_remembers_and_may_name_who(
+    database, clock
+):
+    """Once trusted, the model sees the space's memories, so its memory can say whose value
+    a conversation gives ("Brando" for "him"); every value still comes from the
+    conversation. Before that it sees none of them."""
+    from tests.fakes import FRIENDS, friend_fact, friend_memories
+
+    dog = "The user's dog Brando weighs 14.5 kg."
+    weigh_in = "After the diet Brando weighs 12.8 kg."
+    write_friend = friend_memories()
+
+    def write(call: ModelCall) -> str:
+        if "User: My friend " in call.prompt:
+            return write_friend(call)
+        return weigh_in if "put him on the big scale" in call.prompt else dog
+
+    await install_app(database, "vet")
+    model = memory_model(write)
+    agent = MemorySubAgent(database, model, clock=clock, memory_limit=40)
+    said = [ChatMessage("user", "My dog Brando weighs 14.5 kg."), ChatMessage("assistant", "Ok.")]
+    await agent.create_memory(MemoryCreationRequest("vet", "dog", said))
+    for n in range(1, 11):  # ten faithful memories: the model's record makes it trusted
+        conversation = [ChatMessage("user", friend_fact(n)), ChatMessage("assistant", "Noted.")]
+        await agent.create_memory(MemoryCreationRequest("vet", f"c{n}", conversation))
+
+    created = await agent.create_memory(MemoryCreationRequest("vet", "weigh-in", WEIGH_IN))
+
+    prompts = [call.prompt for call in model.calls_starting_with(CREATION_PREFIX)]
+    assert "What the app already remembers" not in prompts[0]
+    assert "What the app already remembers" in prompts[-1]
+    assert f"- {dog}" in prompts[-1] and f"{FRIENDS[10]} lives in" in prompts[-1]
+    assert created.memory is not None and created.memory.content == weigh_in
+
+
+async def test_a_value_only_the_spaces_memories_hold_is_not_grounded(database, clock):
+    """A name from the space's memories may be written; an old value may not: the new memory
+    says what this conversation says."""
+    from memory_agent.creation import MemoryWriter
+    from tests.fakes import friend_fact, friend_memory
+
+    answers = [friend_memory(n) for n in range(1, 11)]
+    answers.append("Brando weighs 14.5 kg, and 12.8 kg after the diet.")
+
+    async def ask(messages: list[ChatMessage]) -> ChatReply:
+        return ChatReply(answers.pop(0))
+
+    writer = MemoryWriter(ask, max_chars=500, max_transcript_chars=4000)
+    for n in range(1, 11):  # ten faithful memories: trusted
+        await writer.write([ChatMessage("user", friend_fact(n))])
+    assert writer.trusted
+    written = await writer.write(WEIGH_IN, known=["The user's dog Brando weighs 14.5 kg."])
+    assert written is not None
+    assert "14.5" not in written.content and "12.8" in written.content

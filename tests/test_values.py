@@ -265,6 +265,21 @@ def test_an_amount_in_thousands_is_worth_keeping_and_grounds_its_whole_figure():
 
 
 @pytest.mark.parametrize(
+    ("said", "written"),
+    [("voy a anotarme en la de cinco kilometros de noviembre",
+      "La usuaria se anotó en la carrera de 5 km de noviembre."),
+     ("we need three more chairs for the terrace", "The user needs 3 more chairs."),
+     ("wir brauchen noch zwölf Dosen Earl Grey", "Noch 12 Dosen Earl Grey werden gebraucht."),
+     ("ci vediamo fra due settimane per il controllo", "Il controllo è fra 2 settimane.")],
+)
+def test_a_number_written_out_grounds_its_digits(said, written):
+    assert facts.is_grounded(written, text.vocabulary(said))
+    assert not facts.is_grounded(written.replace(" 5 ", " 6 ").replace(" 3 ", " 4 ")
+                                 .replace(" 12 ", " 13 ").replace(" 2 ", " 7 "),
+                                 text.vocabulary(said))
+
+
+@pytest.mark.parametrize(
     "sentence",
     ["yo ibuprofeno no puedo tomar xq me da una gastritis terrible",
      "Ich habe seit Jahren Arthritis im Knie.",
