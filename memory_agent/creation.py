@@ -6,13 +6,15 @@ conversation, completed from the conversation's own statements where it falls sh
    memory slot. A trusted model (below) is asked all the same: it may see what the checks
    cannot ("runbooks live in the sre-handbook repo"), and answers `NOTHING` where nothing is.
 2. The model writes the memory with the seed's creation prompt, or answers `NOTHING` when
-   the conversation holds nothing worth remembering: a model that can judge decides.
+   the conversation holds nothing worth remembering: a model that can judge decides. Unless
+   its record shows it does not write faithfully, the prompt also shows what the space
+   already remembers, so the model can say whose value the conversation gives.
 3. Each sentence of its answer is kept unless it can be shown wrong: it speaks in the first
    or second person, carries transcript labels, asks something, says what the conversation
-   does not support (a number or name the conversation lacks, or words mostly its own when it
-   holds no value), or is neither about the user nor carries a value of the conversation
-   (an impersonal fact, "failover takes 4 minutes", is kept by its value; a trusted model's
-   is kept when grounded).
+   does not support (a number the conversation lacks, a name neither it nor the memories
+   shown hold, or words mostly its own when it holds no value), or is neither about the
+   user nor carries a value of the conversation (an impersonal fact, "failover takes 4
+   minutes", is kept by its value; a trusted model's is kept when grounded).
 4. A key statement whose values the kept sentences do not carry is added in the speaker's
    own words (`The user said: "…"`), so the fact is kept even when the model missed or garbled
    it; not beside a trusted model's answer that passed whole (`MemoryWriter.trusted`). Beside
@@ -101,14 +103,20 @@ class MemoryWriter:
         invents is never trusted, and the policy keeps what it cannot see to be lost."""
         return self._kept.kept_at_least(_TRUSTED_SHARE)
 
+    @property
+    def doubted(self) -> bool:
+        """The model's record is known and shows it does not write faithfully."""
+        return self._kept.known and not self.trusted
+
     async def write(
         self, messages: Sequence[ChatMessage], known: Sequence[str] = ()
     ) -> WrittenMemory | None:
         """The memory for the conversation, or None when it holds nothing worth keeping.
 
-        `known` is what the app's space already remembers. A trusted model is shown it, to
-        tell who and what the conversation speaks of ("him" on the scale is the dog Brando),
-        and may name a name it holds; every value must still come from the conversation.
+        `known` is what the app's space already remembers. A model that is not `doubted`
+        is shown it, to tell who and what the conversation speaks of ("him" on the scale is
+        the dog Brando), and may name a name it holds; every value must still come from the
+        conversation.
 
         Raises `ChatModelError` when the model fails, `InvalidMemoryText` when the
         conversation has no messages.
@@ -119,8 +127,7 @@ class MemoryWriter:
         statements = facts.key_statements(turns)
         # Read before this answer's sentences join the record: they are judged by the record
         # as it stood when the model was asked.
-        trusted = self.trusted
-        doubted = self._kept.known and not trusted
+        trusted, doubted = self.trusted, self.doubted
         if not statements and not trusted:
             # Nothing the checks can see is worth keeping, and the model has not shown it
             # judges better: no call. A trusted model decides for itself (NOTHING or not).
@@ -134,7 +141,7 @@ class MemoryWriter:
         if len(transcript) > self._max_transcript_chars:
             # The end of a conversation holds its outcome; keep that part.
             transcript = "[earlier turns omitted]\n" + transcript[-self._max_transcript_chars :]
-        known = known if trusted else ()
+        known = () if doubted else known
         reply = await self._ask(prompts.creation_messages(transcript, statements, known))
         answer = clean_model_text(reply.text)
         if _NOTHING.match(answer) and len(answer) < 40:

@@ -1,7 +1,8 @@
 """A trusted model's claims that a new memory updates older ones, and what of them stands.
 
 A claim is applied when the older memory holds a value of a kind the new one gives another
-value of, tied to it (a word beside both, a topic, or a change announced: `may_update`),
+value of, tied to it (a word beside both, a topic, a change announced, or the name the new
+value stands beside: `may_update`),
 without losing a value that no other memory holds or a sentence that holds a fact
 (`claimed_update`). The checks' own updates are `retention.refresh`.
 """
@@ -22,7 +23,8 @@ def claimed_update(memories: Sequence[Candidate], target: int, reason: str) -> S
 
     A sentence of the target may go when it holds a value of a kind the newest memory gives
     another value of, and the two are tied: a word beside the values in both, a topic of
-    both, or a change the newest announces (`_tied_replaced_values`). It goes unless it
+    both, a change the newest announces, or the name its new value stands beside
+    (`_tied_replaced_values`). It goes unless it
     holds another value that no other memory has, and so does a sentence that names a
     replaced name again, whole, in another case. With them go the target's sentences that
     hold no fact at all and speak of what it spoke of ("when its fixed, send it to the cabot
@@ -124,5 +126,17 @@ def _tied_replaced_values(sentence: str, newer: str) -> frozenset[str]:
         facts.announces_change(newer)
         or values.value_keys(sentence) & values.value_keys(newer)
         or facts.single_valued_topics(sentence) & facts.single_valued_topics(newer)
+        or _owner_named(sentence, newer, replaced)
     )
     return replaced if tied else frozenset()
+
+
+def _owner_named(sentence: str, newer: str, replaced: frozenset[str]) -> bool:
+    """`newer` gives a value of a replaced kind beside the name it is the value of, and the
+    sentence names that too ("a EC em 1,4" after "a condutividade (EC) … em 1,8"). A name
+    both merely mention is no tie ("the flight to Lisbon", "the hotel in Lisbon")."""
+    said = values.keyed_values(sentence)
+    kinds = {value.kind for value in said if value.value in replaced}
+    owners = values.owners(newer)
+    named = {value.value for value in said}
+    return any(owners.get(kind, frozenset()) & named for kind in kinds)

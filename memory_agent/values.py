@@ -10,8 +10,10 @@ newer retires the older, in whatever words or language the two are written.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
+from types import MappingProxyType
 
 from memory_agent import language
 from memory_agent.text import (
@@ -75,10 +77,7 @@ def keyed_values(text: str) -> tuple[KeyedValue, ...]:
     """The text's values, each with the words near it (their first five letters, so that
     "shop" meets "shopping" and "alquiler" meets "alquilo"). Values next to each other, or
     with only function words between them ("May 14", "12 mars à 9h40"), share their keys."""
-    text = normalise_text(text)
-    found_names = names(text)
-    tokens = [(m.group(), m.start(), m.end()) for m in WORD.finditer(text)]
-    kinds = [_kind(text, tokens, i, found_names) for i in range(len(tokens))]
+    tokens, kinds = _read(text)
     keyed = []
     for first, last in _runs(tokens, kinds):
         keys = frozenset(_keys_before(tokens, kinds, first) | _keys_after(tokens, kinds, last))
@@ -87,6 +86,36 @@ def keyed_values(text: str) -> tuple[KeyedValue, ...]:
             if kind is not None:
                 keyed.append(KeyedValue(kind, _value(tokens, index, kind), keys))
     return tuple(keyed)
+
+
+@lru_cache(maxsize=8192)
+def owners(text: str) -> Mapping[str, frozenset[str]]:
+    """For each kind of value, the names and codes that stand in one run with a value of
+    that kind, nothing but function words between them: what those values are the values of
+    ("a EC em 1,4": EC for the number; "Postgres 16.4"; "Brando 12,8 kg")."""
+    tokens, kinds = _read(text)
+    owned: dict[str, set[str]] = {}
+    for first, last in _runs(tokens, kinds):
+        run = range(first, last + 1)
+        named = {_value(tokens, i, kind) for i in run if (kind := kinds[i]) in _OWNERS}
+        for index in run:
+            kind = kinds[index]
+            if kind is not None and kind not in _OWNERS and named:
+                owned.setdefault(kind, set()).update(named)
+    return MappingProxyType({kind: frozenset(found) for kind, found in owned.items()})
+
+
+_OWNERS = frozenset({"name", "code"})
+
+
+@lru_cache(maxsize=8192)
+def _read(text: str) -> tuple[list[tuple[str, int, int]], list[str | None]]:
+    """The text's words (with where they start and end) and the kind of value each is, if
+    any. Cached and shared: read, never changed."""
+    text = normalise_text(text)
+    found_names = names(text)
+    tokens = [(m.group(), m.start(), m.end()) for m in WORD.finditer(text)]
+    return tokens, [_kind(text, tokens, i, found_names) for i in range(len(tokens))]
 
 
 def _runs(

@@ -338,3 +338,21 @@ def test_a_name_both_memories_hold_is_no_tie():
     assert not update_claims.may_update(
         "The user's flight to Lisbon leaves at 9:40.", "The hotel in Lisbon has check-in at 15:00."
     )
+
+
+def test_the_name_a_new_value_stands_beside_ties_it_to_a_memory_naming_that():
+    """"a EC em 1,4" is the EC's value: a memory naming the EC with another such value may be
+    claimed updated, and the claim takes its old value away; a name the two merely mention
+    is still no tie."""
+    older = "O usuário mantém a condutividade (EC) da solução nutritiva em 1,8 mS/cm."
+    newer = "No verão o agrônomo recomendou trabalhar com a EC em 1,4."
+    assert update_claims.may_update(older, newer)
+    step = update_claims.claimed_update(candidates(older, newer), 1, "r")
+    assert step is not None and step.action == "delete"
+    assert update_claims.may_update(
+        "The staging box runs Postgres 13.",
+        "Benchmarks were taken on Postgres 15 across the fleet.",
+    )
+    assert not update_claims.may_update(
+        "The staging box runs Postgres 13.", "Benchmarks were taken on Redis 7 across the fleet."
+    )
