@@ -201,10 +201,10 @@ class MemorySubAgent:
         return result
 
     async def _known_to(self, request: MemoryCreationRequest) -> list[str]:
-        """What the request's space already remembers, for the model to see when it writes
-        (it tells who and what a conversation speaks of); nothing is read for a model its
-        record shows does not write faithfully."""
-        if self._writer.doubted:
+        """What the request's space already remembers, for a trusted model to see when it
+        writes (it tells who and what a conversation speaks of); nothing is read for any
+        other, whose prompt stays short."""
+        if not self._writer.trusted:
             return []
         memories = await self._store.list_oldest_first(request.app_id, user_id=request.user_id)
         return [memory.content for memory in memories]

@@ -6,9 +6,9 @@ conversation, completed from the conversation's own statements where it falls sh
    memory slot. A trusted model (below) is asked all the same: it may see what the checks
    cannot ("runbooks live in the sre-handbook repo"), and answers `NOTHING` where nothing is.
 2. The model writes the memory with the seed's creation prompt, or answers `NOTHING` when
-   the conversation holds nothing worth remembering: a model that can judge decides. Unless
-   its record shows it does not write faithfully, the prompt also shows what the space
-   already remembers, so the model can say whose value the conversation gives.
+   the conversation holds nothing worth remembering: a model that can judge decides. A
+   trusted model's prompt also shows what the space already remembers, so it can say whose
+   value the conversation gives.
 3. Each sentence of its answer is kept unless it can be shown wrong: it speaks in the first
    or second person, carries transcript labels, asks something, says what the conversation
    does not support (a number the conversation lacks, a name neither it nor the memories
@@ -113,10 +113,11 @@ class MemoryWriter:
     ) -> WrittenMemory | None:
         """The memory for the conversation, or None when it holds nothing worth keeping.
 
-        `known` is what the app's space already remembers. A model that is not `doubted`
-        is shown it, to tell who and what the conversation speaks of ("him" on the scale is
-        the dog Brando), and may name a name it holds; every value must still come from the
-        conversation.
+        `known` is what the app's space already remembers. A trusted model is shown it, to
+        tell who and what the conversation speaks of ("him" on the scale is the dog Brando),
+        and may name a name it holds; every value must still come from the conversation.
+        Any other's prompt stays short: it costs a small model time, and such a model would
+        only copy it.
 
         Raises `ChatModelError` when the model fails, `InvalidMemoryText` when the
         conversation has no messages.
@@ -141,7 +142,7 @@ class MemoryWriter:
         if len(transcript) > self._max_transcript_chars:
             # The end of a conversation holds its outcome; keep that part.
             transcript = "[earlier turns omitted]\n" + transcript[-self._max_transcript_chars :]
-        known = () if doubted else known
+        known = known if trusted else ()
         reply = await self._ask(prompts.creation_messages(transcript, statements, known))
         answer = clean_model_text(reply.text)
         if _NOTHING.match(answer) and len(answer) < 40:

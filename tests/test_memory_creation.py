@@ -240,25 +240,38 @@ WEIGH_IN = [
 ]
 
 
-async def test_the_model_is_shown_what_the_space_remembers_and_may_name_who(database, clock):
-    """The model sees the space's memories, so its memory can say whose value a conversation
-    gives ("Brando" for "him"); every value still comes from the conversation."""
+async def test_a_trusted_model_is_shown_what_the_space_remembers_and_may_name_who(
+    database, clock
+):
+    """Once trusted, the model sees the space's memories, so its memory can say whose value
+    a conversation gives ("Brando" for "him"); every value still comes from the
+    conversation. Before that it sees none of them."""
+    from tests.fakes import FRIENDS, friend_fact, friend_memories
+
     dog = "The user's dog Brando weighs 14.5 kg."
     weigh_in = "After the diet Brando weighs 12.8 kg."
+    write_friend = friend_memories()
 
     def write(call: ModelCall) -> str:
+        if "User: My friend " in call.prompt:
+            return write_friend(call)
         return weigh_in if "put him on the big scale" in call.prompt else dog
 
     await install_app(database, "vet")
     model = memory_model(write)
-    agent = MemorySubAgent(database, model, clock=clock)
+    agent = MemorySubAgent(database, model, clock=clock, memory_limit=40)
     said = [ChatMessage("user", "My dog Brando weighs 14.5 kg."), ChatMessage("assistant", "Ok.")]
     await agent.create_memory(MemoryCreationRequest("vet", "dog", said))
+    for n in range(1, 11):  # ten faithful memories: the model's record makes it trusted
+        conversation = [ChatMessage("user", friend_fact(n)), ChatMessage("assistant", "Noted.")]
+        await agent.create_memory(MemoryCreationRequest("vet", f"c{n}", conversation))
+
     created = await agent.create_memory(MemoryCreationRequest("vet", "weigh-in", WEIGH_IN))
 
-    first, second = [call.prompt for call in model.calls_starting_with(CREATION_PREFIX)]
-    assert "What the app already remembers" not in first  # nothing yet
-    assert "What the app already remembers" in second and f"- {dog}" in second
+    prompts = [call.prompt for call in model.calls_starting_with(CREATION_PREFIX)]
+    assert not any("What the app already remembers" in prompt for prompt in prompts[:10])
+    assert "What the app already remembers" in prompts[-1]
+    assert f"- {dog}" in prompts[-1] and f"{FRIENDS[10]} lives in" in prompts[-1]
     assert created.memory is not None and created.memory.content == weigh_in
 
 

@@ -48,21 +48,6 @@ async def test_a_model_whose_memories_are_never_kept_is_asked_one_time_in_ten(da
     assert not any("25 years" in t for t in texts)
 
 
-async def test_a_model_whose_memories_are_never_kept_is_not_shown_the_spaces(database, clock):
-    """Its record known, a model that does not write faithfully gets the short prompt: the
-    space's memories would cost it time and it would only copy them."""
-    await install_app(database, "app")
-    model = memory_model(GARBLED)
-    agent = MemorySubAgent(database, model, clock=clock, memory_limit=40)
-    for n in range(1, 16):
-        await agent.create_memory(request(n))
-    # Four memories fill its record, then one write in ten asks it.
-    prompts = [call.prompt for call in model.calls_starting_with(CREATION_PREFIX)]
-    assert len(prompts) == 5
-    assert "What the app already remembers" in prompts[1]  # no record yet: shown
-    assert "What the app already remembers" not in prompts[-1]
-
-
 async def test_a_model_that_only_repeats_the_statements_is_spared_too(database, clock):
     """Half its sentences pass, but only by saying what the statements say: it is not
     trusted and adds nothing to them, so it is asked for one memory in ten."""
