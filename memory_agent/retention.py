@@ -229,17 +229,14 @@ def _stale_sentences(older: str, newer: str) -> tuple[str, ...]:
         sentence
         for i, sentence in enumerate(old_sentences)
         if facts.fact_value(sentence)
-        and (
-            any(
-                _updates(
-                    sentence,
-                    _context(old_sentences, i, same_value=True),
-                    later,
-                    _context(new_sentences, j, same_value=False),
-                )
-                for j, later in enumerate(new_sentences)
+        and any(
+            _updates(
+                sentence,
+                _context(old_sentences, i, same_value=True),
+                later,
+                _context(new_sentences, j, same_value=False),
             )
-            or _left_behind(sentence, newer)
+            for j, later in enumerate(new_sentences)
         )
     ]
     # The old values those sentences held are stale wherever the memory says them again
@@ -263,32 +260,6 @@ _IDENTIFYING = frozenset({"name", "code", "money", "percent"})
 # 18:00"): one alone is as often another thing at the same time or count ("the gym class is
 # at 9:30 too", "2 cats" beside "2 kids").
 _REPEATED_VALUES = 2
-
-
-def _left_behind(older: str, newer: str) -> bool:
-    """`newer` says every value of `older` again beside a new name or code where `older` has
-    one, and announces a change: the old value is history there ("we switched from DHL to
-    GLS", "der DHL-Vertrag war zu teuer … ab nächster Woche holt GLS die Pakete ab"), and
-    `older`, which says it alone, is stale. The values must be said whole, or as the first
-    part of a compound ("DHL-Vertrag"); `newer` must speak of no one `older` does not."""
-    said = values.keyed_values(older)
-    if not said or not facts.announces_change(newer):
-        return False
-    if facts.subjects(newer) - facts.subjects(older):
-        return False  # someone else's move: a sister's new city
-    old_values = {value.value for value in said}
-    new_values = values.keyed_values(newer)
-    again = {value.value.split("-")[0] for value in new_values} | {
-        value.value for value in new_values
-    }
-    if not old_values <= again:
-        return False
-    # A name or a code: a date, a time or a count said again is as often another thing's.
-    kinds = {value.kind for value in said} & {"name", "code"}
-    return any(
-        value.kind in kinds and value.value.split("-")[0] not in old_values
-        for value in new_values
-    )
 
 
 def _repeats_only_replaced(sentence: str, newer: str, old_values: set[str]) -> bool:

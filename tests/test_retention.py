@@ -68,11 +68,6 @@ def test_a_grounded_sentence_says_only_what_the_source_says():
         ("Mrs Okafor is our babysitter.", "Our old sitter moved away, the new babysitter is Dana."),
         ("I'm plot 14 at the community garden.", "They moved me: I'm plot 31 now."),
         ("I was thinking around $200 a day.", "We're bumping the budget to $275 a day now."),
-        # The old value said again beside the new one, as a change: history there.
-        ("We ship everything with DHL.", "We switched from DHL to GLS."),
-        ("wir verschicken alles mit DHL, der trackinglink soll rein.",
-         "ab nächster woche holt GLS die pakete ab. der DHL-vertrag war zu teuer."),
-        ("Bruno lives in Porto.", "Bruno moved from Porto to Quito last month."),
     ],
 )
 def test_a_newer_value_supersedes_the_old_one(older, newer):
@@ -94,13 +89,6 @@ def test_a_newer_value_supersedes_the_old_one(older, newer):
         ("I work at Acme as an engineer.", "My wife started a new job at Globex."),
         ("I take 20 mg of lisinopril daily.", "The dog now takes 5 mg of Apoquel daily."),
         ("Dentist appointment on May 3 at 10am.", "I may cut sugar; goal is 1800 calories now."),
-        # The old value said again, but not all of what the old sentence says, or of someone
-        # else, or with no change: not history.
-        ("My sister Ana lives in Porto.", "Now Ana's friend Bea is visiting from Lisbon."),
-        ("Bruno lives in Porto.", "Now my sister moved from Porto to Quito."),
-        ("We ship everything with DHL.", "GLS also quoted us, DHL is still cheaper."),
-        ("Yoga is at 9:30 on Tuesdays.",
-         "The new pottery class is also at 9:30, Tuesdays at Ceramica."),
     ],
 )
 def test_a_different_fact_does_not(older, newer):
