@@ -53,7 +53,7 @@ class Words:
     # separates a name's other spellings.
     months: str = ""
     weekdays: str = ""
-    # The numbers two to twelve written out, in order ("one" is as often an article: "un",
+    # The numbers two to twenty written out, in order ("one" is as often an article: "un",
     # "ein"); "|" separates a number's other spellings.
     numbers: str = ""
 
@@ -119,7 +119,8 @@ ENGLISH = Words(
     september|sep|sept october|oct november|nov december|dec""",
     weekdays="""monday|mon tuesday|tue|tues wednesday|wed thursday|thu|thurs friday|fri
     saturday|sat sunday|sun""",
-    numbers="two three four five six seven eight nine ten eleven twelve",
+    numbers="""two three four five six seven eight nine ten eleven twelve thirteen fourteen
+    fifteen sixteen seventeen eighteen nineteen twenty""",
 )
 
 SPANISH = Words(
@@ -158,7 +159,8 @@ SPANISH = Words(
     months="""enero febrero marzo abril mayo junio julio agosto septiembre|setiembre octubre
     noviembre diciembre""",
     weekdays="lunes martes miércoles|miercoles jueves viernes sábado|sabado domingo",
-    numbers="dos tres cuatro cinco seis siete ocho nueve diez once doce",
+    numbers="""dos tres cuatro cinco seis siete ocho nueve diez once doce trece catorce quince
+    dieciséis|dieciseis diecisiete dieciocho diecinueve veinte""",
 )
 
 FRENCH = Words(
@@ -190,7 +192,8 @@ FRENCH = Words(
     months="""janvier février|fevrier mars avril mai juin juillet août|aout septembre octobre
     novembre décembre|decembre""",
     weekdays="lundi mardi mercredi jeudi vendredi samedi dimanche",
-    numbers="deux trois quatre cinq six sept huit neuf dix onze douze",
+    numbers="""deux trois quatre cinq six sept huit neuf dix onze douze treize quatorze quinze
+    seize dix-sept dix-huit dix-neuf vingt""",
 )
 
 GERMAN = Words(
@@ -224,7 +227,8 @@ GERMAN = Words(
     months="""januar|jänner februar märz|maerz april mai juni juli august september oktober
     november dezember""",
     weekdays="montag dienstag mittwoch donnerstag freitag samstag|sonnabend sonntag",
-    numbers="zwei drei vier fünf|fuenf sechs sieben acht neun zehn elf zwölf|zwoelf",
+    numbers="""zwei drei vier fünf|fuenf sechs sieben acht neun zehn elf zwölf|zwoelf dreizehn
+    vierzehn fünfzehn|fuenfzehn sechzehn siebzehn achtzehn neunzehn zwanzig""",
 )
 
 PORTUGUESE = Words(
@@ -234,8 +238,8 @@ PORTUGUESE = Words(
     question="que como porque quando onde quem qual quanto quanta pode",
     confirmation="""reservei reservado reservada confirmado confirmada agendado agendada
     registrado registrada criado criada enviado enviada pedido número_de código_de""",
-    change="""agora não_mais mudou mudamos mudança novo nova em_vez_de passou_a a_partir_de
-    atualizado atualizada""",
+    change="""agora não_mais mudou mudamos mudança novo nova em_vez_de passou_a passou_para
+    passa_para trocou trocamos trocado a_partir_de atualizado atualizada""",
     standing="lembra não_esqueça a_partir_de_agora",
     lasting="""alérgico alérgica alergia vegetariano vegetariana diabetes filho filha esposa
     marido cachorro gato casa apartamento endereço aluguel salário orçamento aniversário
@@ -251,7 +255,9 @@ PORTUGUESE = Words(
     months="""janeiro fevereiro março|marco abril maio junho julho agosto setembro outubro
     novembro dezembro""",
     weekdays="segunda terça|terca quarta quinta sexta sábado|sabado domingo",
-    numbers="dois|duas três|tres quatro cinco seis sete oito nove dez onze doze",
+    numbers="""dois|duas três|tres quatro cinco seis sete oito nove dez onze doze treze
+    catorze|quatorze quinze dezesseis|dezasseis dezessete|dezassete dezoito dezenove|dezanove
+    vinte""",
 )
 
 ITALIAN = Words(
@@ -279,7 +285,8 @@ ITALIAN = Words(
     novembre dicembre""",
     weekdays="""lunedì|lunedi martedì|martedi mercoledì|mercoledi giovedì|giovedi
     venerdì|venerdi sabato domenica""",
-    numbers="due tre quattro cinque sei sette otto nove dieci undici dodici",
+    numbers="""due tre quattro cinque sei sette otto nove dieci undici dodici tredici
+    quattordici quindici sedici diciassette diciotto diciannove venti""",
 )
 
 LANGUAGES: dict[str, Words] = {

@@ -319,8 +319,11 @@ def _updates(older: str, older_context: str, newer: str, newer_context: str) -> 
         same_topic or (changed and not facts.topics(older_context))
     ):
         return True  # "$275 a day now" after "around $200 a day"
-    same_subject = (text.names(older_context) & text.names(newer_context)) - _CALENDAR_NAMES
-    if same_subject and changed and _new_moment_or_amount(older, newer):
+    if (
+        changed
+        and _owns_a_moment_in_both(older_context, newer_context)
+        and _new_moment_or_amount(older, newer)
+    ):
         return True  # "the MCAT on August 22" ... "rescheduled my MCAT: September 12"
     if not (same_topic and changed):
         return False
@@ -338,6 +341,20 @@ def _updates(older: str, older_context: str, newer: str, newer_context: str) -> 
 # often another thing of that name ("69003 Lyon", "Lyon 2"), unless it has the same form as
 # the old one (a postcode for a postcode: "69003 Lyon", "69007 Lyon").
 _MOMENTS_AND_AMOUNTS = frozenset({"date", "time", "money", "percent"})
+
+
+def _owns_a_moment_in_both(older: str, newer: str) -> bool:
+    """A name stands beside a date, time, amount, share or number in both texts ("the MCAT on
+    August 22", "my MCAT: September 12"): the thing those are of. A name both merely mention (the
+    child every memory of a school app speaks of) ties nothing."""
+    return bool((_moment_owners(older) & _moment_owners(newer)) - _CALENDAR_NAMES)
+
+
+def _moment_owners(text_: str) -> frozenset[str]:
+    """The names beside a date, time, amount, share or number ("69003 Lyon")."""
+    owners = values.owners(text_)
+    kinds = (*_MOMENTS_AND_AMOUNTS, "number")
+    return frozenset().union(*(owners.get(kind, frozenset()) for kind in kinds))
 
 
 def _new_moment_or_amount(older: str, newer: str) -> bool:

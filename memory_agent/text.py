@@ -21,11 +21,15 @@ WORD = re.compile(r"[^\W_]*[^\W\d_][\w'’\-]*|\d[\d,.:]*\d|\d")
 
 
 # A sentence ends at . ! or ? and the quotes or brackets that close with it.
-# A title's full stop ends no sentence ("Dr. Hollis"), nor a date's ("15.04. um 10 Uhr").
-_TITLES = r"(?<!\bDr\.)(?<!\bMr\.)(?<!\bMs\.)(?<!\bMrs\.)(?<!\bSt\.)(?<!\bvs\.)(?<!\be\.g\.)"
+# A title's full stop ends no sentence ("Dr. Hollis", "Dra. Lemos"), nor an initial's ("M. et
+# Mme Moreau", "J. K. Rowling"), nor a date's ("15.04. um 10 Uhr").
+TITLES = (
+    r"(?<!\bDr\.)(?<!\bMr\.)(?<!\bMs\.)(?<!\bMrs\.)(?<!\bSt\.)(?<!\bvs\.)(?<!\be\.g\.)"
+    r"(?<!\bDra\.)(?<!\bSra\.)(?<!\bSr\.)(?<!\bProf\.)(?<!\b[A-Z]\.)"
+)
 
 
-_SENTENCE_END = re.compile(_TITLES + r"(?<!\d\.\d\d\.)(?<=[.!?])([\"'”’)\]»]*)\s+|\n+")
+_SENTENCE_END = re.compile(TITLES + r"(?<!\d\.\d\d\.)(?<=[.!?])([\"'”’)\]»]*)\s+|\n+")
 
 
 # Names that need no capital letter: the word after a title or after "name is", days and
@@ -47,10 +51,18 @@ _NOT_NAMES = STOPWORDS | language.CALENDAR | frozenset(
 )
 
 
+# A day or a month, also in the plural or the adverb of habit ("Tuesdays", "terças", "montags")
+# and with Portuguese "-feira" ("terça-feira").
 _CALENDAR_WORD = re.compile(
-    r"(?<![\w'’])(" + "|".join(sorted(language.CALENDAR, key=len, reverse=True)) + r")(?![\w'’])",
+    r"(?<![\w'’])(" + "|".join(sorted(language.CALENDAR, key=len, reverse=True)) + r")"
+    r"(?:s)?(?:-feiras?)?(?![\w'’])",
     re.I,
 )
+
+
+def is_calendar_word(word: str) -> bool:
+    """A day or a month in any covered language, in any of its forms (`_CALENDAR_WORD`)."""
+    return _CALENDAR_WORD.fullmatch(word) is not None
 
 
 # How often: they make a stated habit lasting, but a question with them asks about the world.
@@ -105,9 +117,12 @@ TIME_WORDS = language.TIME | frozenset(stem(word) for word in language.TIME)
 # Numbers written out ("cinco kilómetros"): a source that says them grounds "5 km".
 SPELLED_NUMBERS = {word: str(n) for word, n in language.numbered("numbers", 2).items()}
 # Counts written out that give a slot its number ("two kids"): English only, since other
-# languages' number words are often another's function words (Portuguese "dos").
+# languages' number words are often another's function words (Portuguese "dos"); up to
+# twelve, as before the classes held more.
 _COUNT_WORDS = {
-    word: str(n) for word, n in language.numbered("numbers", 2, of=language.ENGLISH).items()
+    word: str(n)
+    for word, n in language.numbered("numbers", 2, of=language.ENGLISH).items()
+    if n <= 12
 }
 
 

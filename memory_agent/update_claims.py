@@ -118,10 +118,11 @@ def may_update(older: str, newer: str) -> bool:
 
 
 def _tied_replaced_values(sentence: str, newer: str) -> frozenset[str]:
-    """The sentence's values `newer` may replace (`values.replaced_values`), when the two
-    are tied: a word beside the values of both, a topic of both, or a change `newer`
-    announces; else none."""
-    replaced = values.replaced_values(sentence, newer)
+    """The sentence's values `newer` may replace (`values.replaced_values`, an old value it
+    says again as history included), when the two are tied: a word beside the values of
+    both, a topic of both, a change `newer` announces, or the name its new value stands
+    beside; else none."""
+    replaced = values.replaced_values(sentence, newer, as_history=True)
     tied = replaced and (
         facts.announces_change(newer)
         or values.value_keys(sentence) & values.value_keys(newer)

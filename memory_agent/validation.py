@@ -9,6 +9,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from memory_agent.errors import InvalidCompactionDecision, InvalidMemoryText
+from memory_agent.text import TITLES
 
 MIN_SENTENCES = 1
 MAX_SENTENCES = 4
@@ -22,10 +23,8 @@ _LABEL = re.compile(
     re.IGNORECASE,
 )
 # A sentence ends at . ! or ? (with closing quotes or brackets) followed by space and a new start.
-_SENTENCE_END = re.compile(
-    r"(?<!\bDr\.)(?<!\bMr\.)(?<!\bMs\.)(?<!\bMrs\.)(?<!\bSt\.)"
-    r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])"
-)
+# A title's or an initial's full stop ends none (`text.TITLES`).
+_SENTENCE_END = re.compile(TITLES + r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])")
 
 
 def strip_reasoning(text: str) -> str:

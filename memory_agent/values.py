@@ -25,6 +25,7 @@ from memory_agent.text import (
     TIME_WORDS,
     WORD,
     in_thousands,
+    is_calendar_word,
     names,
     normalise_text,
     number_value,
@@ -187,8 +188,10 @@ def gives_new_value(older: str, newer: str, *, changed: bool) -> bool:
         if numbered and new_numbers and not numbered & new_numbers:
             continue  # another numbered thing: "code 0001 for locker 1", "locker 2"
         # Evidence that the two values are of one thing: shared keys, a change announced, and
-        # another value both name (the same release, the same store).
-        evidence = (1 if changed else 0) + (1 if others & new_identities else 0)
+        # another value both name (the same release, the same store); not a count of one or
+        # two digits, which two texts share by chance ("2 adultes", a list's "2/").
+        named_by_both = {v for v in others & new_identities if not _small_count(v)}
+        evidence = (1 if changed else 0) + (1 if named_by_both else 0)
         for new in new_values:
             if new.kind != old.kind or new.value == old.value:
                 continue
@@ -208,6 +211,10 @@ def gives_new_value(older: str, newer: str, *, changed: bool) -> bool:
     return False
 
 
+def _small_count(value: str) -> bool:
+    return value.isdigit() and len(value) < 3
+
+
 def _identities(
     found: tuple[KeyedValue, ...],
     kinds: tuple[str, ...] = ("name", "code", "number", "percent", "money"),
@@ -222,7 +229,7 @@ def _kind(
 ) -> str | None:
     word, start, end = tokens[index]
     lowered = word.lower()
-    if lowered in language.CALENDAR or (lowered == "may" and _next_to_a_number(tokens, index)):
+    if is_calendar_word(lowered) or (lowered == "may" and _next_to_a_number(tokens, index)):
         return "date"
     if not any(ch.isdigit() for ch in word):
         return "name" if stem(word) in found_names else None
@@ -338,17 +345,28 @@ def _may_be_a_key(word: str) -> bool:
     )
 
 
-def replaced_values(older: str, newer: str) -> frozenset[str]:
+def replaced_values(older: str, newer: str, *, as_history: bool = False) -> frozenset[str]:
     """The values of `older` that `newer` may give a newer value for: those of a kind of which
     `newer` holds another value, and that `newer` does not repeat ("80 guests" beside "104
     guests", "Cabot Circus" beside "St David's"). Empty when `newer` cannot replace anything of
-    `older`: a model's claim that it does is then shown wrong."""
+    `older`: a model's claim that it does is then shown wrong.
+
+    With `as_history`, also a value `newer` repeats beside another of its kind that `older`
+    lacks ("van 8,5 naar elf procent", 11%, after "8,5%"): a model may judge it the old value,
+    said again as history. Not a name: a name said again is as often whom both speak of."""
+    old_values = keyed_values(older)
     new_values = keyed_values(newer)
     repeated = {value.value for value in new_values}
     new_kinds = {value.kind for value in new_values}
+    old_said = {value.value for value in old_values}
+    fresh_kinds = {value.kind for value in new_values if value.value not in old_said}
     # Not repeated, so any new value of its kind is another one.
     return frozenset(
         old.value
-        for old in keyed_values(older)
-        if old.value not in repeated and old.kind in new_kinds
+        for old in old_values
+        if old.kind in new_kinds
+        and (
+            old.value not in repeated
+            or (as_history and old.kind in fresh_kinds and old.kind != "name")
+        )
     )

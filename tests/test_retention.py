@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory_agent import facts, retention
+from memory_agent import facts, retention, text
 from memory_agent.retention import NEW_MEMORY_ID, Candidate, Step
 
 
@@ -174,3 +174,33 @@ def test_refresh_retires_what_the_new_memory_updates():
     [step] = retention.refresh(candidates)
     assert (step.action, step.target) == ("edit", 1)
     assert step.new_content == 'The user said: "I work as a nurse."'
+
+
+def test_the_person_every_memory_speaks_of_ties_nothing():
+    """A school app's memories all speak of one child: a new van, announced as a change with
+    its time, retires the old van and nothing else of the child's (found on stories written
+    apart from the code, where it retired four memories)."""
+    newer = "O transporte escolar do Heitor agora é a van da dona Cida, que passa às 6h55."
+    for older in [
+        "O Heitor faz judô às terças e quintas, às 17h30, no clube.",
+        "O Heitor tem alergia grave a amendoim e leva uma caneta de adrenalina na mochila.",
+        "O Heitor foi inscrito na excursão ao Museu Catavento de 22/05, saída às 7h15.",
+        "O judô do Heitor passou para quartas e sextas, no mesmo horário de 17h30.",
+    ]:
+        assert retention.stale_sentences(older, newer) == [], older
+    old_van = "O transporte escolar do Heitor é a van do tio Valdir, que passa às 6h40."
+    assert retention.stale_sentences(old_van, newer) == [old_van]
+    english = "Max now takes the school bus with driver Ann, it comes at 7:10."
+    assert retention.stale_sentences("Max has swimming on Tuesdays at 5pm.", english) == []
+
+
+def test_small_counts_two_texts_share_by_chance_tie_nothing():
+    """A booking with "2 adultes" is not updated by a to-do list numbered "1/ 2/ 3/" that
+    names the same room word; nor is an initial's full stop the end of a sentence."""
+    booking = ("Réservation enregistrée pour M. et Mme Moreau : chambre Tilleul, du 12 au 15 août "
+               "(3 nuits), 2 adultes, petit-déjeuner inclus, référence GH-1186.")
+    to_do = ('The user said: "bon plein de trucs: 1/ faut que je rachète des draps, ceux de la '
+             "chambre glycine sont usés 2/ rappelle moi de payer l'abonnement booking avant le 5 "
+             '3/ c jocelyne qui fait le ménage, elle vient le mardi et le vendredi matin."')
+    assert len(text.sentences(booking)) == 1
+    assert retention.stale_sentences(booking, to_do) == []

@@ -356,3 +356,16 @@ def test_the_name_a_new_value_stands_beside_ties_it_to_a_memory_naming_that():
     assert not update_claims.may_update(
         "The staging box runs Postgres 13.", "Benchmarks were taken on Redis 7 across the fleet."
     )
+
+
+def test_an_old_value_said_again_beside_its_new_one_may_be_claimed_as_history():
+    """"van 8,5 naar elf procent" beside 11%: the old 8,5% memory may be claimed updated and
+    goes; a name said again is not history (it is as often whom both speak of)."""
+    older = "Het bedrijf rekent een brandstoftoeslag van 8,5% bovenop het kilometertarief."
+    newer = ("De brandstoftoeslag bovenop het kilometertarief is verhoogd naar 11%. "
+             'The user said: "van 8,5 naar elf procent, per direct."')
+    step = update_claims.claimed_update(candidates(older, newer), 1, "r")
+    assert step is not None and step.action == "delete"
+    allergy = "O Heitor tem alergia grave a amendoim."
+    van = "O transporte escolar do Heitor agora é a van da dona Cida."
+    assert update_claims.claimed_update(candidates(allergy, van), 1, "r") is None
