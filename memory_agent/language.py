@@ -237,7 +237,9 @@ PORTUGUESE = Words(
     user="usuário usuária utilizador",
     question="que como porque quando onde quem qual quanto quanta pode",
     confirmation="""reservei reservado reservada confirmado confirmada agendado agendada
-    registrado registrada criado criada enviado enviada pedido número_de código_de""",
+    registrado registrada criado criada enviado enviada pedido número_de código_de marquei
+    marcado marcada agendei inscrevi inscrito inscrita paguei pago paga enviei criei cadastrei
+    registrei anotei anotado comprovante protocolo""",
     change="""agora não_mais mudou mudamos mudança novo nova em_vez_de passou_a passou_para
     passa_para trocou trocamos trocado a_partir_de atualizado atualizada""",
     standing="lembra não_esqueça a_partir_de_agora",

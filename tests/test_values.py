@@ -137,6 +137,14 @@ def test_a_reference_the_assistant_issues_is_a_confirmation_in_any_language():
     assert facts.key_statements(advice) == []
 
 
+def test_what_the_assistant_did_in_portuguese_is_a_confirmation():
+    """"Marquei!", "Inscrevi", "Comprovante nº": the assistant did something to remember."""
+    turns = [("user", "Consegue marcar com alguém do convênio perto da escola?"),
+             ("assistant", "Marquei! Avaliação com a Dra. Patrícia Lemos na segunda, 9/06, às "
+                           "14h20. Leve a carteirinha do convênio.")]
+    assert any("14h20" in s.text for s in facts.key_statements(turns))
+
+
 def test_a_paraphrase_that_keeps_the_values_is_grounded():
     source = text.vocabulary("doc says she wants me to drop to 1600 calories a day now")
     assert facts.is_grounded("The doctor lowered the user's daily calorie target to 1600.", source)
