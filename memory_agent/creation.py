@@ -73,6 +73,10 @@ class WrittenMemory:
 _TRACK_RECORD = 40
 _TRACK_RECORD_MIN = 10
 _TRUSTED_SHARE = 0.7
+# A model that passes at least this share is on its way to trust, though its sentences only
+# say what the statements say (a faithful writer's do): it is asked every time, so that its
+# record can show it. A small model passes under a third.
+_NEAR_TRUST_SHARE = 0.5
 
 
 class MemoryWriter:
@@ -91,9 +95,14 @@ class MemoryWriter:
 
     @property
     def adds_little(self) -> bool:
-        """The model is not trusted, and nearly none of its latest sentences (enough of them)
-        passed the checks and said something the statements did not."""
-        return not self.trusted and self._added.adds_little
+        """The model is not trusted, nor on its way to trust (`_NEAR_TRUST_SHARE`), and
+        nearly none of its latest sentences (enough of them) passed the checks and said
+        something the statements did not."""
+        return self._may_be_spared and self._added.adds_little
+
+    @property
+    def _may_be_spared(self) -> bool:
+        return not self._kept.kept_at_least(_NEAR_TRUST_SHARE)
 
     @property
     def trusted(self) -> bool:
@@ -133,7 +142,7 @@ class MemoryWriter:
             # Nothing the checks can see is worth keeping, and the model has not shown it
             # judges better: no call. A trusted model decides for itself (NOTHING or not).
             return None
-        if statements and not trusted and self._added.spares_the_model():
+        if statements and self._may_be_spared and self._added.spares_the_model():
             # Nearly none of its latest sentences added to the statements, which carry the
             # memory.
             written = replace(self._compose([], statements), asked_model=False)
@@ -142,12 +151,13 @@ class MemoryWriter:
         if len(transcript) > self._max_transcript_chars:
             # The end of a conversation holds its outcome; keep that part.
             transcript = "[earlier turns omitted]\n" + transcript[-self._max_transcript_chars :]
-        known = known if trusted else ()
+        known = _newest_within(known, self._max_transcript_chars // 2) if trusted else []
         reply = await self._ask(prompts.creation_messages(transcript, statements, known))
         answer = clean_model_text(reply.text)
         if _NOTHING.match(answer) and len(answer) < 40:
             return None  # the model judged that nothing here is worth a memory
-        source = text.vocabulary(" ".join(content for _, content in turns))
+        said_all = " ".join(content for _, content in turns)
+        source = text.vocabulary(said_all) | text.spelled_numbers(said_all)
         # The words of the user's turns and of what the assistant confirmed: a sentence with a
         # value among them is a record of the conversation, even when it does not name the
         # user (an assistant's general advice has values of its own).
@@ -155,7 +165,10 @@ class MemoryWriter:
             " ".join([content for role, content in turns if role == "user"])
             + " " + " ".join(s.text for s in statements)
         )
-        known_names = frozenset(text.stem(name) for name in text.names(" ".join(known)))
+        # Who and what the memories name, not when: a date must come from the conversation.
+        known_names = frozenset(
+            text.stem(name) for name in text.names(" ".join(known))
+        ) - text.CALENDAR_NAMES
         sentences = split_sentences(answer)
         kept = self._grounded_sentences(
             sentences, _Sources(source, stated, known_names), trusted=trusted
@@ -233,6 +246,19 @@ _IMPERSONAL = "neither about the user nor with a value they stated"
 
 # The model's sentences that hold a fact go last when something must be cut.
 _MODEL_FACT = 10
+
+
+def _newest_within(memories: Sequence[str], max_chars: int) -> list[str]:
+    """The newest memories (the last) whose text fits within `max_chars`, oldest first: a
+    space at its cap must not crowd the conversation out of the model's context."""
+    kept: list[str] = []
+    used = 0
+    for memory in reversed(memories):
+        used += len(memory) + 3
+        if used > max_chars:
+            break
+        kept.append(memory)
+    return kept[::-1]
 
 
 @dataclass(frozen=True)

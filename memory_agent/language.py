@@ -40,7 +40,8 @@ class Words:
     lasting: str
     # Function words: they never say what a value is the value of.
     stopwords: str
-    # Days and months, which are values whatever their case.
+    # Days and months, which are values whatever their case; days also as they say "on
+    # Tuesdays" ("terças", "montags", "sextas-feiras").
     calendar: str
     # People and animals other than the speaker: a value said of one of them is theirs.
     people: str = ""
@@ -54,7 +55,9 @@ class Words:
     months: str = ""
     weekdays: str = ""
     # The numbers two to twenty written out, in order ("one" is as often an article: "un",
-    # "ein"); "|" separates a number's other spellings.
+    # "ein"); "|" separates a number's other spellings. A word that is also an ordinary word or
+    # a name in a covered language ("due", "once", "dos", "sei", "Otto") is left out in
+    # `text.SPELLED_NUMBERS`.
     numbers: str = ""
 
 
@@ -151,8 +154,9 @@ SPANISH = Words(
     time="""año día semana semanal mes mensual hoy mañana ayer noche tarde fin_de_semana
     próximo próxima pasado pasada hora minuto vez
     empieza empiezan empezar comienza comienzan comenzar inicio después antes durante""",
-    calendar="""lunes martes miércoles jueves viernes sábado domingo enero febrero marzo abril
-    mayo junio julio agosto septiembre setiembre octubre noviembre diciembre""",
+    calendar="""lunes martes miércoles jueves viernes sábado domingo sábados domingos enero
+    febrero marzo abril mayo junio julio agosto septiembre setiembre octubre noviembre
+    diciembre""",
     people="""hijo hija hermano hermana madre padre mamá papá amigo amiga primo prima vecino
     vecina compañero compañera perro gato""",
     until="hasta",
@@ -184,8 +188,9 @@ FRENCH = Words(
     time="""an année jour journée semaine hebdomadaire mois mensuel aujourd'hui demain hier
     soir soirée nuit matin week-end prochain prochaine dernier dernière heure minute fois
     commence commencent commencer début après avant depuis""",
-    calendar="""lundi mardi mercredi jeudi vendredi samedi dimanche janvier février mars avril
-    mai juin juillet août septembre octobre novembre décembre""",
+    calendar="""lundi mardi mercredi jeudi vendredi samedi dimanche lundis mardis mercredis
+    jeudis vendredis samedis dimanches janvier février mars avril mai juin juillet août
+    septembre octobre novembre décembre""",
     people="""fils fille frère sœur mère père ami amie cousin cousine voisin voisine collègue
     chien chat""",
     until="jusqu'au jusqu'à jusqu’au jusqu’à jusqu'a",
@@ -219,8 +224,9 @@ GERMAN = Words(
     time="""jahr tag woche wöchentlich monat monatlich heute morgen gestern abend nacht
     wochenende nächste nächsten nächster nächstes letzte letzten stunde minute mal beginnt
     beginnen anfang nach vor während seit""",
-    calendar="""montag dienstag mittwoch donnerstag freitag samstag sonntag januar jänner
-    februar märz april mai juni juli august september oktober november dezember""",
+    calendar="""montag dienstag mittwoch donnerstag freitag samstag sonntag montags dienstags
+    mittwochs donnerstags freitags samstags sonntags januar jänner februar märz april mai juni
+    juli august september oktober november dezember""",
     people="""sohn tochter bruder schwester mutter vater freund freundin cousin cousine nachbar
     nachbarin kollege kollegin hund katze""",
     until="bis bis_zum bis_zur bis_am",
@@ -251,8 +257,11 @@ PORTUGUESE = Words(
     time="""ano dia semana semanal mês mensal hoje amanhã ontem noite tarde manhã
     próximo próxima passado passada hora minuto vez começa começam começar início depois
     antes durante""",
-    calendar="""segunda terça quarta quinta sexta sábado domingo janeiro fevereiro março abril
-    maio junho julho agosto setembro outubro novembro dezembro""",
+    calendar="""segunda terça quarta quinta sexta sábado domingo segundas terças quartas
+    quintas sextas sábados domingos segunda-feira terça-feira quarta-feira quinta-feira
+    sexta-feira segundas-feiras terças-feiras quartas-feiras quintas-feiras sextas-feiras
+    janeiro fevereiro março abril maio junho julho agosto setembro outubro novembro
+    dezembro""",
     until="até",
     months="""janeiro fevereiro março|marco abril maio junho julho agosto setembro outubro
     novembro dezembro""",
@@ -280,8 +289,9 @@ ITALIAN = Words(
     time="""anno giorno settimana settimanale mese mensile oggi domani ieri sera notte
     mattina prossimo prossima scorso scorsa ora minuto volta inizia iniziano iniziare inizio
     dopo durante""",
-    calendar="""lunedì martedì mercoledì giovedì venerdì sabato domenica gennaio febbraio
-    marzo aprile maggio giugno luglio agosto settembre ottobre novembre dicembre""",
+    calendar="""lunedì martedì mercoledì giovedì venerdì sabato domenica sabati domeniche
+    gennaio febbraio marzo aprile maggio giugno luglio agosto settembre ottobre novembre
+    dicembre""",
     until="fino_al fino_a fino_alla entro_il",
     months="""gennaio febbraio marzo aprile maggio giugno luglio agosto settembre ottobre
     novembre dicembre""",

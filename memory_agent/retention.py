@@ -36,12 +36,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from memory_agent import facts, language, text, values
+from memory_agent import facts, text, values
 from memory_agent.models import DEFAULT_IMPORTANCE
 
 NEW_MEMORY_ID = 0
-# Days and months as `text.names` gives them: a date is no one's name.
-_CALENDAR_NAMES = frozenset(word[:3] for word in language.CALENDAR)
 MAX_MERGED_SENTENCES = 4
 
 
@@ -347,7 +345,7 @@ def _owns_a_moment_in_both(older: str, newer: str) -> bool:
     """A name stands beside a date, time, amount, share or number in both texts ("the MCAT on
     August 22", "my MCAT: September 12"): the thing those are of. A name both merely mention (the
     child every memory of a school app speaks of) ties nothing."""
-    return bool((_moment_owners(older) & _moment_owners(newer)) - _CALENDAR_NAMES)
+    return bool((_moment_owners(older) & _moment_owners(newer)) - text.CALENDAR_NAMES)
 
 
 def _moment_owners(text_: str) -> frozenset[str]:

@@ -21,11 +21,17 @@ WORD = re.compile(r"[^\W_]*[^\W\d_][\w'’\-]*|\d[\d,.:]*\d|\d")
 
 
 # A sentence ends at . ! or ? and the quotes or brackets that close with it.
-# A title's full stop ends no sentence ("Dr. Hollis", "Dra. Lemos"), nor an initial's ("M. et
-# Mme Moreau", "J. K. Rowling"), nor a date's ("15.04. um 10 Uhr").
+# A title's full stop ends no sentence ("Dr. Hollis", "Dra. Lemos", "M. et Mme Moreau"), nor
+# an initial's ("J. K. Rowling"), nor a common abbreviation's ("ca.", "z. B."), nor a date's
+# ("15.04. um 10 Uhr").
 TITLES = (
     r"(?<!\bDr\.)(?<!\bMr\.)(?<!\bMs\.)(?<!\bMrs\.)(?<!\bSt\.)(?<!\bvs\.)(?<!\be\.g\.)"
-    r"(?<!\bDra\.)(?<!\bSra\.)(?<!\bSr\.)(?<!\bProf\.)(?<!\b[A-Z]\.)"
+    r"(?<!\bDra\.)(?<!\bSra\.)(?<!\bSr\.)(?<!\bProf\.)(?<!\bM\.)"
+    # Abbreviations: "ca. 5.000 €", "Nr. 4", "approx. 20", "z. B.", "d. h.", "p. ex.".
+    r"(?<!\bca\.)(?<!\bapprox\.)(?<!\b[Nn]r\.)(?<!\b[a-z]\.)(?<!\b[a-z]\.\s[A-Z]\.)(?<!\bex\.)"
+    # Initials: one before another ("J. K."), and the second of two ("K. Rowling"); a lone
+    # capital may end a sentence ("Plan B. Then").
+    r"(?!(?<=\b[A-Z]\.)\s+[A-Z]\.)(?<!\b[A-Z]\.\s[A-Z]\.)"
 )
 
 
@@ -51,18 +57,17 @@ _NOT_NAMES = STOPWORDS | language.CALENDAR | frozenset(
 )
 
 
-# A day or a month, also in the plural or the adverb of habit ("Tuesdays", "terças", "montags")
-# and with Portuguese "-feira" ("terça-feira").
 _CALENDAR_WORD = re.compile(
-    r"(?<![\w'’])(" + "|".join(sorted(language.CALENDAR, key=len, reverse=True)) + r")"
-    r"(?:s)?(?:-feiras?)?(?![\w'’])",
+    r"(?<![\w'’])(" + "|".join(sorted(language.CALENDAR, key=len, reverse=True)) + r")(?![\w'’])",
     re.I,
 )
+# Days and months as `names` gives them (their first three letters): a date is no one's name.
+CALENDAR_NAMES = frozenset(word[:3] for word in language.CALENDAR)
 
 
 def is_calendar_word(word: str) -> bool:
-    """A day or a month in any covered language, in any of its forms (`_CALENDAR_WORD`)."""
-    return _CALENDAR_WORD.fullmatch(word) is not None
+    """A day or a month in any covered language, in any case."""
+    return word.lower() in language.CALENDAR
 
 
 # How often: they make a stated habit lasting, but a question with them asks about the world.
@@ -114,8 +119,15 @@ def stem(word: str) -> str:
 TIME_WORDS = language.TIME | frozenset(stem(word) for word in language.TIME)
 
 
-# Numbers written out ("cinco kilómetros"): a source that says them grounds "5 km".
-SPELLED_NUMBERS = {word: str(n) for word, n in language.numbered("numbers", 2).items()}
+# Numbers written out ("cinco kilómetros"): a source that says them grounds "5 km". Not those
+# that are also a common word of another language or a name: English "due" and "once",
+# Portuguese "dos" and "sei", "seize", "sept", "doce", "dez" (German "Dez."), "Otto", "venti".
+_NUMBER_WORDS_ALSO_WORDS = frozenset("due once seize sept dos sei doce dez otto venti".split())
+SPELLED_NUMBERS = {
+    word: str(n)
+    for word, n in language.numbered("numbers", 2).items()
+    if word not in _NUMBER_WORDS_ALSO_WORDS
+}
 # Counts written out that give a slot its number ("two kids"): English only, since other
 # languages' number words are often another's function words (Portuguese "dos"); up to
 # twelve, as before the classes held more.
@@ -205,9 +217,11 @@ def names(text: str) -> frozenset[str]:
             if not word[0].isupper() or word.lower() in _NOT_NAMES or word in ("I", "I'm"):
                 continue
             if _QUOTE_OPENS.search(sentence, previous.end(), match.start()) and (
-                language.CHANGE.fullmatch(word) or stem(word) in TIME_WORDS
+                language.CHANGE.fullmatch(word)
+                or stem(word) in TIME_WORDS
+                or word.lower() in _FUNCTION_WORDS_ANYWHERE
             ):
-                continue  # the first word of a quoted sentence: 'The user said: "Ahora
+                continue  # the first word of a quoted sentence: 'The user said: "Ahora', '"Bei
             if nouns_capitalised and not _looks_like_a_name_among_nouns(before, word):
                 continue
             found.add(stem(word))
@@ -216,6 +230,9 @@ def names(text: str) -> frozenset[str]:
 
 # A quotation that starts after a colon starts a sentence: 'The user said: "Desde hoy ...'.
 _QUOTE_OPENS = re.compile(r":\s*[\"“«„]")
+# Function words of any covered language, those that are content words in another ("die",
+# "bei") too: at the start of a quoted sentence they are capitalised as its first word.
+_FUNCTION_WORDS_ANYWHERE = language.words_of("stopwords")
 
 
 _DETERMINERS = frozenset(
@@ -256,19 +273,21 @@ def content_words(text: str) -> frozenset[str]:
 
 @_cached
 def vocabulary(text: str) -> frozenset[str]:
-    """Every stemmed word and number of a text, numbers written out also as digits: what a
-    grounded sentence may use."""
+    """Every stemmed word and number of a text: what a grounded sentence may use."""
     text = normalise_text(text)
     # Days and months as `names` gives them (their first three letters), so that a sentence
     # naming "Friday" is grounded in a source that names it.
     calendar = {match.lower()[:3] for match in _CALENDAR_WORD.findall(text)}
-    words = WORD.findall(text)
-    found = frozenset(stem(word) for word in words)
-    spelled = {SPELLED_NUMBERS[w.lower()] for w in words if w.lower() in SPELLED_NUMBERS}
-    return (
-        found | spelled | numbers(text) | amounts_in_thousands(text) | calendar
-        | references(text)
-    )
+    found = frozenset(stem(word) for word in WORD.findall(text))
+    return found | numbers(text) | amounts_in_thousands(text) | calendar | references(text)
+
+
+def spelled_numbers(text: str) -> frozenset[str]:
+    """The digits of the numbers a text writes out ("cinco" -> "5"): what a model's sentence
+    may write as digits. Only for grounding: a count written out carries no value of its own
+    that a memory must keep."""
+    words = WORD.findall(normalise_text(text))
+    return frozenset(SPELLED_NUMBERS[w.lower()] for w in words if w.lower() in SPELLED_NUMBERS)
 
 
 TIME_UNITS = frozenset(
@@ -300,13 +319,13 @@ def number_slots(text: str) -> Mapping[str, frozenset[str]]:
             continue
         before = words[index - 1].lower() if index else ""
         if before and before not in STOPWORDS and not before[0].isdigit() and len(before) > 2:
-            if before not in TIME_UNITS and before not in language.CALENDAR and before != "may" \
+            if before not in TIME_UNITS and not is_calendar_word(before) and before != "may" \
                     and not before.endswith(("ing", "ed")):
                 slots.setdefault(stem(before), set()).add(number)  # "plot 14", "rent 1650"
         period = None
         for following in words[index + 1 : index + 4]:
             lowered = following.lower()
-            if following[0].isdigit() or lowered in TIME_UNITS or lowered in language.CALENDAR:
+            if following[0].isdigit() or lowered in TIME_UNITS or is_calendar_word(lowered):
                 break
             if stem(lowered) in TIME_WORDS:
                 period = period or stem(lowered)

@@ -134,10 +134,28 @@ def _tied_replaced_values(sentence: str, newer: str) -> frozenset[str]:
 
 def _owner_named(sentence: str, newer: str, replaced: frozenset[str]) -> bool:
     """`newer` gives a value of a replaced kind beside the name it is the value of, and the
-    sentence names that too ("a EC em 1,4" after "a condutividade (EC) … em 1,8"). A name
-    both merely mention is no tie ("the flight to Lisbon", "the hotel in Lisbon")."""
+    sentence gives the old one beside that name too ("Postgres 13", "Postgres 15"); or the
+    name is written in capitals, a thing's and not a person's, and the sentence names it
+    anywhere ("a EC em 1,4" after "a condutividade (EC) … em 1,8"). A person both speak of
+    is no tie ("swimming practice at 5pm" and "the bus picks up Max at 7:10"), nor a place
+    both mention ("the flight to Lisbon", "the hotel in Lisbon")."""
     said = values.keyed_values(sentence)
     kinds = {value.kind for value in said if value.value in replaced}
-    owners = values.owners(newer)
-    named = {value.value for value in said}
-    return any(owners.get(kind, frozenset()) & named for kind in kinds)
+    if "number" in kinds:
+        kinds.add(values.SMALL_COUNT)  # a version as often as a count: the model judges
+    new_owners = values.owners(newer)
+    old_owners = values.owners(sentence)
+    named = {value.value for value in said} & _written_in_capitals(sentence)
+    return any(
+        new_owners.get(kind, frozenset()) & (old_owners.get(kind, frozenset()) | named)
+        for kind in kinds
+    )
+
+
+def _written_in_capitals(sentence: str) -> frozenset[str]:
+    """The sentence's words written in capitals ("EC", "ADR"), as the value rules name them."""
+    return frozenset(
+        text.stem(word.lower())
+        for word in text.WORD.findall(sentence)
+        if len(word) >= 2 and word.isupper()
+    )

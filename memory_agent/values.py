@@ -10,7 +10,7 @@ newer retires the older, in whatever words or language the two are written.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from types import MappingProxyType
@@ -64,6 +64,11 @@ _ORDINAL_DATE = re.compile(r"\d{1,2}(?:st|nd|rd|th|º|er|e)$", re.I)
 _PEOPLE_KEYS = frozenset(stem(word)[:5] for word in language.PEOPLE)
 
 
+# A text's words, each with where it starts and ends, and the kind of value each is, if any.
+_Tokens = Sequence[tuple[str, int, int]]
+_Kinds = Sequence[str | None]
+
+
 @dataclass(frozen=True)
 class KeyedValue:
     """One value of a text: its kind, the value in one form, and what it is the value of."""
@@ -93,7 +98,8 @@ def keyed_values(text: str) -> tuple[KeyedValue, ...]:
 def owners(text: str) -> Mapping[str, frozenset[str]]:
     """For each kind of value, the names and codes that stand in one run with a value of
     that kind, nothing but function words between them: what those values are the values of
-    ("a EC em 1,4": EC for the number; "Postgres 16.4"; "Brando 12,8 kg")."""
+    ("a EC em 1,4": EC for the number; "Brando 12,8 kg"). A number of one or two digits is
+    filed as `SMALL_COUNT`."""
     tokens, kinds = _read(text)
     owned: dict[str, set[str]] = {}
     for first, last in _runs(tokens, kinds):
@@ -101,26 +107,32 @@ def owners(text: str) -> Mapping[str, frozenset[str]]:
         named = {_value(tokens, i, kind) for i in run if (kind := kinds[i]) in _OWNERS}
         for index in run:
             kind = kinds[index]
-            if kind is not None and kind not in _OWNERS and named:
-                owned.setdefault(kind, set()).update(named)
+            if kind is None or kind in _OWNERS or not named:
+                continue
+            if kind == "number" and _small_count(_value(tokens, index, kind)):
+                kind = SMALL_COUNT  # "Postgres 13", but also "Brando 2" (another thing)
+            owned.setdefault(kind, set()).update(named)
     return MappingProxyType({kind: frozenset(found) for kind, found in owned.items()})
 
 
 _OWNERS = frozenset({"name", "code"})
+# How `owners` files a number of one or two digits: a version ("Postgres 13") as often as a
+# count of another thing ("Brando 2"), which only some rules may take as a value of the name.
+SMALL_COUNT = "small count"
 
 
 @lru_cache(maxsize=8192)
-def _read(text: str) -> tuple[list[tuple[str, int, int]], list[str | None]]:
+def _read(text: str) -> tuple[_Tokens, _Kinds]:
     """The text's words (with where they start and end) and the kind of value each is, if
-    any. Cached and shared: read, never changed."""
+    any."""
     text = normalise_text(text)
     found_names = names(text)
-    tokens = [(m.group(), m.start(), m.end()) for m in WORD.finditer(text)]
-    return tokens, [_kind(text, tokens, i, found_names) for i in range(len(tokens))]
+    tokens = tuple((m.group(), m.start(), m.end()) for m in WORD.finditer(text))
+    return tokens, tuple(_kind(text, tokens, i, found_names) for i in range(len(tokens)))
 
 
 def _runs(
-    tokens: list[tuple[str, int, int]], kinds: list[str | None]
+    tokens: _Tokens, kinds: _Kinds
 ) -> list[tuple[int, int]]:
     """Spans of values with nothing but function words between them."""
     runs: list[tuple[int, int]] = []
@@ -139,19 +151,19 @@ def _runs(
 
 
 def _keys_before(
-    tokens: list[tuple[str, int, int]], kinds: list[str | None], first: int
+    tokens: _Tokens, kinds: _Kinds, first: int
 ) -> set[str]:
     return _keys(tokens, kinds, range(first - 1, max(-1, first - 1 - _REACH), -1))
 
 
 def _keys_after(
-    tokens: list[tuple[str, int, int]], kinds: list[str | None], last: int
+    tokens: _Tokens, kinds: _Kinds, last: int
 ) -> set[str]:
     return _keys(tokens, kinds, range(last + 1, min(len(tokens), last + 1 + _REACH)))
 
 
 def _keys(
-    tokens: list[tuple[str, int, int]], kinds: list[str | None], indexes: range
+    tokens: _Tokens, kinds: _Kinds, indexes: range
 ) -> set[str]:
     """Up to `_KEYS_A_SIDE` words that may say what a value is, walking away from it and
     stopping at another value."""
@@ -225,7 +237,7 @@ def _identities(
 
 
 def _kind(
-    text: str, tokens: list[tuple[str, int, int]], index: int, found_names: frozenset[str]
+    text: str, tokens: _Tokens, index: int, found_names: frozenset[str]
 ) -> str | None:
     word, start, end = tokens[index]
     lowered = word.lower()
@@ -266,14 +278,14 @@ def _kind(
         return "time"
     if _DATE.fullmatch(word) or _ORDINAL_DATE.match(word):
         return "date"
-    if following_word in language.CALENDAR or previous in language.CALENDAR or previous == "may":
+    if is_calendar_word(following_word) or is_calendar_word(previous) or previous == "may":
         return "date"
     if any(ch.isalpha() for ch in word):
         return "code"
     return "number"
 
 
-def _in_thousands(tokens: list[tuple[str, int, int]], index: int) -> bool:
+def _in_thousands(tokens: _Tokens, index: int) -> bool:
     """The word after the number is one of `THOUSANDS` and multiplies it: written in lower
     case (German's "Tausend" aside), and not an adjective of a noun after it ("2 grand
     pianos"): nothing, a function word or a word about time follows."""
@@ -290,13 +302,13 @@ def _in_thousands(tokens: list[tuple[str, int, int]], index: int) -> bool:
 _AMOUNT_FOLLOWERS = frozenset("total cash down each per now".split()) | TIME_WORDS
 
 
-def _next_to_a_number(tokens: list[tuple[str, int, int]], index: int) -> bool:
+def _next_to_a_number(tokens: _Tokens, index: int) -> bool:
     return any(
         0 <= near < len(tokens) and tokens[near][0][0].isdigit() for near in (index - 1, index + 1)
     )
 
 
-def _value(tokens: list[tuple[str, int, int]], index: int, kind: str) -> str:
+def _value(tokens: _Tokens, index: int, kind: str) -> str:
     word = tokens[index][0]
     if kind == "date" and not word[0].isdigit():
         return word.lower()[:3]
@@ -351,22 +363,25 @@ def replaced_values(older: str, newer: str, *, as_history: bool = False) -> froz
     guests", "Cabot Circus" beside "St David's"). Empty when `newer` cannot replace anything of
     `older`: a model's claim that it does is then shown wrong.
 
-    With `as_history`, also a value `newer` repeats beside another of its kind that `older`
-    lacks ("van 8,5 naar elf procent", 11%, after "8,5%"): a model may judge it the old value,
+    With `as_history`, also a value `newer` repeats when it gives another of its kind, which
+    `older` lacks, beside two of the same words ("van 8,5 naar elf procent", the fuel
+    surcharge now 11%, after the fuel surcharge of 8,5%): a model may judge it the old value,
     said again as history. Not a name: a name said again is as often whom both speak of."""
     old_values = keyed_values(older)
     new_values = keyed_values(newer)
     repeated = {value.value for value in new_values}
     new_kinds = {value.kind for value in new_values}
     old_said = {value.value for value in old_values}
-    fresh_kinds = {value.kind for value in new_values if value.value not in old_said}
+
+    def history(old: KeyedValue) -> bool:
+        return old.kind != "name" and any(
+            new.kind == old.kind and new.value not in old_said and len(new.keys & old.keys) >= 2
+            for new in new_values
+        )
+
     # Not repeated, so any new value of its kind is another one.
     return frozenset(
         old.value
         for old in old_values
-        if old.kind in new_kinds
-        and (
-            old.value not in repeated
-            or (as_history and old.kind in fresh_kinds and old.kind != "name")
-        )
+        if old.kind in new_kinds and (old.value not in repeated or (as_history and history(old)))
     )

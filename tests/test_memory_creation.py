@@ -282,7 +282,7 @@ async def test_a_value_only_the_spaces_memories_hold_is_not_grounded(database, c
     from tests.fakes import friend_fact, friend_memory
 
     answers = [friend_memory(n) for n in range(1, 11)]
-    answers.append("Brando weighs 14.5 kg, and 12.8 kg after the diet.")
+    answers.append("Brando weighs 12.8 kg after the diet. He weighed 14.5 kg in May.")
 
     async def ask(messages: list[ChatMessage]) -> ChatReply:
         return ChatReply(answers.pop(0))
@@ -291,6 +291,10 @@ async def test_a_value_only_the_spaces_memories_hold_is_not_grounded(database, c
     for n in range(1, 11):  # ten faithful memories: trusted
         await writer.write([ChatMessage("user", friend_fact(n))])
     assert writer.trusted
-    written = await writer.write(WEIGH_IN, known=["The user's dog Brando weighs 14.5 kg."])
+    written = await writer.write(
+        WEIGH_IN, known=["The user's dog Brando weighs 14.5 kg.", "Brando's shots are in May."]
+    )
     assert written is not None
-    assert "14.5" not in written.content and "12.8" in written.content
+    # The name is the memories', the value the conversation's: kept. The old value and the
+    # month only the memories hold: not.
+    assert written.content == "Brando weighs 12.8 kg after the diet."

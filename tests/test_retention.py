@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory_agent import facts, retention, text
+from memory_agent import facts, retention, text, values
 from memory_agent.retention import NEW_MEMORY_ID, Candidate, Step
 
 
@@ -191,7 +191,8 @@ def test_the_person_every_memory_speaks_of_ties_nothing():
     old_van = "O transporte escolar do Heitor é a van do tio Valdir, que passa às 6h40."
     assert retention.stale_sentences(old_van, newer) == [old_van]
     english = "Max now takes the school bus with driver Ann, it comes at 7:10."
-    assert retention.stale_sentences("Max has swimming on Tuesdays at 5pm.", english) == []
+    swimming = "The user's son Max has swimming on Tuesdays at 5pm."
+    assert retention.stale_sentences(swimming, english) == []
 
 
 def test_small_counts_two_texts_share_by_chance_tie_nothing():
@@ -204,3 +205,22 @@ def test_small_counts_two_texts_share_by_chance_tie_nothing():
              '3/ c jocelyne qui fait le ménage, elle vient le mardi et le vendredi matin."')
     assert len(text.sentences(booking)) == 1
     assert retention.stale_sentences(booking, to_do) == []
+
+
+def test_a_word_that_only_looks_like_a_day_is_none():
+    """"mais" (more, but) is no May: a memory with a date is not retired by a sentence that
+    says it."""
+    dated = "Le loyer est payé le 5 juin."
+    newer = "Le loyer a augmenté mais il est toujours payé par virement."
+    assert retention.refresh(memories(dated, newer)) == []
+    assert not any(v.kind == "date" for v in values.keyed_values("Ele não come mais amendoim."))
+    assert any(v.kind == "date" for v in values.keyed_values("Judô às terças e sextas-feiras."))
+
+
+def test_a_sentence_may_end_in_a_capital_letter():
+    """"vitamina D." ends its sentence; "J. K." and "M." are initials and a title."""
+    assert text.sentences("A usuária toma vitamina D. O exame de sangue é dia 14/06.") == (
+        "A usuária toma vitamina D.", "O exame de sangue é dia 14/06.",
+    )
+    assert len(text.sentences("J. K. Rowling signed it. Then we left.")) == 2
+    assert len(text.sentences("Plan B. Then we left.")) == 2

@@ -369,3 +369,23 @@ def test_an_old_value_said_again_beside_its_new_one_may_be_claimed_as_history():
     allergy = "O Heitor tem alergia grave a amendoim."
     van = "O transporte escolar do Heitor agora é a van da dona Cida."
     assert update_claims.claimed_update(candidates(allergy, van), 1, "r") is None
+
+
+@pytest.mark.parametrize(
+    ("older", "newer"),
+    [
+        ("The user's son Max has swimming practice at 5pm.",
+         "The school bus picks up Max at 7:10."),
+        ("The user's dog Brando gets his heartworm pill on the 1st.",
+         "The groomer sees Brando on the 14th."),
+        ("Die Praxis von Dr. Weber öffnet um 8 Uhr.", "Der Termin bei Dr. Weber ist um 10 Uhr."),
+        ("The user's gym membership costs $40 a month.",
+         "The user's streaming now costs $40 a month and the phone plan $25 a month."),
+        ("Le vaccin de Léa est le 14/06.",
+         "Maintenant le dentiste de Léa est le 14/06 et l'ophtalmo le 20/06."),
+    ],
+)
+def test_a_person_both_speak_of_or_a_value_both_hold_is_no_claim(older, newer):
+    """Whom two memories speak of, or a value the newer gives something else, does not let a
+    claim take the older memory."""
+    assert update_claims.claimed_update(candidates(older, newer), 1, "r") is None

@@ -278,13 +278,27 @@ def test_an_amount_in_thousands_is_worth_keeping_and_grounds_its_whole_figure():
       "La usuaria se anotó en la carrera de 5 km de noviembre."),
      ("we need three more chairs for the terrace", "The user needs 3 more chairs."),
      ("wir brauchen noch zwölf Dosen Earl Grey", "Noch 12 Dosen Earl Grey werden gebraucht."),
-     ("ci vediamo fra due settimane per il controllo", "Il controllo è fra 2 settimane.")],
+     ("ci vediamo fra tre settimane per il controllo", "Il controllo è fra 3 settimane.")],
 )
 def test_a_number_written_out_grounds_its_digits(said, written):
-    assert facts.is_grounded(written, text.vocabulary(said))
+    source = text.vocabulary(said) | text.spelled_numbers(said)
+    assert facts.is_grounded(written, source)
     assert not facts.is_grounded(written.replace(" 5 ", " 6 ").replace(" 3 ", " 4 ")
-                                 .replace(" 12 ", " 13 ").replace(" 2 ", " 7 "),
-                                 text.vocabulary(said))
+                                 .replace(" 12 ", " 13 ").replace(" 2 ", " 7 "), source)
+
+
+@pytest.mark.parametrize(
+    "said",
+    ["my rent is due on Fridays", "o usuário cuida dos filhos", "I once met Otto there",
+     "não sei ainda", "un gâteau doce et venti minuti"],
+)
+def test_a_word_that_is_also_a_number_elsewhere_grounds_no_digit(said):
+    assert not text.spelled_numbers(said) & {"2", "6", "8", "11", "12", "20"}
+
+
+def test_a_number_written_out_is_no_value_a_memory_must_keep():
+    """Only grounding reads words as digits: "two children" does not carry "2 kids"."""
+    assert not facts.covers("O usuário cuida dos dois filhos.", "Tenho 2 filhos.")
 
 
 @pytest.mark.parametrize(
