@@ -161,18 +161,18 @@ class MemoryWriter:
         # The words of the user's turns and of what the assistant confirmed: a sentence with a
         # value among them is a record of the conversation, even when it does not name the
         # user (an assistant's general advice has values of its own).
-        stated = text.vocabulary(
+        stated_text = (
             " ".join([content for role, content in turns if role == "user"])
             + " " + " ".join(s.text for s in statements)
         )
+        stated = text.vocabulary(stated_text)
         # Who and what the memories name, not when: a date must come from the conversation.
         known_names = frozenset(
             text.stem(name) for name in text.names(" ".join(known))
         ) - text.CALENDAR_NAMES
         sentences = split_sentences(answer)
-        kept = self._grounded_sentences(
-            sentences, _Sources(source, stated, known_names), trusted=trusted
-        )
+        sources = _Sources(source, stated, known_names, text.names(stated_text))
+        kept = self._grounded_sentences(sentences, sources, trusted=trusted)
         said = " ".join(statement.text for statement in statements)
         for sentence in sentences:
             self._added.add(
@@ -268,6 +268,9 @@ class _Sources:
     conversation: Set[str]  # every word and value of the conversation (`text.vocabulary`)
     stated: Set[str]  # those of the user's turns and of the statements worth keeping
     known_names: Set[str] = frozenset()  # names the app's memories hold, shown to the model
+    # The names of what was stated: a sentence may start with one ("Esme has a peanut
+    # allergy"), where `text.names` cannot tell it from any first word.
+    stated_names: Set[str] = frozenset()
 
 
 def _rejection(sentence: str, sources: _Sources, *, follows_the_user: bool) -> str | None:
@@ -278,6 +281,7 @@ def _rejection(sentence: str, sources: _Sources, *, follows_the_user: bool) -> s
     if _LIST_ITEM.match(sentence):
         return "a list item: instructions, not a record"
     unquoted = _QUOTED.sub("", sentence)
+    first_word = text.WORD.match(sentence.lstrip())
     about_the_user = (
         language.USER.search(sentence)
         or (follows_the_user and _GOES_ON_ABOUT_THE_USER.match(sentence))
@@ -285,6 +289,7 @@ def _rejection(sentence: str, sources: _Sources, *, follows_the_user: bool) -> s
             len(value) > 1 and (value in sources.stated or text.stem(value) in sources.stated)
             for value in text.values(sentence)
         )
+        or (first_word is not None and text.stem(first_word.group()) in sources.stated_names)
     )
     if language.FIRST_PERSON_WRITTEN.search(unquoted):
         return "speaks in the first person"

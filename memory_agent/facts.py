@@ -267,10 +267,13 @@ def _with_its_subject(previous: str, sentence: str) -> str:
 
 
 # A reference: digits and two letters or more, with a capital letter or three digits
-# (FC-20931, HERBST15, RNV-2025-18734, #482), not a word like "mid-70s" or a range "100-240V".
+# (FC-20931, HERBST15, RNV-2025-18734, #482), not a word like "mid-70s" or a range "100-240V";
+# or a prefix in capitals and a number, as flights and trains are named ("EZY 6417", "ICE 578"),
+# not a currency and its amount ("EUR 950").
 _CODE = re.compile(
     r"\b(?=[\w-]*\d)(?=[\w-]*[^\W\d_][\w-]*[^\W\d_])(?=[\w-]*(?:[A-Z]|\d{3}))"
     r"(?:[^\W_]{1,12}(?:[-/][^\W_]{1,12})+|[^\W_]{4,})\b|#\s?\d{3,}"
+    r"|\b(?!(?:EUR|USD|GBP|CHF|CAD|AUD|JPY|SEK|NOK|DKK|PLN|BRL|MXN)\b)[A-Z]{2,4} \d{3,6}\b"
 )
 
 

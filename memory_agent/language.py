@@ -356,7 +356,12 @@ def pattern_of(field: str, *, excluding: frozenset[str] = frozenset()) -> re.Pat
 FIRST_PERSON = pattern_of("first_person")
 # The first person as a written memory could hold it: without chat spellings that are words
 # of other languages ("im" is German for "in the").
-FIRST_PERSON_WRITTEN = pattern_of("first_person", excluding=frozenset({"im", "ive", "id"}))
+FIRST_PERSON_WRITTEN = re.compile(
+    pattern_of("first_person", excluding=frozenset({"im", "ive", "id", "i"})).pattern
+    # "I", but not Italian "i" before a plural noun ("I farmaci", "tutti i giorni").
+    + r"|\bI\b(?!\s+\w*i\b)",
+    re.IGNORECASE,
+)
 SECOND_PERSON = pattern_of("second_person")
 USER = pattern_of("user")
 CONFIRMATION = pattern_of("confirmation")

@@ -32,6 +32,7 @@ A trusted model's claims that a new memory updates older ones are checked in `up
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -197,7 +198,16 @@ def refresh(memories: Sequence[Candidate]) -> list[Step]:
     stands beside its update."""
     newest = memories[-1]
     steps = []
+    # A reference the newest names that an older memory names too tells which record it
+    # speaks of: it updates no memory of another reference ("the outbound flight EZY 6417 now
+    # departs at 09:35" says nothing of the flight home, EZY 6432).
+    named_records = facts.issued_codes(newest.content)
+    its_record = {
+        older.id for older in memories[:-1] if facts.issued_codes(older.content) & named_records
+    }
     for older in memories[:-1]:
+        if its_record and older.id not in its_record and facts.issued_codes(older.content):
+            continue
         sentences = text.sentences(older.content)
         stale = stale_sentences(older.content, newest.content)
         if not stale:
@@ -307,8 +317,12 @@ def _updates(older: str, older_context: str, newer: str, newer_context: str) -> 
     )
     changed = facts.announces_change(newer_context)
     old_codes, new_codes = facts.issued_codes(older_context), facts.issued_codes(newer_context)
-    if old_codes and new_codes and not old_codes & new_codes and not changed:
-        return False  # two references, two records: a second booking, not a new first one
+    if old_codes and new_codes and not old_codes & new_codes and (
+        not changed or not _code_prefixes(old_codes) & _code_prefixes(new_codes)
+    ):
+        # Two references, two records: a second booking, not a new first one; and two
+        # references of two issuers ("AQ-3316", "MC-2207") whatever is announced.
+        return False
     if values.gives_new_value(older_context, newer_context, changed=changed):
         return True  # any language: a value of the same kind beside the same words
     if facts.restates_a_number(older, newer) and (same_topic or changed):
@@ -329,6 +343,10 @@ def _updates(older: str, older_context: str, newer: str, newer_context: str) -> 
         # A record of something done, by its reference (an order, a booking), is not a value
         # of a topic: "now shops at Costco" does not undo "order FC-20931 was delivered".
         return False
+    if _moments_not_given_anew(older, newer):
+        # A time or an amount the newer text gives no other of is another thing's: a new
+        # apartment "from 12 to 16 July" does not undo "the flight home goes at 19:05".
+        return False
     # A new value of the kind the old one was: a name for a name, a number for a number.
     new_names = text.names(newer) - text.names(older)
     new_numbers = text.numbers(newer) - text.numbers(older)
@@ -339,6 +357,27 @@ def _updates(older: str, older_context: str, newer: str, newer_context: str) -> 
 # often another thing of that name ("69003 Lyon", "Lyon 2"), unless it has the same form as
 # the old one (a postcode for a postcode: "69003 Lyon", "69007 Lyon").
 _MOMENTS_AND_AMOUNTS = frozenset({"date", "time", "money", "percent"})
+
+
+def _code_prefixes(codes: frozenset[str]) -> frozenset[str]:
+    """The letters a reference starts with ("aq" of "aq-3316", "ezy" of "ezy 6417"): who
+    issued it."""
+    return frozenset(match.group() for code in codes if (match := _LETTERS.match(code)))
+
+
+_LETTERS = re.compile(r"[^\W\d_]+")
+
+
+def _moments_not_given_anew(older: str, newer: str) -> bool:
+    """`older` holds a time, an amount or a share of a kind `newer` holds none of."""
+    new_kinds = {value.kind for value in values.keyed_values(newer)}
+    return any(
+        value.kind in _TIMES_AND_AMOUNTS and value.kind not in new_kinds
+        for value in values.keyed_values(older)
+    )
+
+
+_TIMES_AND_AMOUNTS = frozenset({"time", "money", "percent"})
 
 
 def _owns_a_moment_in_both(older: str, newer: str) -> bool:

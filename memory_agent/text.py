@@ -32,6 +32,11 @@ TITLES = (
     # Initials: one before another ("J. K."), and the second of two ("K. Rowling"); a lone
     # capital may end a sentence ("Plan B. Then").
     r"(?!(?<=\b[A-Z]\.)\s+[A-Z]\.)(?<!\b[A-Z]\.\s[A-Z]\.)"
+    # A German ordinal after its preposition or article ("am 3. Dezember", "im 2. OG").
+    + "".join(
+        rf"(?<!\b{word} \d\.)(?<!\b{word} \d\d\.)"
+        for word in ("am", "im", "zum", "vom", "bis", "ab", "der", "die", "das", "den", "dem")
+    )
 )
 
 

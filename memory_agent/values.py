@@ -207,6 +207,8 @@ def gives_new_value(older: str, newer: str, *, changed: bool) -> bool:
         for new in new_values:
             if new.kind != old.kind or new.value == old.value:
                 continue
+            if old.kind == "date" and not _date_forms(old.value) & _date_forms(new.value):
+                continue  # a month is no new value of a weekday: "el domingo", "noviembre"
             shared = len(old.keys & new.keys)
             if shared == 0 or shared + evidence < 2:
                 continue
@@ -221,6 +223,20 @@ def gives_new_value(older: str, newer: str, *, changed: bool) -> bool:
                 continue  # the old value is said again beside the new one: not replaced
             return True
     return False
+
+
+def _date_forms(value: str) -> frozenset[str]:
+    """What a date value names: a weekday, a month (both, for "mar": martes and March), or a
+    day by its number, which may stand for either."""
+    forms = {form for form, names in _DATE_NAMES.items() if value in names}
+    return frozenset(forms or _DATE_NAMES)
+
+
+# Weekdays and months as a date value gives them (their first three letters).
+_DATE_NAMES = {
+    field: frozenset(name[:3] for name in language.numbered(field, 0))
+    for field in ("weekdays", "months")
+}
 
 
 def _small_count(value: str) -> bool:

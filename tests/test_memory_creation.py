@@ -298,3 +298,25 @@ async def test_a_value_only_the_spaces_memories_hold_is_not_grounded(database, c
     # The name is the memories', the value the conversation's: kept. The old value and the
     # month only the memories hold: not.
     assert written.content == "Brando weighs 12.8 kg after the diet."
+
+
+@pytest.mark.parametrize(
+    ("said", "answer"),
+    [
+        # Italian "I" is an article before a plural noun, not the first person.
+        ("Il signor Pizzigoni: i farmaci li ritira il figlio Davide, il venerdì dopo le 18.",
+         "I farmaci del signor Pizzigoni li ritira il figlio Davide, il venerdì dopo le 18."),
+        # A name may start the sentence.
+        ("Our daughter Esme has a severe peanut allergy and carries an auto-injector.",
+         "Esme has a severe peanut allergy and carries an auto-injector."),
+        # A German ordinal ends no sentence.
+        ("Der Drucker im 2. OG hat jetzt die IP 192.168.20.61.",
+         "Der Drucker im 2. OG hat jetzt die IP 192.168.20.61."),
+    ],
+)
+async def test_a_faithful_sentence_in_any_language_is_kept(database, clock, said, answer):
+    await install_app(database, "app")
+    agent = MemorySubAgent(database, memory_model(answer), clock=clock)
+    messages = [ChatMessage("user", said), ChatMessage("assistant", "Ok.")]
+    created = await agent.create_memory(MemoryCreationRequest("app", "c1", messages))
+    assert created.memory is not None and created.memory.content == answer

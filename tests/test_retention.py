@@ -224,3 +224,34 @@ def test_a_sentence_may_end_in_a_capital_letter():
     )
     assert len(text.sentences("J. K. Rowling signed it. Then we left.")) == 2
     assert len(text.sentences("Plan B. Then we left.")) == 2
+
+
+def test_two_flights_are_two_records():
+    """The flight home is not updated by the outbound flight, in either order, nor by a
+    change of the hotel: each names its own reference (found on a family trip planner)."""
+    outbound = ("The assistant confirmed: \"Noted: outbound flight EZY 6417, Bristol to "
+                "Montpellier, Saturday 12 July, departing 06:50.\"")
+    home = ('The user said: "We drive to Toulouse, drop the car at the airport, and the flight '
+            'home, EZY 6432, goes at 19:05 on the 19th."')
+    retimed = "The outbound flight EZY 6417 on 12 July has been retimed and now departs at 09:35."
+    hotel = ("Updated: from 12 to 16 July you're at Mas Cantagrill outside Argelès-sur-Mer, "
+             "two-bedroom apartment, booking ref MC-2207.")
+    canoe = "The assistant confirmed: \"Your booking number is AQ-3316.\""
+    assert retention.stale_sentences(outbound, home) == []
+    assert retention.stale_sentences(home, hotel) == []
+    assert retention.stale_sentences(canoe, hotel) == []
+    steps = retention.refresh(memories(outbound, home, retimed))
+    assert [step.target for step in steps] == [1]  # the outbound flight, not the flight home
+
+
+def test_a_month_is_no_new_value_of_a_weekday():
+    """"la roja del domingo" (a past Sunday) is not updated by "a partir de noviembre, los
+    domingos en casa ..."."""
+    banned = ('The user said: "Mala noticia: a Rubén Cifuentes le han caído dos partidos de '
+              'sanción por la roja del domingo en Cuarte."')
+    kickoff = ('The user said: "Nos han cambiado el horario: a partir de noviembre, los domingos '
+               'en casa arrancamos a las doce y cuarto."')
+    assert retention.stale_sentences(banned, kickoff) == []
+    assert retention.stale_sentences(
+        "The yoga class is on Tuesdays.", "The yoga class moved to Thursdays."
+    ) == ["The yoga class is on Tuesdays."]
