@@ -62,6 +62,11 @@ _ORDINAL_DATE = re.compile(r"\d{1,2}(?:st|nd|rd|th|º|er|e)$", re.I)
 
 
 _PEOPLE_KEYS = frozenset(stem(word)[:5] for word in language.PEOPLE)
+_TITLE_KEYS = frozenset(
+    stem(word)[:5]
+    for word in """mr mrs ms miss dr doctor prof sir madam signor signora signore dottor
+    dottoressa señor señora sr sra don doña dona seu monsieur madame mme herr frau""".split()
+)
 
 
 # A text's words, each with where it starts and ends, and the kind of value each is, if any.
@@ -76,6 +81,9 @@ class KeyedValue:
     kind: str  # percent, money, time, date, code, name, number
     value: str
     keys: frozenset[str]
+    # For a number, the word right after it, when it is one ("75 microgrammi", "5 mg",
+    # "3 Labradors"): what it counts. Lower case.
+    unit: str = ""
 
 
 @lru_cache(maxsize=8192)
@@ -90,7 +98,8 @@ def keyed_values(text: str) -> tuple[KeyedValue, ...]:
         for index in range(first, last + 1):
             kind = kinds[index]
             if kind is not None:
-                keyed.append(KeyedValue(kind, _value(tokens, index, kind), keys))
+                unit = _unit(tokens, index) if kind == "number" else ""
+                keyed.append(KeyedValue(kind, _value(tokens, index, kind), keys, unit))
     return tuple(keyed)
 
 
@@ -129,6 +138,13 @@ def _read(text: str) -> tuple[_Tokens, _Kinds]:
     found_names = names(text)
     tokens = tuple((m.group(), m.start(), m.end()) for m in WORD.finditer(text))
     return tokens, tuple(_kind(text, tokens, i, found_names) for i in range(len(tokens)))
+
+
+def _unit(tokens: _Tokens, index: int) -> str:
+    following = tokens[index + 1][0] if index + 1 < len(tokens) else ""
+    if not following.isalpha() or following.lower() in STOPWORDS:
+        return ""
+    return following.lower()
 
 
 def _runs(
@@ -209,7 +225,11 @@ def gives_new_value(older: str, newer: str, *, changed: bool) -> bool:
                 continue
             if old.kind == "date" and not _date_forms(old.value) & _date_forms(new.value):
                 continue  # a month is no new value of a weekday: "el domingo", "noviembre"
-            shared = len(old.keys & new.keys)
+            if old.unit and new.unit and old.unit != new.unit:
+                continue  # another thing counted: "75 microgrammi" of one drug, "5 mg" of another
+            # Words for people and titles say whose a value is, not what it is: two customers
+            # beside "signora" and "figlio" are two people, not one updated.
+            shared = len((old.keys & new.keys) - _PEOPLE_KEYS - _TITLE_KEYS)
             if shared == 0 or shared + evidence < 2:
                 continue
             if old.kind == "name" and not (changed and shared >= 2):

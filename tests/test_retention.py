@@ -255,3 +255,18 @@ def test_a_month_is_no_new_value_of_a_weekday():
     assert retention.stale_sentences(
         "The yoga class is on Tuesdays.", "The yoga class moved to Thursdays."
     ) == ["The yoga class is on Tuesdays."]
+
+
+def test_another_unit_or_another_person_is_another_thing():
+    """"prende anche ramipril 5 mg" does not update "Eutirox 75 microgrammi"; a customer
+    beside "signora" and "figlia" is not updated by another beside "signor" and "figlio"."""
+    eutirox = 'The user said: "la signora Mezzasalma prende Eutirox 75 microgrammi al mattino."'
+    ramipril = ('The user said: "la signora Mezzasalma adesso prende anche ramipril 5 mg, una la '
+                'sera."')
+    assert retention.stale_sentences(eutirox, ramipril) == []
+    daughter = 'The user said: "È passata la figlia della signora Mezzasalma con la ricetta."'
+    son = ('The assistant confirmed: "Aggiornato: i farmaci del signor Pizzigoni li ritira il '
+           'figlio Davide."')
+    assert retention.stale_sentences(daughter, son) == []
+    assert retention.stale_sentences("I take 20 mg of lisinopril daily.",
+                                     "The doctor raised my lisinopril to 40 mg daily now.")
