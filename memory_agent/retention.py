@@ -231,6 +231,9 @@ def stale_sentences(older: str, newer: str) -> list[str]:
 # for a merge): each pair is worked out once.
 @functools.lru_cache(maxsize=4096)
 def _stale_sentences(older: str, newer: str) -> tuple[str, ...]:
+    old_people, new_people = text.titled_names(older), text.titled_names(newer)
+    if old_people and new_people and not old_people & new_people:
+        return ()  # each speaks of another person: "la signora Mezzasalma", "il signor Pizzigoni"
     old_sentences = text.sentences(older)
     new_sentences = text.sentences(newer)
     updated = [

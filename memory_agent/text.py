@@ -47,8 +47,15 @@ _SENTENCE_END = re.compile(TITLES + r"(?<!\d\.\d\d\.)(?<=[.!?])([\"'”’)\]»]
 # months.
 _GIVEN_NAME = re.compile(r"\b(?:name is|named|called)\s+([a-z][a-z'-]+)", re.I)
 _TITLED_NAME = re.compile(
-    r"\b(?:mr|mrs|ms|miss|dr|prof|sr|sra|mme|herr|frau)\.?\s+([^\W\d_][\w'-]+)", re.I
+    r"\b(?:mr|mrs|ms|miss|dr|dra|prof|sr|sra|mme|herr|frau|signor|signora|señor|señora|dott"
+    r"|dottoressa|monsieur|madame)\.?\s+([^\W\d_][\w'-]+)",
+    re.I,
 )
+
+
+def titled_names(text: str) -> frozenset[str]:
+    """The names a title stands before ("signora Mezzasalma", "Dr. Patel"): people."""
+    return frozenset(stem(match) for match in _TITLED_NAME.findall(normalise_text(text)))
 # Capitals inside a word or a word in capitals: a name or an acronym in any language (DHL,
 # PostgreSQL, iPhone).
 _INNER_CAPITAL = re.compile(r"^(?:[^\W\d_]+[A-Z][\w-]*|[A-Z]{2,}[\w-]*)$")

@@ -270,3 +270,18 @@ def test_another_unit_or_another_person_is_another_thing():
     assert retention.stale_sentences(daughter, son) == []
     assert retention.stale_sentences("I take 20 mg of lisinopril daily.",
                                      "The doctor raised my lisinopril to 40 mg daily now.")
+
+
+def test_a_memory_of_another_titled_person_updates_nothing():
+    """The pickup day of the signor Pizzigoni does not retire the new dose the signora
+    Mezzasalma's daughter brought; a new babysitter still retires Mrs Okafor."""
+    dose = ('The user said: "È passata la figlia della signora Mezzasalma con la ricetta nuova." '
+            'The user said: "L\'endocrinologa ha visto il TSH e ha alzato la dose della tiroide: '
+            'da adesso la confezione da 88."')
+    pickup = ('The user said: "D\'ora in poi le medicine le ritira il figlio Davide, il venerdì '
+              'dopo le 18." The assistant confirmed: "Aggiornato: i farmaci del signor Pizzigoni '
+              'li ritira il figlio Davide, il venerdì dopo le 18."')
+    assert retention.stale_sentences(dose, pickup) == []
+    assert retention.stale_sentences(
+        "Mrs Okafor is our babysitter.", "Our old sitter moved away, the new babysitter is Dana."
+    ) == ["Mrs Okafor is our babysitter."]
