@@ -380,7 +380,8 @@ def _moments_not_given_anew(older: str, newer: str) -> bool:
     )
 
 
-_TIMES_AND_AMOUNTS = frozenset({"time", "money", "percent"})
+# Not dates: two texts give dates of many things at once ("from 12 to 16 July").
+_TIMES_AND_AMOUNTS = _MOMENTS_AND_AMOUNTS - {"date"}
 
 
 def _owns_a_moment_in_both(older: str, newer: str) -> bool:
