@@ -201,11 +201,9 @@ class MemorySubAgent:
         return result
 
     async def _known_to(self, request: MemoryCreationRequest) -> list[str]:
-        """What the request's space already remembers, for a trusted model to see when it
-        writes (it tells who and what a conversation speaks of); nothing is read for any
-        other, whose prompt stays short."""
-        if not self._writer.trusted:
-            return []
+        """What the request's space already remembers: a trusted model sees it when it writes
+        (it tells who and what a conversation speaks of), and the names it holds are no
+        invention of any model's (`MemoryWriter.write`)."""
         memories = await self._store.list_oldest_first(request.app_id, user_id=request.user_id)
         return [memory.content for memory in memories]
 

@@ -12,7 +12,7 @@ conversation, completed from the conversation's own statements where it falls sh
 3. Each sentence of its answer is kept unless it can be shown wrong: it speaks in the first
    or second person, carries transcript labels, asks something, says what the conversation
    does not support (a number the conversation lacks, a name neither it nor the memories
-   shown hold, or words mostly its own when it holds no value), or is neither about the
+   of its space hold, or words mostly its own when it holds no value), or is neither about the
    user nor carries a value of the conversation (an impersonal fact, "failover takes 4
    minutes", is kept by its value; a trusted model's is kept when grounded).
 4. A key statement whose values the kept sentences do not carry is added in the speaker's
@@ -123,10 +123,11 @@ class MemoryWriter:
         """The memory for the conversation, or None when it holds nothing worth keeping.
 
         `known` is what the app's space already remembers. A trusted model is shown it, to
-        tell who and what the conversation speaks of ("him" on the scale is the dog Brando),
-        and may name a name it holds; every value must still come from the conversation.
+        tell who and what the conversation speaks of ("him" on the scale is the dog Brando).
         Any other's prompt stays short: it costs a small model time, and such a model would
-        only copy it.
+        only copy it. Any model may name a name it holds (the user's own name, which a
+        conversation seldom says, or the dog's): a name the app remembers is no invention.
+        Every value must still come from the conversation.
 
         Raises `ChatModelError` when the model fails, `InvalidMemoryText` when the
         conversation has no messages.
@@ -151,8 +152,8 @@ class MemoryWriter:
         if len(transcript) > self._max_transcript_chars:
             # The end of a conversation holds its outcome; keep that part.
             transcript = "[earlier turns omitted]\n" + transcript[-self._max_transcript_chars :]
-        known = _newest_within(known, self._max_transcript_chars // 2) if trusted else []
-        reply = await self._ask(prompts.creation_messages(transcript, statements, known))
+        shown = _newest_within(known, self._max_transcript_chars // 2) if trusted else []
+        reply = await self._ask(prompts.creation_messages(transcript, statements, shown))
         answer = clean_model_text(reply.text)
         if _NOTHING.match(answer) and len(answer) < 40:
             return None  # the model judged that nothing here is worth a memory
@@ -267,7 +268,7 @@ class _Sources:
 
     conversation: Set[str]  # every word and value of the conversation (`text.vocabulary`)
     stated: Set[str]  # those of the user's turns and of the statements worth keeping
-    known_names: Set[str] = frozenset()  # names the app's memories hold, shown to the model
+    known_names: Set[str] = frozenset()  # names the app's memories hold
     # The names of what was stated: a sentence may start with one ("Esme has a peanut
     # allergy"), where `text.names` cannot tell it from any first word.
     stated_names: Set[str] = frozenset()

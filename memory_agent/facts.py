@@ -389,9 +389,21 @@ def single_valued_topics(text: str) -> frozenset[str]:
     return topics(text) - _MANY_VALUED
 
 
+def shared_topics(older: str, newer: str) -> frozenset[str]:
+    """The single-valued topics both texts touch, each by a word other than one announcing a
+    change in at least one of them: "the aliquots were moved" and "the meeting has been
+    moved" share no home."""
+    both = single_valued_topics(older) & single_valued_topics(newer)
+    return both & (topics(older, beyond_change=True) | topics(newer, beyond_change=True))
+
+
 @lru_cache(maxsize=8192)
-def topics(text: str) -> frozenset[str]:
+def topics(text: str, *, beyond_change: bool = False) -> frozenset[str]:
+    """The word groups the text touches; with `beyond_change`, by a word other than one that
+    announces a change ("moved" is one, and a word of the home group)."""
     words = {word.lower() for word in WORD.findall(normalise_text(text))}
+    if beyond_change:
+        words = {word for word in words if not language.CHANGE.fullmatch(word)}
     stems = {stem(word) for word in words}
     return frozenset(
         name for name, members in _TOPICS.items() if words & members or stems & members

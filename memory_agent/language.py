@@ -24,7 +24,8 @@ class Words:
     # Words by which a speaker speaks of themselves (pronouns, possessives, and in languages
     # that drop the pronoun, the commonest first-person verbs).
     first_person: str
-    # Words that address someone: a memory records, it does not speak to anyone.
+    # Words that address someone: a memory records, it does not speak to anyone. Not the
+    # object pronoun "te", which is as common a function word elsewhere (Dutch "om te").
     second_person: str
     # How a memory names the user.
     user: str
@@ -130,7 +131,7 @@ SPANISH = Words(
     first_person="""yo mi mis me conmigo mío mía nosotros nosotras nuestro nuestra nuestros
     nuestras nos estoy tengo trabajo quiero necesito prefiero puedo hago estudio voy
     tenemos somos vivimos""",
-    second_person="tú usted ustedes te ti contigo",
+    second_person="tú usted ustedes ti contigo",
     user="usuario usuaria",
     question="qué que cómo como cuándo dónde quién cuál cuánto cuánta puedes hay",
     confirmation="""reservé reservado reservada he_reservado confirmado confirmada confirmé
@@ -169,7 +170,7 @@ SPANISH = Words(
 
 FRENCH = Words(
     first_person="""je j' moi mon ma mes me m' nous notre nos suis j'ai j'habite""",
-    second_person="tu vous votre vos toi te t'",
+    second_person="tu vous votre vos toi t'",
     user="utilisateur utilisatrice",
     question="que quoi comment pourquoi quand où qui quel quelle quels combien ",
     confirmation="""réservé réservée confirmé confirmée enregistré enregistrée inscrit inscrite
@@ -239,7 +240,7 @@ GERMAN = Words(
 
 PORTUGUESE = Words(
     first_person="eu meu minha meus minhas nós nosso nossa nossos nossas me tenho sou estou moro",
-    second_person="você vocês tu te",
+    second_person="você vocês tu",
     user="usuário usuária utilizador",
     question="que como porque quando onde quem qual quanto quanta pode",
     confirmation="""reservei reservado reservada confirmado confirmada agendado agendada
@@ -358,8 +359,9 @@ FIRST_PERSON = pattern_of("first_person")
 # of other languages ("im" is German for "in the").
 FIRST_PERSON_WRITTEN = re.compile(
     pattern_of("first_person", excluding=frozenset({"im", "ive", "id", "i"})).pattern
-    # "I", but not Italian "i" before a plural noun ("I farmaci", "tutti i giorni").
-    + r"|\bI\b(?!\s+\w*i\b)",
+    # "I", but not Italian "i" before a plural noun ("I farmaci", "tutti i giorni"), nor
+    # the letter of a form's or a road's name ("I-94", "I-5").
+    + r"|\bI\b(?![-‐]\w)(?!\s+\w*i\b)",
     re.IGNORECASE,
 )
 SECOND_PERSON = pattern_of("second_person")

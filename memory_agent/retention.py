@@ -315,9 +315,7 @@ def _updates(older: str, older_context: str, newer: str, newer_context: str) -> 
     on the same topic announced as a change ("now", "moved", "instead")."""
     if facts.subjects(newer) - facts.subjects(older_context):
         return False  # the new value is someone else's: a sister's home, a dog's medicine
-    same_topic = bool(
-        facts.single_valued_topics(older_context) & facts.single_valued_topics(newer_context)
-    )
+    same_topic = bool(facts.shared_topics(older_context, newer_context))
     changed = facts.announces_change(newer_context)
     old_codes, new_codes = facts.issued_codes(older_context), facts.issued_codes(newer_context)
     if old_codes and new_codes and not old_codes & new_codes and (

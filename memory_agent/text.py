@@ -9,7 +9,7 @@ from __future__ import annotations
 import itertools
 import re
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from types import MappingProxyType
 
@@ -236,8 +236,39 @@ def names(text: str) -> frozenset[str]:
                 continue  # the first word of a quoted sentence: 'The user said: "Ahora', '"Bei
             if nouns_capitalised and not _looks_like_a_name_among_nouns(before, word):
                 continue
+            if _abbreviates_words(sentence, match):
+                continue
             found.add(stem(word))
     return frozenset(found)
+
+
+def _abbreviates_words(sentence: str, match: re.Match[str]) -> bool:
+    """The word is a common noun's abbreviation, no name: letters joined by "&" ("B&B",
+    "R&D"), or capitals that spell out, in brackets, the words just before or after them
+    ("ligamento cruzado anterior (LCA)", "SLA (service level agreement)"); in any language."""
+    word = match.group()
+    if len(word) <= 2 and "&" in sentence[max(0, match.start() - 1) : match.end() + 1]:
+        return True
+    if not (2 <= len(word) <= 6 and word.isupper() and word.isalpha()):
+        return False
+    initials = word.lower()
+    if sentence[: match.start()].rstrip().endswith("("):
+        before = WORD.findall(sentence[: match.start()])
+        return _initials_of(before[-len(word) :]) == initials or _initials_of(
+            [w for w in before if w.lower() not in STOPWORDS][-len(word) :]
+        ) == initials
+    after = sentence[match.end() :].lstrip()
+    if after.startswith("("):
+        inside = WORD.findall(after[1 : after.find(")") if ")" in after else None])
+        return initials in (
+            _initials_of(inside),
+            _initials_of([w for w in inside if w.lower() not in STOPWORDS]),
+        )
+    return False
+
+
+def _initials_of(words: Sequence[str]) -> str:
+    return "".join(word[0].lower() for word in words)
 
 
 # A quotation that starts after a colon starts a sentence: 'The user said: "Desde hoy ...'.

@@ -126,7 +126,7 @@ def _tied_replaced_values(sentence: str, newer: str) -> frozenset[str]:
     tied = replaced and (
         facts.announces_change(newer)
         or values.value_keys(sentence) & values.value_keys(newer)
-        or facts.single_valued_topics(sentence) & facts.single_valued_topics(newer)
+        or facts.shared_topics(sentence, newer)
         or _owner_named(sentence, newer, replaced)
     )
     return replaced if tied else frozenset()

@@ -97,8 +97,11 @@ async def test_creation_strips_reasoning_fences_and_labels(database, clock, answ
         "Assistant: Sure, I can do that! User: thanks a lot.",
         "I will book meetings after 2pm for you.",
         "",
+        # A letter or an abbreviation that spells out no words beside it is a name.
+        "The user wants meetings after 2pm in room B.",
+        "The user wants meetings after 2pm (CET) since mornings are busy.",
     ],
-    ids=["invented", "transcript-continued", "first-person", "empty"],
+    ids=["invented", "transcript-continued", "first-person", "empty", "letter", "acronym"],
 )
 async def test_an_ungrounded_answer_gives_way_to_the_users_own_words(database, clock, answer):
     await install_app(database, "calendar")
@@ -300,6 +303,29 @@ async def test_a_value_only_the_spaces_memories_hold_is_not_grounded(database, c
     assert written.content == "Brando weighs 12.8 kg after the diet."
 
 
+async def test_a_model_not_yet_trusted_may_name_a_name_the_space_remembers(database, clock):
+    """Before any record, the model is not shown the memories, but a name they hold is no
+    invention: "Brando" for "him" is kept, beside the user's own words."""
+    weigh_in = "After the diet Brando weighs 12.8 kg."
+
+    def write(call: ModelCall) -> str:
+        return weigh_in if "put him on the big scale" in call.prompt else "Ok."
+
+    await install_app(database, "vet")
+    model = memory_model(write)
+    agent = MemorySubAgent(database, model, clock=clock)
+    dog = [ChatMessage("user", "My dog Brando weighs 14.5 kg."), ChatMessage("assistant", "Ok.")]
+    await agent.create_memory(MemoryCreationRequest("vet", "dog", dog))
+
+    created = await agent.create_memory(MemoryCreationRequest("vet", "weigh-in", WEIGH_IN))
+
+    assert not agent._writer.trusted
+    prompts = [call.prompt for call in model.calls_starting_with(CREATION_PREFIX)]
+    assert "What the app already remembers" not in prompts[-1]
+    assert created.memory is not None
+    assert created.memory.content.startswith(weigh_in)
+
+
 @pytest.mark.parametrize(
     ("said", "answer"),
     [
@@ -312,6 +338,17 @@ async def test_a_value_only_the_spaces_memories_hold_is_not_grounded(database, c
         # A German ordinal ends no sentence.
         ("Der Drucker im 2. OG hat jetzt die IP 192.168.20.61.",
          "Der Drucker im 2. OG hat jetzt die IP 192.168.20.61."),
+        # "te" is a Dutch function word, not the Spanish or French "you".
+        ("Het brood staat elke dag om 05:30 klaar om opgehaald te worden.",
+         "Het brood staat elke dag om 05:30 klaar om opgehaald te worden."),
+        # "I-94" is a form, not the first person.
+        ("My client Tomasz: his I-94 expired on 10/31/2023.",
+         "Client Tomasz's I-94 expired on 10/31/2023."),
+        # An abbreviation of a common noun is no name the conversation must hold.
+        ("on a 4 chambres, la seule accessible en fauteuil c'est Coquelicot",
+         "Le B&B a 4 chambres, et seule Coquelicot est accessible en fauteuil."),
+        ("Me operaron del ligamento cruzado anterior de la rodilla el 12 de marzo.",
+         "A la usuaria la operaron del ligamento cruzado anterior (LCA) el 12 de marzo."),
     ],
 )
 async def test_a_faithful_sentence_in_any_language_is_kept(database, clock, said, answer):

@@ -89,6 +89,9 @@ def test_a_newer_value_supersedes_the_old_one(older, newer):
         ("I work at Acme as an engineer.", "My wife started a new job at Globex."),
         ("I take 20 mg of lisinopril daily.", "The dog now takes 5 mg of Apoquel daily."),
         ("Dentist appointment on May 3 at 10am.", "I may cut sugar; goal is 1800 calories now."),
+        # Two things moved share no home: "moved" announces the change, it names no topic.
+        ("The aliquots were moved to the new freezer in room 2.14, shelf 5.",
+         "The committee meeting has been moved to Wednesday 23 April at 10:00."),
     ],
 )
 def test_a_different_fact_does_not(older, newer):
