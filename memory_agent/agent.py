@@ -2,7 +2,7 @@
 
 Creating a memory is one transaction, whatever the model takes. The memory text is had first
 (a model call, no lock, no transaction). Then one transaction reads the app's memories: when
-the new one fits under the cap (and no trusted model is to be asked what it updates) it is
+the new one fits under the cap (and the model is not to be asked what it updates) it is
 written there and then. When it does not, the model decides on what that transaction read (no
 lock held while it thinks), and the next transaction applies the decision only if the memories
 are still as the decision saw them. Either way the new memory, the compaction, the history
@@ -271,7 +271,7 @@ class MemorySubAgent:
             ) -> MemoryCreated | list[Memory]:
                 current = await self._current_memories(tx, request)
                 steps = self._compactor.steps_if_they_fit(
-                    current, written.content, trusted=self._writer.trusted
+                    current, written.content, reviews_updates=self._writer.reviews_updates
                 )
                 if steps is None and decided and _fingerprint(current) == _fingerprint(decided[0]):
                     steps = decided[1]
@@ -284,7 +284,11 @@ class MemorySubAgent:
                 return outcome
             if decisions < MODEL_DECISIONS:
                 steps = await self._compactor.decide(
-                    outcome, written.content, today, trusted=self._writer.trusted
+                    outcome,
+                    written.content,
+                    today,
+                    trusted=self._writer.trusted,
+                    reviews_updates=self._writer.reviews_updates,
                 )
                 decided = (outcome, steps)
 

@@ -6,7 +6,8 @@ the cap less the pinned ones (`room`). An app pins at most the cap less one, so 
 always room for the new memory.
 
 Before any compaction, what the new memory updates is retired: by the checks
-(`retention.refresh`), and, for a trusted model, by the model too. It is shown the memories a
+(`retention.refresh`), and, for a model that is trusted or on its way to trust
+(`MemoryWriter.reviews_updates`), by the model too. It is shown the memories a
 claim could apply to (`update_claims.may_update`: a value of a kind the new one gives anew,
 tied to it by a word beside both, a topic, or a change announced) and asked which of them the
 new one gives newer values for (it reads "versandkostenfrei ab 39 €" and "Gratisversand jetzt
@@ -105,13 +106,15 @@ class Compactor:
         created_date: str,
         *,
         trusted: bool = False,
+        reviews_updates: bool = False,
     ) -> list[DecidedStep]:
         """The steps that bring `existing` plus the new memory back to the cap (none if they
         fit): the first proposed by the model and checked, any further ones by the policy.
-        `trusted`: the model has written faithful memories (`retention.review`)."""
+        `trusted`: the model has written faithful memories (`retention.review`);
+        `reviews_updates`: it is asked which memories the new one updates."""
         existing, room = self._movable(existing)
         updates, candidates = _refreshed(existing, new_content)
-        if trusted:
+        if reviews_updates:
             reviewed = await self._review_updates(existing, candidates, created_date)
             for decided in reviewed:
                 candidates = _after(candidates, decided.step)
@@ -158,14 +161,14 @@ class Compactor:
         return DecidedStep(step, "model")
 
     def steps_if_they_fit(
-        self, existing: Sequence[Memory], new_content: str, *, trusted: bool = False
+        self, existing: Sequence[Memory], new_content: str, *, reviews_updates: bool = False
     ) -> list[DecidedStep] | None:
         """The steps when `existing` plus the new memory fit the cap after the updates (no
-        model call needed); None when the model must be asked: to compact, or, when it is
-        `trusted`, which memories the new one gives newer values for."""
+        model call needed); None when the model must be asked: to compact, or, when it
+        `reviews_updates`, which memories the new one gives newer values for."""
         existing, room = self._movable(existing)
         updates, candidates = _refreshed(existing, new_content)
-        if trusted and _reviewable(candidates):
+        if reviews_updates and _reviewable(candidates):
             return None
         return updates if len(candidates) <= room else None
 

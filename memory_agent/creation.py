@@ -77,6 +77,9 @@ _TRUSTED_SHARE = 0.7
 # say what the statements say (a faithful writer's do): it is asked every time, so that its
 # record can show it. A small model passes under a third.
 _NEAR_TRUST_SHARE = 0.5
+# How many of a model's first sentences may show it faithful enough to be asked which
+# memories a new one updates, before its record is known (`MemoryWriter.reviews_updates`).
+_FIRST_SIGNS = 3
 
 
 class MemoryWriter:
@@ -111,6 +114,18 @@ class MemoryWriter:
         policy may follow where it cannot show it wrong. A small model that garbles or
         invents is never trusted, and the policy keeps what it cannot see to be lost."""
         return self._kept.kept_at_least(_TRUSTED_SHARE)
+
+    @property
+    def reviews_updates(self) -> bool:
+        """The model may be asked which memories a new one updates: it is trusted, or its
+        record is not yet known and all it shows so far (a few sentences) points to trust.
+        Each claim is checked (`update_claims`) and can retire only a value the new memory
+        gives anew, so a faithful model need not wait for its record to keep the space
+        current, while one whose first sentences fail is never asked."""
+        return self.trusted or (
+            not self._kept.known
+            and self._kept.so_far_kept_at_least(_TRUSTED_SHARE, results=_FIRST_SIGNS)
+        )
 
     @property
     def doubted(self) -> bool:
@@ -166,7 +181,7 @@ class MemoryWriter:
             " ".join([content for role, content in turns if role == "user"])
             + " " + " ".join(s.text for s in statements)
         )
-        stated = text.vocabulary(stated_text)
+        stated = text.vocabulary(stated_text) | text.spelled_numbers(stated_text)
         # Who and what the memories name, not when: a date must come from the conversation.
         known_names = frozenset(
             text.stem(name) for name in text.names(" ".join(known))

@@ -33,6 +33,7 @@ from memory_agent.text import (
     TIME_UNITS,
     TIME_WORDS,
     WORD,
+    capitalises_nouns,
     content_words,
     names,
     normalise_text,
@@ -307,8 +308,11 @@ def is_grounded(
     if not (sentence_numbers | references(text)) <= source_vocabulary:
         return False
     sentence_names = names(text)
+    compounding = capitalises_nouns(text)
     if any(
-        stem(name) not in source_vocabulary and stem(name) not in known_names
+        stem(name) not in source_vocabulary
+        and stem(name) not in known_names
+        and not (compounding and _heads_a_compound(stem(name), source_vocabulary))
         for name in sentence_names
     ):
         return False
@@ -322,6 +326,17 @@ def is_grounded(
 
 
 _PARAPHRASE_SHARE = 0.34
+
+
+def _heads_a_compound(noun: str, source_vocabulary: Set[str]) -> bool:
+    """In a language that capitalises its nouns and writes compounds as one word (German),
+    a noun may be the first part of a word of the source: "Ersatz" of "Ersatzgerät"."""
+    return len(noun) >= _COMPOUND_HEAD and any(
+        len(word) > len(noun) and word.startswith(noun) for word in source_vocabulary
+    )
+
+
+_COMPOUND_HEAD = 4
 
 
 def _in_source(word: str, source_vocabulary: Set[str]) -> bool:

@@ -7,7 +7,7 @@ tell: who speaks of themselves ("I", "mi", "ich"), what an assistant says when i
 something ("booked", "reservado", "gebucht"), what announces a change ("now", "ahora",
 "jetzt"), and function words, which never name what a value is the value of.
 
-Covered: English, Spanish, French, German, Portuguese and Italian. Every class is the union
+Covered: English, Spanish, French, German, Portuguese, Italian and Dutch. Every class is the union
 over the languages (a sentence's language is never guessed). To add a language, add one
 `Words` entry to `LANGUAGES` with its words in lower case ("_" joins a phrase's words). Text in a
 language not covered still gets every check that rests on values alone.
@@ -302,6 +302,41 @@ ITALIAN = Words(
     quattordici quindici sedici diciassette diciotto diciannove venti""",
 )
 
+DUTCH = Words(
+    first_person="ik mijn m'n mij wij ons onze",
+    second_person="jij jou jouw jullie uw",
+    user="gebruiker gebruikster",
+    question="wat hoe waarom wanneer waar wie welke welk hoeveel kun kunt",
+    confirmation="""geboekt gereserveerd bevestigd aangemaakt geregistreerd besteld verstuurd
+    verzonden ingepland genoteerd toegevoegd ingeschreven betaald geregeld gedaan
+    reserveringsnummer bestelnummer ordernummer referentie kenmerk dossiernummer ticketnummer""",
+    change="""nu voortaan niet_meer veranderd gewijzigd gewisseld nieuw nieuwe verplaatst
+    verhuisd vervangen verhoogd verlaagd opgetrokken vanaf per_direct in_plaats_van aangepast
+    bijgewerkt verschoven uitgesteld""",
+    standing="onthoud vergeet_niet denk_eraan vanaf_nu ter_info",
+    lasting="""allergisch allergie vegetarisch vegetariër diabetes zoon dochter echtgenoot
+    echtgenote hond kat huis woning adres huur salaris verjaardag werk bedrijf baas school
+    universiteit examen liever""",
+    # Not "van" (a vehicle), "door" (of a house), "dan", "ben" (names), "want": words of
+    # another language.
+    stopwords="""de het een en of in op aan met zonder voor naar uit bij om te tot over is
+    zijn was waren wordt worden heeft hebben heb hij zij ze dat dit deze er niet ook maar
+    als nog al wel geen zo erg dus nee ja hallo bedankt graag even daar hier mijn hun""",
+    time="""jaar dag week wekelijks maand maandelijks vandaag morgen gisteren avond nacht
+    ochtend weekend volgende volgend vorige vorig uur minuut keer begint beginnen begin
+    tijdens sinds""",
+    calendar="""maandag dinsdag woensdag donderdag vrijdag zaterdag zondag maandags dinsdags
+    woensdags donderdags vrijdags zaterdags zondags januari februari maart april mei juni juli
+    augustus september oktober november december""",
+    people="""zoon dochter broer zus moeder vader vriend vriendin buurman buurvrouw collega hond
+    kat""",
+    months="""januari februari maart april mei juni juli augustus september oktober november
+    december""",
+    weekdays="maandag dinsdag woensdag donderdag vrijdag zaterdag zondag",
+    numbers="""twee drie vier vijf zes zeven acht negen tien elf twaalf dertien veertien
+    vijftien zestien zeventien achttien negentien twintig""",
+)
+
 LANGUAGES: dict[str, Words] = {
     "en": ENGLISH,
     "es": SPANISH,
@@ -309,6 +344,7 @@ LANGUAGES: dict[str, Words] = {
     "de": GERMAN,
     "pt": PORTUGUESE,
     "it": ITALIAN,
+    "nl": DUTCH,
 }
 
 # Words that are function words in one language and content in another ("son" is a child in

@@ -220,8 +220,7 @@ def names(text: str) -> frozenset[str]:
     found = {stem(match) for match in _TITLED_NAME.findall(text)}
     found |= {stem(match) for match in _GIVEN_NAME.findall(text)}
     found |= {match.lower()[:3] for match in _CALENDAR_WORD.findall(text)}
-    every_word = {word.lower() for word in WORD.findall(text)}
-    nouns_capitalised = len(every_word & language.NOUN_CAPITALISING) >= 2
+    nouns_capitalised = capitalises_nouns(text)
     for sentence in sentences(text):
         matches = list(WORD.finditer(sentence))
         for previous, match in itertools.pairwise(matches):
@@ -230,16 +229,24 @@ def names(text: str) -> frozenset[str]:
                 continue
             if _QUOTE_OPENS.search(sentence, previous.end(), match.start()) and (
                 language.CHANGE.fullmatch(word)
+                or language.CONFIRMATION.fullmatch(word)
                 or stem(word) in TIME_WORDS
                 or word.lower() in _FUNCTION_WORDS_ANYWHERE
             ):
-                continue  # the first word of a quoted sentence: 'The user said: "Ahora', '"Bei
+                continue  # a quoted sentence's first word: '"Ahora', '"Bei', '"Noté'
             if nouns_capitalised and not _looks_like_a_name_among_nouns(before, word):
                 continue
             if _abbreviates_words(sentence, match):
                 continue
             found.add(stem(word))
     return frozenset(found)
+
+
+def capitalises_nouns(text: str) -> bool:
+    """The text is in a language that capitalises every noun (German): it holds two of its
+    function words. There a capital letter does not mark a name."""
+    every_word = {word.lower() for word in WORD.findall(text)}
+    return len(every_word & language.NOUN_CAPITALISING) >= 2
 
 
 def _abbreviates_words(sentence: str, match: re.Match[str]) -> bool:

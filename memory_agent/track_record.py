@@ -44,6 +44,12 @@ class TrackRecord:
         results = self._results
         return len(results) >= self._minimum and sum(results) >= share * len(results)
 
+    def so_far_kept_at_least(self, share: float, *, results: int) -> bool:
+        """At least `results` results, fewer than the record needs to be known, or any number
+        once it is, and at least `share` of them kept: what the record points to so far."""
+        found = self._results
+        return len(found) >= min(results, self._minimum) and sum(found) >= share * len(found)
+
     @property
     def adds_little(self) -> bool:
         """Enough results, and nearly none of them kept. Before that, what the prior says,

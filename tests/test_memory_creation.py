@@ -338,6 +338,9 @@ async def test_a_model_not_yet_trusted_may_name_a_name_the_space_remembers(datab
         # A German ordinal ends no sentence.
         ("Der Drucker im 2. OG hat jetzt die IP 192.168.20.61.",
          "Der Drucker im 2. OG hat jetzt die IP 192.168.20.61."),
+        # A German noun may be the first part of a compound of the conversation.
+        ("Ich hab Friederike das Ersatzgerät gegeben, Aufkleber NB-0262.",
+         "Friederike hat als Ersatz das Gerät NB-0262 bekommen."),
         # "te" is a Dutch function word, not the Spanish or French "you".
         ("Het brood staat elke dag om 05:30 klaar om opgehaald te worden.",
          "Het brood staat elke dag om 05:30 klaar om opgehaald te worden."),
@@ -357,3 +360,16 @@ async def test_a_faithful_sentence_in_any_language_is_kept(database, clock, said
     messages = [ChatMessage("user", said), ChatMessage("assistant", "Ok.")]
     created = await agent.create_memory(MemoryCreationRequest("app", "c1", messages))
     assert created.memory is not None and created.memory.content == answer
+
+
+async def test_a_value_the_user_wrote_out_is_theirs(database, clock):
+    """"elf procent" grounds "11%", and makes the sentence one about what the user said,
+    though it names no one and the user wrote no digit of it."""
+    await install_app(database, "app")
+    answer = "De brandstoftoeslag gaat naar 11% (elf procent)."
+    agent = MemorySubAgent(database, memory_model(answer), clock=clock)
+    said = ("Diesel is weer gestegen, dus de toeslag gaat naar elf procent. "
+            "Offerte Q-2291 aanpassen.")
+    messages = [ChatMessage("user", said), ChatMessage("assistant", "Ok.")]
+    created = await agent.create_memory(MemoryCreationRequest("app", "c1", messages))
+    assert created.memory is not None and created.memory.content.startswith(answer)

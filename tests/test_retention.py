@@ -288,3 +288,20 @@ def test_a_memory_of_another_titled_person_updates_nothing():
     assert retention.stale_sentences(
         "Mrs Okafor is our babysitter.", "Our old sitter moved away, the new babysitter is Dana."
     ) == ["Mrs Okafor is our babysitter."]
+
+
+def test_an_old_amount_said_again_in_the_same_memory_is_stale_there_too():
+    """The user's own words that say the old weight or price again go with the sentence the
+    new value updates; a small count said again ("due volte") keeps its sentence."""
+    weight = ("Brando pesa 14,5 kg ed è in sovrappeso. The user said: \"Gli do le crocchette due "
+              "volte al giorno.\" The user said: \"l'ultima volta pesava 14,5 kg e la dottoressa "
+              "ha detto che dovrebbe perdere qualcosa.\"")
+    assert retention.stale_sentences(weight, "Dopo la dieta Brando pesa 12,8 kg.") == [
+        "Brando pesa 14,5 kg ed è in sovrappeso.",
+        "The user said: \"l'ultima volta pesava 14,5 kg e la dottoressa ha detto che dovrebbe "
+        "perdere qualcosa.\"",
+    ]
+    price = ('The user said: "au fait la chambre double c 95€ la nuit ptit dej compris." '
+             'The assistant confirmed: "Noté : chambre double à 95 € la nuit, petit-déjeuner '
+             'compris."')
+    assert len(retention.stale_sentences(price, "La chambre double passe à 110 € la nuit.")) == 2

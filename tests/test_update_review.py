@@ -143,6 +143,27 @@ async def test_a_model_that_is_not_trusted_is_never_asked(database, clock):
     assert len(await live(agent)) == 14
 
 
+async def test_a_model_faithful_from_its_first_sentences_is_asked_before_its_record_is_known(
+    database, clock
+):
+    """Three faithful memories are too few for trust, but enough for the model to be asked
+    which memories a new one updates: its claim, checked, keeps the space current from the
+    start."""
+    await install_app(database, "app")
+    model = memory_model(writes_faithfully, updates=claiming(OLD_SHIPPING))
+    agent = MemorySubAgent(database, model, clock=clock, memory_limit=20)
+    await agent.create_memory(request(1, friend_fact(1)))
+    await agent.create_memory(request(2, STATED[ALLERGY]))
+    await agent.create_memory(request(3, STATED[OLD_SHIPPING]))
+    assert not agent._writer.trusted
+
+    await agent.create_memory(request(4, NEW_SHIPPING))
+
+    assert len(model.calls_starting_with(UPDATE_PREFIX)) == 1
+    assert OLD_SHIPPING not in await live(agent)
+    assert NEW_SHIPPING in await live(agent)
+
+
 # -- the checks on a claim, without a database ------------------------------------------------
 
 
