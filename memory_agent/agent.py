@@ -203,7 +203,7 @@ class MemorySubAgent:
     async def _known_to(self, request: MemoryCreationRequest) -> list[str]:
         """What the request's space already remembers: a trusted model sees it when it writes
         (it tells who and what a conversation speaks of), and the names it holds are no
-        invention of any model's (`MemoryWriter.write`)."""
+        invention of a promising model's (`MemoryWriter.write`)."""
         memories = await self._store.list_oldest_first(request.app_id, user_id=request.user_id)
         return [memory.content for memory in memories]
 
@@ -271,7 +271,7 @@ class MemorySubAgent:
             ) -> MemoryCreated | list[Memory]:
                 current = await self._current_memories(tx, request)
                 steps = self._compactor.steps_if_they_fit(
-                    current, written.content, reviews_updates=self._writer.reviews_updates
+                    current, written.content, reviews_updates=self._writer.promising
                 )
                 if steps is None and decided and _fingerprint(current) == _fingerprint(decided[0]):
                     steps = decided[1]
@@ -288,7 +288,7 @@ class MemorySubAgent:
                     written.content,
                     today,
                     trusted=self._writer.trusted,
-                    reviews_updates=self._writer.reviews_updates,
+                    reviews_updates=self._writer.promising,
                 )
                 decided = (outcome, steps)
 

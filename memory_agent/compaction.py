@@ -7,7 +7,7 @@ always room for the new memory.
 
 Before any compaction, what the new memory updates is retired: by the checks
 (`retention.refresh`), and, for a model that is trusted or on its way to trust
-(`MemoryWriter.reviews_updates`), by the model too. It is shown the memories a
+(`MemoryWriter.promising`), by the model too. It is shown the memories a
 claim could apply to (`update_claims.may_update`: a value of a kind the new one gives anew,
 tied to it by a word beside both, a topic, or a change announced) and asked which of them the
 new one gives newer values for (it reads "versandkostenfrei ab 39 €" and "Gratisversand jetzt

@@ -11,10 +11,11 @@ conversation, completed from the conversation's own statements where it falls sh
    value the conversation gives.
 3. Each sentence of its answer is kept unless it can be shown wrong: it speaks in the first
    or second person, carries transcript labels, asks something, says what the conversation
-   does not support (a number the conversation lacks, a name neither it nor the memories
-   of its space hold, or words mostly its own when it holds no value), or is neither about the
-   user nor carries a value of the conversation (an impersonal fact, "failover takes 4
-   minutes", is kept by its value; a trusted model's is kept when grounded).
+   does not support (a number the conversation lacks, a name neither it nor, for a model
+   that writes faithfully, the memories of its space hold, or words mostly its own when it
+   holds no value), or is neither about the user nor carries a value of the conversation
+   (an impersonal fact, "failover takes 4 minutes", is kept by its value; a trusted model's
+   is kept when grounded).
 4. A key statement whose values the kept sentences do not carry is added in the speaker's
    own words (`The user said: "…"`), so the fact is kept even when the model missed or garbled
    it; not beside a trusted model's answer that passed whole (`MemoryWriter.trusted`). Beside
@@ -72,13 +73,17 @@ class WrittenMemory:
 # and its trust would flap, while 70 % holds it and still leaves small models far below.
 _TRACK_RECORD = 40
 _TRACK_RECORD_MIN = 10
+# How many sentences tell that a model adds nothing to the statements, so that it may be
+# spared: fewer than trust needs, since a model that adds anything shows it at once, and each
+# memory asked of one that does not costs a full prompt for nothing.
+_SPARING_MIN = 6
 _TRUSTED_SHARE = 0.7
 # A model that passes at least this share is on its way to trust, though its sentences only
 # say what the statements say (a faithful writer's do): it is asked every time, so that its
 # record can show it. A small model passes under a third.
 _NEAR_TRUST_SHARE = 0.5
 # How many of a model's first sentences may show it faithful enough to be asked which
-# memories a new one updates, before its record is known (`MemoryWriter.reviews_updates`).
+# memories a new one updates, before its record is known (`MemoryWriter.promising`).
 _FIRST_SIGNS = 3
 
 
@@ -91,7 +96,7 @@ class MemoryWriter:
         self._kept = TrackRecord(size=_TRACK_RECORD, minimum=_TRACK_RECORD_MIN)
         # Whether each also added to the memory: passed, and said something the statements
         # did not (a trusted model's words replace the statements, and so add).
-        self._added = TrackRecord(size=_TRACK_RECORD, minimum=_TRACK_RECORD_MIN)
+        self._added = TrackRecord(size=_TRACK_RECORD, minimum=_SPARING_MIN)
         # Every sentence of the model's memories, and those the checks kept.
         self.sentences_written = 0
         self.sentences_kept = 0
@@ -105,7 +110,7 @@ class MemoryWriter:
 
     @property
     def _may_be_spared(self) -> bool:
-        return not self._kept.kept_at_least(_NEAR_TRUST_SHARE)
+        return not self._kept.so_far_kept_at_least(_NEAR_TRUST_SHARE, results=_SPARING_MIN)
 
     @property
     def trusted(self) -> bool:
@@ -116,12 +121,13 @@ class MemoryWriter:
         return self._kept.kept_at_least(_TRUSTED_SHARE)
 
     @property
-    def reviews_updates(self) -> bool:
-        """The model may be asked which memories a new one updates: it is trusted, or its
-        record is not yet known and all it shows so far (a few sentences) points to trust.
-        Each claim is checked (`update_claims`) and can retire only a value the new memory
-        gives anew, so a faithful model need not wait for its record to keep the space
-        current, while one whose first sentences fail is never asked."""
+    def promising(self) -> bool:
+        """The model is trusted, or its record is not yet known and all it shows so far (a
+        few sentences) points to trust. Such a model may name a name the space's memories
+        hold, and is asked which memories a new one updates (each claim checked by
+        `update_claims`): a faithful model need not wait for its record to keep the space
+        current. One whose first sentences fail gets neither: a small model recombines the
+        names it is given into facts no one stated ("Ben lives in Quito")."""
         return self.trusted or (
             not self._kept.known
             and self._kept.so_far_kept_at_least(_TRUSTED_SHARE, results=_FIRST_SIGNS)
@@ -140,9 +146,9 @@ class MemoryWriter:
         `known` is what the app's space already remembers. A trusted model is shown it, to
         tell who and what the conversation speaks of ("him" on the scale is the dog Brando).
         Any other's prompt stays short: it costs a small model time, and such a model would
-        only copy it. Any model may name a name it holds (the user's own name, which a
-        conversation seldom says, or the dog's): a name the app remembers is no invention.
-        Every value must still come from the conversation.
+        only copy it. A `promising` model may name a name it holds (the user's own name,
+        which a conversation seldom says, or the dog's): a name the app remembers is no
+        invention of a faithful model's. Every value must still come from the conversation.
 
         Raises `ChatModelError` when the model fails, `InvalidMemoryText` when the
         conversation has no messages.
@@ -153,7 +159,7 @@ class MemoryWriter:
         statements = facts.key_statements(turns)
         # Read before this answer's sentences join the record: they are judged by the record
         # as it stood when the model was asked.
-        trusted, doubted = self.trusted, self.doubted
+        trusted, doubted, promising = self.trusted, self.doubted, self.promising
         if not statements and not trusted:
             # Nothing the checks can see is worth keeping, and the model has not shown it
             # judges better: no call. A trusted model decides for itself (NOTHING or not).
@@ -184,16 +190,14 @@ class MemoryWriter:
         stated = text.vocabulary(stated_text) | text.spelled_numbers(stated_text)
         # Who and what the memories name, not when: a date must come from the conversation.
         known_names = frozenset(
-            text.stem(name) for name in text.names(" ".join(known))
+            text.stem(name) for name in text.names(" ".join(known if promising else ()))
         ) - text.CALENDAR_NAMES
         sentences = split_sentences(answer)
         sources = _Sources(source, stated, known_names, text.names(stated_text))
         kept = self._grounded_sentences(sentences, sources, trusted=trusted)
         said = " ".join(statement.text for statement in statements)
         for sentence in sentences:
-            self._added.add(
-                sentence in kept and (trusted or not facts.covers(said, sentence))
-            )
+            self._added.add(sentence in kept and (trusted or _adds(sentence, said, stated)))
         # A trusted model whose whole answer passed the checks decided what was worth
         # keeping: the statements it left out are not added beside its words.
         faithful = trusted and kept and len(kept) == len(sentences)
@@ -262,6 +266,17 @@ _IMPERSONAL = "neither about the user nor with a value they stated"
 
 # The model's sentences that hold a fact go last when something must be cut.
 _MODEL_FACT = 10
+
+
+def _adds(sentence: str, said: str, stated: Set[str]) -> bool:
+    """A kept sentence adds to the statements `said` when it says what they do not, with
+    values all of what the user said or the assistant confirmed (`stated`): a small model's
+    sentence that passes on the assistant's chatter ("people who live in Peru") adds
+    nothing worth asking it for."""
+    return not facts.covers(said, sentence) and all(
+        len(value) < 2 or value in stated or text.stem(value) in stated
+        for value in text.values(sentence)
+    )
 
 
 def _newest_within(memories: Sequence[str], max_chars: int) -> list[str]:

@@ -342,6 +342,8 @@ def _updates(older: str, older_context: str, newer: str, newer_context: str) -> 
         return False
     if values.gives_new_value(older_context, newer_context, changed=changed):
         return True  # any language: a value of the same kind beside the same words
+    if changed and values.said_again_as_history(older, newer):
+        return True  # "van 8,5 naar elf procent, per direct" after "8,5% brandstoftoeslag"
     if facts.restates_a_number(older, newer) and (same_topic or changed):
         return True
     if facts.restates_a_number(older, newer, by_period=True) and (

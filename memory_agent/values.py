@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from types import MappingProxyType
 
@@ -19,6 +19,7 @@ from memory_agent import language
 from memory_agent.text import (
     FREQUENCY,
     IN_THOUSANDS_K,
+    SPELLED_NUMBERS,
     STOPWORDS,
     THOUSANDS,
     TIME_UNITS,
@@ -54,7 +55,7 @@ _REACH = 7
 _CURRENCY_WORDS = frozenset(
     "eur euro euros usd dollar dollars gbp pound pounds chf yen k".split()
 )
-_PERCENT_WORDS = frozenset("percent prozent por pour".split())
+_PERCENT_WORDS = frozenset("percent prozent procent pct por pour".split())
 _CLOCK = re.compile(r"\d{1,2}(?::\d\d|h\d\d)")
 _TIME_OF_DAY = re.compile(r"\d{1,2}(?::\d\d)?(?:am|pm)|\d{1,2}h\d\d", re.I)
 _DATE = re.compile(r"\d{1,2}[./]\d{1,2}(?:[./]\d{2,4})?|\d{4}-\d\d-\d\d")
@@ -84,6 +85,9 @@ class KeyedValue:
     # For a number, the word right after it, when it is one ("75 microgrammi", "5 mg",
     # "3 Labradors"): what it counts. Lower case.
     unit: str = ""
+    # Which run of values it stands in (values with at most function words between them):
+    # "Marcus Chen" is one run, one name.
+    run: int = field(default=0, compare=False)
 
 
 @lru_cache(maxsize=8192)
@@ -99,7 +103,7 @@ def keyed_values(text: str) -> tuple[KeyedValue, ...]:
             kind = kinds[index]
             if kind is not None:
                 unit = _unit(tokens, index) if kind == "number" else ""
-                keyed.append(KeyedValue(kind, _value(tokens, index, kind), keys, unit))
+                keyed.append(KeyedValue(kind, _value(tokens, index, kind), keys, unit, first))
     return tuple(keyed)
 
 
@@ -209,7 +213,12 @@ def gives_new_value(older: str, newer: str, *, changed: bool) -> bool:
     new_identities = _identities(new_values)
     new_numbers = _identities(new_values, kinds=("number", "code"))
     for old in old_values:
-        others = _identities(old_values) - {old.value}
+        # The other words of its own name ("Chen" of "Marcus Chen") say nothing of whose the
+        # name is.
+        own_name = {
+            v.value for v in old_values if v.kind == old.kind == "name" and v.run == old.run
+        }
+        others = _identities(old_values) - {old.value} - own_name
         if others and new_identities and not others & new_identities:
             continue  # each names something else: "Bruno lives in Porto", "Chloe in Quito"
         numbered = _identities(old_values, kinds=("number", "code")) - {old.value}
@@ -243,6 +252,28 @@ def gives_new_value(older: str, newer: str, *, changed: bool) -> bool:
                 continue  # the old value is said again beside the new one: not replaced
             return True
     return False
+
+
+def said_again_as_history(older: str, newer: str) -> frozenset[str]:
+    """The amounts, shares and numbers of `older` (not small counts) that `newer` says again
+    in one run with another of them that `older` lacks: "van 8,5 naar elf procent", "von 10
+    auf 15 %", "de 850 a 900 €", the old value beside its new one. Not names, dates or times,
+    which as often open a route or a range ("from Bristol to Montpellier", "12 to 16 July")."""
+    old_values = {
+        v.value
+        for v in keyed_values(older)
+        if v.kind in _AMOUNTS and not (v.kind == "number" and _small_count(v.value))
+    }
+    runs: dict[int, set[str]] = {}
+    for value in keyed_values(newer):
+        if value.kind in _AMOUNTS:
+            runs.setdefault(value.run, set()).add(value.value)
+    return frozenset(
+        value for run in runs.values() if run - old_values for value in run & old_values
+    )
+
+
+_AMOUNTS = frozenset({"money", "percent", "number"})
 
 
 def _date_forms(value: str) -> frozenset[str]:
@@ -280,6 +311,8 @@ def _kind(
     if is_calendar_word(lowered) or (lowered == "may" and _next_to_a_number(tokens, index)):
         return "date"
     if not any(ch.isdigit() for ch in word):
+        if lowered in SPELLED_NUMBERS and _following(tokens, index) in _PERCENT_WORDS:
+            return "percent"  # a share written out: "elf procent", "fünfzehn Prozent"
         return "name" if stem(word) in found_names else None
     if _TIME_OF_DAY.fullmatch(word):
         return "time"
@@ -287,7 +320,7 @@ def _kind(
         return "code"
     after = text[end : end + 2].lstrip()
     before = text[max(0, start - 2) : start].rstrip()
-    following = tokens[index + 1][0].lower() if index + 1 < len(tokens) else ""
+    following = _following(tokens, index)
     previous = tokens[index - 1][0].lower() if index else ""
     # The word a date's number stands beside may lie past a function word ("12 de marzo").
     following_word = next(
@@ -321,6 +354,10 @@ def _kind(
     return "number"
 
 
+def _following(tokens: _Tokens, index: int) -> str:
+    return tokens[index + 1][0].lower() if index + 1 < len(tokens) else ""
+
+
 def _in_thousands(tokens: _Tokens, index: int) -> bool:
     """The word after the number is one of `THOUSANDS` and multiplies it: written in lower
     case (German's "Tausend" aside), and not an adjective of a noun after it ("2 grand
@@ -350,7 +387,9 @@ def _value(tokens: _Tokens, index: int, kind: str) -> str:
         return word.lower()[:3]
     if kind in ("code", "name"):
         return stem(word)
-    following = tokens[index + 1][0].lower() if index + 1 < len(tokens) else ""
+    if not word[0].isdigit():
+        return SPELLED_NUMBERS.get(word.lower(), word.lower())
+    following = _following(tokens, index)
     if kind == "time":
         return _clock_time(word, following)
     if re.fullmatch(r"\d+(?:[.,]\d+)?", word) and _in_thousands(tokens, index):

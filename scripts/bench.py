@@ -443,8 +443,8 @@ def _memory_share(spent: list[tuple[int, int]]) -> float | None:
 
 
 # Conversations after which the memory model's record tells whether it adds to the memories
-# it writes (`TrackRecord.adds_little` needs ten of its sentences; a memory has up to four).
-_WARM_UP = 4
+# it writes (`MemoryWriter.adds_little` needs six of its sentences; a memory has up to four).
+_WARM_UP = 2
 
 
 def bench_energy(tmp: Path, quick: bool) -> dict[str, Any]:

@@ -303,27 +303,52 @@ async def test_a_value_only_the_spaces_memories_hold_is_not_grounded(database, c
     assert written.content == "Brando weighs 12.8 kg after the diet."
 
 
-async def test_a_model_not_yet_trusted_may_name_a_name_the_space_remembers(database, clock):
-    """Before any record, the model is not shown the memories, but a name they hold is no
-    invention: "Brando" for "him" is kept, beside the user's own words."""
+async def weigh_in_after(database, clock, first_answer: str) -> tuple[str, list[str]]:
+    """The dog's memory and two friends' written by a model answering `first_answer` (or
+    faithfully, when it is empty), then the weigh-in, which says "him": its memory, and the
+    creation prompts."""
+    from tests.fakes import friend_fact, friend_memories
+
     weigh_in = "After the diet Brando weighs 12.8 kg."
+    friends = friend_memories()
 
     def write(call: ModelCall) -> str:
-        return weigh_in if "put him on the big scale" in call.prompt else "Ok."
+        if "put him on the big scale" in call.prompt:
+            return weigh_in
+        if first_answer:
+            return first_answer
+        if "My friend" in call.prompt:
+            return friends(call)
+        return "The user's dog Brando weighs 14.5 kg."
 
     await install_app(database, "vet")
     model = memory_model(write)
     agent = MemorySubAgent(database, model, clock=clock)
     dog = [ChatMessage("user", "My dog Brando weighs 14.5 kg."), ChatMessage("assistant", "Ok.")]
     await agent.create_memory(MemoryCreationRequest("vet", "dog", dog))
-
+    for n in (1, 2):
+        friend = [ChatMessage("user", friend_fact(n)), ChatMessage("assistant", "Noted.")]
+        await agent.create_memory(MemoryCreationRequest("vet", f"c{n}", friend))
     created = await agent.create_memory(MemoryCreationRequest("vet", "weigh-in", WEIGH_IN))
-
     assert not agent._writer.trusted
-    prompts = [call.prompt for call in model.calls_starting_with(CREATION_PREFIX)]
-    assert "What the app already remembers" not in prompts[-1]
     assert created.memory is not None
-    assert created.memory.content.startswith(weigh_in)
+    return created.memory.content, [c.prompt for c in model.calls_starting_with(CREATION_PREFIX)]
+
+
+async def test_a_model_faithful_so_far_may_name_a_name_the_space_remembers(database, clock):
+    """Before its record is known the model is not shown the memories, but when its first
+    sentences were faithful, a name they hold is no invention: "Brando" for "him" is kept."""
+    content, prompts = await weigh_in_after(database, clock, "")
+    assert "What the app already remembers" not in prompts[-1]
+    assert content.startswith("After the diet Brando weighs 12.8 kg.")
+
+
+async def test_a_model_whose_first_sentences_failed_may_not(database, clock):
+    """A model that invents may not borrow the space's names: a small model recombines them
+    into facts no one stated. The user's own words keep the weigh-in."""
+    content, _ = await weigh_in_after(database, clock, "The user is 25 years old.")
+    assert "Brando" not in content
+    assert content.startswith("The user said:")
 
 
 @pytest.mark.parametrize(

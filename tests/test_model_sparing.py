@@ -37,10 +37,10 @@ async def test_a_model_whose_memories_are_never_kept_is_asked_one_time_in_ten(da
     for n in range(1, 31):
         await agent.create_memory(request(n))
 
-    # Four memories of three sentences each fill the record (ten sentences), then one
+    # Two memories of three sentences each fill the record (six sentences), then one
     # write in ten asks the model.
     asked = len(model.calls_starting_with(CREATION_PREFIX))
-    assert asked == 4 + 26 // 10
+    assert asked == 2 + 28 // 10
     assert agent.stats.written_without_model == 30 - asked
     texts = [m.content for m in await agent.list_memories("app")]
     assert len(texts) == 30
@@ -62,9 +62,9 @@ async def test_a_model_that_only_repeats_the_statements_is_spared_too(database, 
     for n in range(1, 31):
         await agent.create_memory(request(n))
 
-    # Three memories of four sentences fill the record, then one write in ten asks.
+    # Two memories of four sentences fill the record, then one write in ten asks.
     asked = len(model.calls_starting_with(CREATION_PREFIX))
-    assert asked == 3 + 27 // 10
+    assert asked == 2 + 28 // 10
     texts = [m.content for m in await agent.list_memories("app")]
     assert all(FRIENDS[n] in " ".join(texts) for n in range(1, 31))
 

@@ -68,6 +68,14 @@ def test_a_grounded_sentence_says_only_what_the_source_says():
         ("Mrs Okafor is our babysitter.", "Our old sitter moved away, the new babysitter is Dana."),
         ("I'm plot 14 at the community garden.", "They moved me: I'm plot 31 now."),
         ("I was thinking around $200 a day.", "We're bumping the budget to $275 a day now."),
+        # The old value said again beside its new one, a change announced, in any wording.
+        ("Voor de offertes: we rekenen momenteel 8,5% brandstoftoeslag.",
+         "Diesel is gestegen, de toeslag is opgetrokken: van 8,5 naar elf procent."),
+        ("Unsere Regel: 10 % vom Netto gehen in den ETF.",
+         "Ab jetzt sparen wir von 10 auf 15 % mehr."),
+        # A full name is one name: its surname says nothing of whose it is.
+        ("I'll chat, and Marcus Chen will run the system design round.",
+         "Update: Aisha Okafor now runs the system design interviews."),
     ],
 )
 def test_a_newer_value_supersedes_the_old_one(older, newer):
@@ -89,6 +97,9 @@ def test_a_newer_value_supersedes_the_old_one(older, newer):
         ("I work at Acme as an engineer.", "My wife started a new job at Globex."),
         ("I take 20 mg of lisinopril daily.", "The dog now takes 5 mg of Apoquel daily."),
         ("Dentist appointment on May 3 at 10am.", "I may cut sugar; goal is 1800 calories now."),
+        # A route or a range is no old value beside its new one.
+        ("Our supplier is in Bristol.", "The flight from Bristol to Montpellier moved to 9:35."),
+        ("Check-in is on 12 July.", "The hotel changed our stay: from 12 to 16 July now."),
         # Two things moved share no home: "moved" announces the change, it names no topic.
         ("The aliquots were moved to the new freezer in room 2.14, shelf 5.",
          "The committee meeting has been moved to Wednesday 23 April at 10:00."),
