@@ -82,8 +82,8 @@ _TRUSTED_SHARE = 0.7
 # say what the statements say (a faithful writer's do): it is asked every time, so that its
 # record can show it. A small model passes under a third.
 _NEAR_TRUST_SHARE = 0.5
-# How many of a model's first sentences may show it faithful enough to be asked which
-# memories a new one updates, before its record is known (`MemoryWriter.promising`).
+# How many of a model's first sentences may show it on its way to trust before its record
+# is known (`MemoryWriter.promising`).
 _FIRST_SIGNS = 3
 
 
@@ -122,15 +122,16 @@ class MemoryWriter:
 
     @property
     def promising(self) -> bool:
-        """The model is trusted, or its record is not yet known and all it shows so far (a
-        few sentences) points to trust. Such a model may name a name the space's memories
-        hold, and is asked which memories a new one updates (each claim checked by
-        `update_claims`): a faithful model need not wait for its record to keep the space
-        current. One whose first sentences fail gets neither: a small model recombines the
+        """The model is trusted, or its record is not yet known and what it shows so far (a
+        few sentences) is on the way to trust (`_NEAR_TRUST_SHARE`). Such a model may name
+        a name the space's memories hold, and is asked which memories a new one updates
+        (each claim checked by `update_claims`): a faithful model need not wait for its
+        record to keep the space current, nor fail its first sentences for want of a name
+        the space holds. One whose first sentences fail gets neither: a small model recombines the
         names it is given into facts no one stated ("Ben lives in Quito")."""
         return self.trusted or (
             not self._kept.known
-            and self._kept.so_far_kept_at_least(_TRUSTED_SHARE, results=_FIRST_SIGNS)
+            and self._kept.so_far_kept_at_least(_NEAR_TRUST_SHARE, results=_FIRST_SIGNS)
         )
 
     @property
