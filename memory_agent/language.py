@@ -317,9 +317,11 @@ DUTCH = Words(
     lasting="""allergisch allergie vegetarisch vegetariër diabetes zoon dochter echtgenoot
     echtgenote hond kat huis woning adres huur salaris verjaardag werk bedrijf baas school
     universiteit examen liever""",
-    # Not "van" (a vehicle), "door" (of a house), "dan", "ben" (names), "want": words of
-    # another language.
-    stopwords="""de het een en of in op aan met zonder voor naar uit bij om te tot over is
+    # Not "door" (of a house), "dan", "ben" (names), "want": words of another language.
+    # "van" is one too (a vehicle), but so common a Dutch function word that two Dutch values
+    # would share it as a key.
+    stopwords="""ik je jij wij we mij de het een en of in op aan met zonder voor naar uit bij
+    om te tot over van is
     zijn was waren wordt worden heeft hebben heb hij zij ze dat dit deze er niet ook maar
     als nog al wel geen zo erg dus nee ja hallo bedankt graag even daar hier mijn hun""",
     time="""jaar dag week wekelijks maand maandelijks vandaag morgen gisteren avond nacht

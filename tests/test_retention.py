@@ -97,6 +97,11 @@ def test_a_newer_value_supersedes_the_old_one(older, newer):
         ("I work at Acme as an engineer.", "My wife started a new job at Globex."),
         ("I take 20 mg of lisinopril daily.", "The dog now takes 5 mg of Apoquel daily."),
         ("Dentist appointment on May 3 at 10am.", "I may cut sugar; goal is 1800 calories now."),
+        # Dutch "Ik" and "van" are function words, not a name and a key both share.
+        ('The assistant confirmed: "Komt goed: 1) Ik zet een herinnering voor de APK van de '
+         'Iveco rond de 15e van volgende maand."',
+         'The assistant confirmed: "Ik heb bij Frigo Lease in Barendrecht een koelbakwagen met '
+         'laadklep gehuurd van maandag 5 mei tot en met zondag 18 mei."'),
         # A route or a range is no old value beside its new one.
         ("Our supplier is in Bristol.", "The flight from Bristol to Montpellier moved to 9:35."),
         ("Check-in is on 12 July.", "The hotel changed our stay: from 12 to 16 July now."),
