@@ -57,7 +57,7 @@ _CURRENCY_WORDS = frozenset(
 )
 _PERCENT_WORDS = frozenset("percent prozent procent pct por pour".split())
 _CLOCK = re.compile(r"\d{1,2}(?::\d\d|h\d\d)")
-_TIME_OF_DAY = re.compile(r"\d{1,2}(?::\d\d)?(?:am|pm)|\d{1,2}h\d\d", re.I)
+_TIME_OF_DAY = re.compile(r"\d{1,2}(?::\d\d)?(?:am|pm)|\d{1,2}h(?:\d\d)?", re.I)
 _DATE = re.compile(r"\d{1,2}[./]\d{1,2}(?:[./]\d{2,4})?|\d{4}-\d\d-\d\d")
 _ORDINAL_DATE = re.compile(r"\d{1,2}(?:st|nd|rd|th|º|er|e)$", re.I)
 

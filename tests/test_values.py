@@ -24,6 +24,8 @@ def test_a_number_has_one_form_whatever_the_convention(written, value):
         ("Die Miete beträgt 850 € im Monat.", "money", "850"),
         ("Guests arrive at 7pm.", "time", "19:00"),
         ("Le rendez-vous est à 9h40.", "time", "09:40"),
+        ("Les arrivées c'est à partir de 16h.", "time", "16:00"),
+        ("De toeslag gaat naar elf procent.", "percent", "11"),
         ("El examen es el 12 de marzo.", "date", "12"),
         ("Your order number is FC-20931.", "code", "fc-20931"),
         ("We ship everything with DHL now.", "name", "dhl"),
