@@ -203,7 +203,10 @@ class MemorySubAgent:
     async def _known_to(self, request: MemoryCreationRequest) -> list[str]:
         """What the request's space already remembers: a trusted model sees it when it writes
         (it tells who and what a conversation speaks of), and the names it holds are no
-        invention of a promising model's (`MemoryWriter.write`)."""
+        invention of a promising model's (`MemoryWriter.write`). Nothing is read for any
+        other model."""
+        if not self._writer.promising:
+            return []
         memories = await self._store.list_oldest_first(request.app_id, user_id=request.user_id)
         return [memory.content for memory in memories]
 

@@ -26,9 +26,10 @@ conversation, completed from the conversation's own statements where it falls sh
    sentence that holds a fact is a memory.
 
 A model that is not trusted and nearly none of whose sentences add anything
-(`MemoryWriter.adds_little`: they fail the checks, or say only what the statements say) is
-asked for one memory in ten; the others are written from the statements alone, which is what
-its memories came to anyway, at none of the cost.
+(`MemoryWriter.adds_little`: they fail the checks, say only what the statements say, or rest
+on values neither the user stated nor the assistant confirmed) is asked for one memory in
+ten; the others are written from the statements alone, which is what its memories came to
+anyway, at none of the cost.
 """
 
 from __future__ import annotations
@@ -95,7 +96,8 @@ class MemoryWriter:
         # Whether each of the model's latest sentences passed the checks.
         self._kept = TrackRecord(size=_TRACK_RECORD, minimum=_TRACK_RECORD_MIN)
         # Whether each also added to the memory: passed, and said something the statements
-        # did not (a trusted model's words replace the statements, and so add).
+        # did not, with values stated or confirmed (`_adds`; a trusted model's words replace
+        # the statements, and so add).
         self._added = TrackRecord(size=_TRACK_RECORD, minimum=_SPARING_MIN)
         # Every sentence of the model's memories, and those the checks kept.
         self.sentences_written = 0
@@ -325,7 +327,7 @@ def _rejection(sentence: str, sources: _Sources, *, follows_the_user: bool) -> s
     )
     if language.FIRST_PERSON_WRITTEN.search(unquoted):
         return "speaks in the first person"
-    if language.SECOND_PERSON.search(unquoted):
+    if language.addresses_someone(unquoted):
         return "addresses someone"
     if sentence.rstrip().endswith("?"):
         return "a question"

@@ -33,7 +33,6 @@ from memory_agent.text import (
     TIME_UNITS,
     TIME_WORDS,
     WORD,
-    capitalises_nouns,
     content_words,
     names,
     normalise_text,
@@ -308,11 +307,8 @@ def is_grounded(
     if not (sentence_numbers | references(text)) <= source_vocabulary:
         return False
     sentence_names = names(text)
-    compounding = capitalises_nouns(text)
     if any(
-        stem(name) not in source_vocabulary
-        and stem(name) not in known_names
-        and not (compounding and _heads_a_compound(stem(name), source_vocabulary))
+        stem(name) not in source_vocabulary and stem(name) not in known_names
         for name in sentence_names
     ):
         return False
@@ -326,17 +322,6 @@ def is_grounded(
 
 
 _PARAPHRASE_SHARE = 0.34
-
-
-def _heads_a_compound(noun: str, source_vocabulary: Set[str]) -> bool:
-    """In a language that capitalises its nouns and writes compounds as one word (German),
-    a noun may be the first part of a word of the source: "Ersatz" of "Ersatzgerät"."""
-    return len(noun) >= _COMPOUND_HEAD and any(
-        len(word) > len(noun) and word.startswith(noun) for word in source_vocabulary
-    )
-
-
-_COMPOUND_HEAD = 4
 
 
 def _in_source(word: str, source_vocabulary: Set[str]) -> bool:
@@ -406,10 +391,10 @@ def single_valued_topics(text: str) -> frozenset[str]:
 
 def shared_topics(older: str, newer: str) -> frozenset[str]:
     """The single-valued topics both texts touch, each by a word other than one announcing a
-    change in at least one of them: "the aliquots were moved" and "the meeting has been
-    moved" share no home."""
+    change: "the aliquots were moved" and "the meeting has been moved" share no home, nor do
+    "lives at 42 Elm Street" and "the appointment moved to the 14th"."""
     both = single_valued_topics(older) & single_valued_topics(newer)
-    return both & (topics(older, beyond_change=True) | topics(newer, beyond_change=True))
+    return both & topics(older, beyond_change=True) & topics(newer, beyond_change=True)
 
 
 @lru_cache(maxsize=8192)

@@ -24,8 +24,7 @@ class Words:
     # Words by which a speaker speaks of themselves (pronouns, possessives, and in languages
     # that drop the pronoun, the commonest first-person verbs).
     first_person: str
-    # Words that address someone: a memory records, it does not speak to anyone. Not the
-    # object pronoun "te", which is as common a function word elsewhere (Dutch "om te").
+    # Words that address someone: a memory records, it does not speak to anyone.
     second_person: str
     # How a memory names the user.
     user: str
@@ -131,7 +130,7 @@ SPANISH = Words(
     first_person="""yo mi mis me conmigo mío mía nosotros nosotras nuestro nuestra nuestros
     nuestras nos estoy tengo trabajo quiero necesito prefiero puedo hago estudio voy
     tenemos somos vivimos""",
-    second_person="tú usted ustedes ti contigo",
+    second_person="tú usted ustedes te ti contigo",
     user="usuario usuaria",
     question="qué que cómo como cuándo dónde quién cuál cuánto cuánta puedes hay",
     confirmation="""reservé reservado reservada he_reservado confirmado confirmada confirmé
@@ -170,7 +169,7 @@ SPANISH = Words(
 
 FRENCH = Words(
     first_person="""je j' moi mon ma mes me m' nous notre nos suis j'ai j'habite""",
-    second_person="tu vous votre vos toi t'",
+    second_person="tu vous votre vos toi te t'",
     user="utilisateur utilisatrice",
     question="que quoi comment pourquoi quand où qui quel quelle quels combien ",
     confirmation="""réservé réservée confirmé confirmée enregistré enregistrée inscrit inscrite
@@ -240,7 +239,7 @@ GERMAN = Words(
 
 PORTUGUESE = Words(
     first_person="eu meu minha meus minhas nós nosso nossa nossos nossas me tenho sou estou moro",
-    second_person="você vocês tu",
+    second_person="você vocês tu te",
     user="usuário usuária utilizador",
     question="que como porque quando onde quem qual quanto quanta pode",
     confirmation="""reservei reservado reservada confirmado confirmada agendado agendada
@@ -403,6 +402,19 @@ FIRST_PERSON_WRITTEN = re.compile(
     re.IGNORECASE,
 )
 SECOND_PERSON = pattern_of("second_person")
+
+
+def addresses_someone(text: str) -> bool:
+    """The text speaks to someone ("te he reservado", "on te rappelle", "you prefer"). Dutch
+    "te" marks an infinitive ("om opgehaald te worden"): in a text with a Dutch article it
+    addresses no one."""
+    said = {match.group().lower() for match in SECOND_PERSON.finditer(text)}
+    if said == {"te"}:
+        return not {word.lower() for word in re.findall(r"\w+", text)} & _DUTCH_ARTICLES
+    return bool(said)
+
+
+_DUTCH_ARTICLES = frozenset({"het", "een"})
 USER = pattern_of("user")
 CONFIRMATION = pattern_of("confirmation")
 CHANGE = pattern_of("change")

@@ -281,8 +281,7 @@ def _repeats_only_replaced(
     replaced = values.replaced_values(sentence, newer)
     repeated = {v.value for v in said} & {v.value for v in old_values}
     distinctive = any(
-        _distinctive(old) and any(v.value == old.value and v.unit == old.unit for v in said)
-        for old in old_values
+        _distinctive(old) and any(_same_measure(old, v) for v in said) for old in old_values
     )
     return (len(repeated) >= _REPEATED_VALUES or distinctive) and not any(
         v.kind in _IDENTIFYING for v in said if v.value not in repeated | replaced
@@ -290,11 +289,20 @@ def _repeats_only_replaced(
 
 
 def _distinctive(value: values.KeyedValue) -> bool:
-    """An amount, a share, or a number with a decimal part or of three digits or more: said
-    twice in one memory, it is the same thing's ("14,5 kg", "95 €", "8,5%")."""
+    """An amount, a share, or a number with a decimal part or of three digits or more."""
     if value.kind in ("money", "percent"):
         return True
     return value.kind == "number" and ("." in value.value or len(value.value) >= 3)
+
+
+def _same_measure(old: values.KeyedValue, said: values.KeyedValue) -> bool:
+    """`said` is `old` said again of the same thing: the same distinctive value counting the
+    same unit ("14,5 kg", "pesava 14,5 kg"), or beside a word of the same ("chambre double
+    … 95 €" twice). The same amount of another thing is not ("the rent is 1,200 €", "a
+    1,200 € deposit")."""
+    if said.value != old.value or said.unit != old.unit:
+        return False
+    return bool(old.unit) or bool(values.shared_keys(old, said))
 
 
 def _context(sentences: Sequence[str], index: int, *, same_value: bool) -> str:
@@ -342,8 +350,6 @@ def _updates(older: str, older_context: str, newer: str, newer_context: str) -> 
         return False
     if values.gives_new_value(older_context, newer_context, changed=changed):
         return True  # any language: a value of the same kind beside the same words
-    if changed and values.said_again_as_history(older, newer):
-        return True  # "van 8,5 naar elf procent, per direct" after "8,5% brandstoftoeslag"
     if facts.restates_a_number(older, newer) and (same_topic or changed):
         return True
     if facts.restates_a_number(older, newer, by_period=True) and (

@@ -250,12 +250,10 @@ def capitalises_nouns(text: str) -> bool:
 
 
 def _abbreviates_words(sentence: str, match: re.Match[str]) -> bool:
-    """The word is a common noun's abbreviation, no name: letters joined by "&" ("B&B",
-    "R&D"), or capitals that spell out, in brackets, the words just before or after them
-    ("ligamento cruzado anterior (LCA)", "SLA (service level agreement)"); in any language."""
+    """The word is an abbreviation the sentence spells out, no name: capitals that spell
+    out, in brackets, the words just before or after them ("ligamento cruzado anterior
+    (LCA)", "SLA (service level agreement)"); in any language."""
     word = match.group()
-    if len(word) <= 2 and "&" in sentence[max(0, match.start() - 1) : match.end() + 1]:
-        return True
     if not (2 <= len(word) <= 6 and word.isupper() and word.isalpha()):
         return False
     initials = word.lower()

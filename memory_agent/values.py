@@ -57,7 +57,7 @@ _CURRENCY_WORDS = frozenset(
 )
 _PERCENT_WORDS = frozenset("percent prozent procent pct por pour".split())
 _CLOCK = re.compile(r"\d{1,2}(?::\d\d|h\d\d)")
-_TIME_OF_DAY = re.compile(r"\d{1,2}(?::\d\d)?(?:am|pm)|\d{1,2}h(?:\d\d)?", re.I)
+_TIME_OF_DAY = re.compile(r"\d{1,2}(?::\d\d)?(?:am|pm)|\d{1,2}h\d\d", re.I)
 _DATE = re.compile(r"\d{1,2}[./]\d{1,2}(?:[./]\d{2,4})?|\d{4}-\d\d-\d\d")
 _ORDINAL_DATE = re.compile(r"\d{1,2}(?:st|nd|rd|th|º|er|e)$", re.I)
 
@@ -85,9 +85,9 @@ class KeyedValue:
     # For a number, the word right after it, when it is one ("75 microgrammi", "5 mg",
     # "3 Labradors"): what it counts. Lower case.
     unit: str = ""
-    # Which run of values it stands in (values with at most function words between them):
-    # "Marcus Chen" is one run, one name.
-    run: int = field(default=0, compare=False)
+    # Which word of the text it is: names written next to each other are one name ("Marcus
+    # Chen").
+    at: int = field(default=0, compare=False)
 
 
 @lru_cache(maxsize=8192)
@@ -103,7 +103,8 @@ def keyed_values(text: str) -> tuple[KeyedValue, ...]:
             kind = kinds[index]
             if kind is not None:
                 unit = _unit(tokens, index) if kind == "number" else ""
-                keyed.append(KeyedValue(kind, _value(tokens, index, kind), keys, unit, first))
+                value = _value(tokens, index, kind)
+                keyed.append(KeyedValue(kind, value, keys, unit, at=index))
     return tuple(keyed)
 
 
@@ -215,9 +216,7 @@ def gives_new_value(older: str, newer: str, *, changed: bool) -> bool:
     for old in old_values:
         # The other words of its own name ("Chen" of "Marcus Chen") say nothing of whose the
         # name is.
-        own_name = {
-            v.value for v in old_values if v.kind == old.kind == "name" and v.run == old.run
-        }
+        own_name = _own_name(old, old_values)
         others = _identities(old_values) - {old.value} - own_name
         if others and new_identities and not others & new_identities:
             continue  # each names something else: "Bruno lives in Porto", "Chloe in Quito"
@@ -236,9 +235,7 @@ def gives_new_value(older: str, newer: str, *, changed: bool) -> bool:
                 continue  # a month is no new value of a weekday: "el domingo", "noviembre"
             if old.unit and new.unit and old.unit != new.unit:
                 continue  # another thing counted: "75 microgrammi" of one drug, "5 mg" of another
-            # Words for people and titles say whose a value is, not what it is: two customers
-            # beside "signora" and "figlio" are two people, not one updated.
-            shared = len((old.keys & new.keys) - _PEOPLE_KEYS - _TITLE_KEYS)
+            shared = len(shared_keys(old, new))
             if shared == 0 or shared + evidence < 2:
                 continue
             if old.kind == "name" and not (changed and shared >= 2):
@@ -254,26 +251,24 @@ def gives_new_value(older: str, newer: str, *, changed: bool) -> bool:
     return False
 
 
-def said_again_as_history(older: str, newer: str) -> frozenset[str]:
-    """The amounts, shares and numbers of `older` (not small counts) that `newer` says again
-    in one run with another of them that `older` lacks: "van 8,5 naar elf procent", "von 10
-    auf 15 %", "de 850 a 900 €", the old value beside its new one. Not names, dates or times,
-    which as often open a route or a range ("from Bristol to Montpellier", "12 to 16 July")."""
-    old_values = {
-        v.value
-        for v in keyed_values(older)
-        if v.kind in _AMOUNTS and not (v.kind == "number" and _small_count(v.value))
-    }
-    runs: dict[int, set[str]] = {}
-    for value in keyed_values(newer):
-        if value.kind in _AMOUNTS:
-            runs.setdefault(value.run, set()).add(value.value)
-    return frozenset(
-        value for run in runs.values() if run - old_values for value in run & old_values
-    )
+def _own_name(value: KeyedValue, found: tuple[KeyedValue, ...]) -> frozenset[str]:
+    """The words of the name `value` is one word of: the names written right next to it."""
+    if value.kind != "name":
+        return frozenset()
+    at = {v.at: v.value for v in found if v.kind == "name"}
+    first = last = value.at
+    while first - 1 in at:
+        first -= 1
+    while last + 1 in at:
+        last += 1
+    return frozenset(at[index] for index in range(first, last + 1))
 
 
-_AMOUNTS = frozenset({"money", "percent", "number"})
+def shared_keys(one: KeyedValue, other: KeyedValue) -> frozenset[str]:
+    """The words beside both values that may say what they are of. Words for people and
+    titles say whose a value is, not what it is: two customers beside "signora" and "figlio"
+    are two people, not one updated."""
+    return (one.keys & other.keys) - _PEOPLE_KEYS - _TITLE_KEYS
 
 
 def _date_forms(value: str) -> frozenset[str]:
@@ -311,8 +306,8 @@ def _kind(
     if is_calendar_word(lowered) or (lowered == "may" and _next_to_a_number(tokens, index)):
         return "date"
     if not any(ch.isdigit() for ch in word):
-        if lowered in SPELLED_NUMBERS and _following(tokens, index) in _PERCENT_WORDS:
-            return "percent"  # a share written out: "elf procent", "fünfzehn Prozent"
+        if lowered in SPELLED_NUMBERS and _share_follows(tokens, index):
+            return "percent"  # a share written out: "elf procent", "quince por ciento"
         return "name" if stem(word) in found_names else None
     if _TIME_OF_DAY.fullmatch(word):
         return "time"
@@ -352,6 +347,15 @@ def _kind(
     if any(ch.isalpha() for ch in word):
         return "code"
     return "number"
+
+
+def _share_follows(tokens: _Tokens, index: int) -> bool:
+    """A word for a share follows the number: "procent", "Prozent", or "por ciento", "pour
+    cent", "per cento" whole ("tres por familia" is no share)."""
+    following = _following(tokens, index)
+    if following in ("por", "pour", "per"):
+        return _following(tokens, index + 1) in ("ciento", "cento", "cent")
+    return following in _PERCENT_WORDS
 
 
 def _following(tokens: _Tokens, index: int) -> str:

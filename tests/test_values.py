@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory_agent import facts, retention, text, values
+from memory_agent import facts, language, retention, text, values
 
 
 @pytest.mark.parametrize(
@@ -24,7 +24,6 @@ def test_a_number_has_one_form_whatever_the_convention(written, value):
         ("Die Miete beträgt 850 € im Monat.", "money", "850"),
         ("Guests arrive at 7pm.", "time", "19:00"),
         ("Le rendez-vous est à 9h40.", "time", "09:40"),
-        ("Les arrivées c'est à partir de 16h.", "time", "16:00"),
         ("De toeslag gaat naar elf procent.", "percent", "11"),
         ("El examen es el 12 de marzo.", "date", "12"),
         ("Your order number is FC-20931.", "code", "fc-20931"),
@@ -340,3 +339,28 @@ def test_a_grand_prix_is_not_updated_by_another_grand_prix_amount():
     assert not retention.stale_sentences(
         older, "The user will now watch the 2025 Grand Prix from home."
     )
+
+
+@pytest.mark.parametrize(
+    "sentence", ["Entradas: tres por familia como máximo.", "Trois pour le prix de deux."]
+)
+def test_a_number_written_out_before_por_or_pour_alone_is_no_share(sentence):
+    assert not [v for v in values.keyed_values(sentence) if v.kind == "percent"]
+
+
+def test_a_made_up_name_is_not_grounded_by_a_longer_word():
+    """"Frank" is not in "Frankfurt": a name must be in the conversation whole."""
+    source = text.vocabulary("Ich fliege am Montag nach Frankfurt zur Messe, Abflug 7:40.")
+    assert not facts.is_grounded("Der Nutzer fliegt mit Frank zur Messe, Abflug 7:40.", source)
+
+
+@pytest.mark.parametrize(
+    ("sentence", "addresses"),
+    [
+        ("Te he reservado una mesa a las 21:00 en Casa Lucio.", True),
+        ("On te rappelle le rendez-vous le 12 mars à 9h40.", True),
+        ("Het brood staat om 05:30 klaar om opgehaald te worden.", False),
+    ],
+)
+def test_te_speaks_to_someone_except_as_a_dutch_infinitive(sentence, addresses):
+    assert language.addresses_someone(sentence) is addresses
