@@ -302,7 +302,7 @@ ITALIAN = Words(
 )
 
 DUTCH = Words(
-    first_person="ik mijn m'n mij wij ons onze",
+    first_person="ik mijn m'n mij wij ons",
     second_person="jij jou jouw jullie uw",
     user="gebruiker gebruikster",
     question="wat hoe waarom wanneer waar wie welke welk hoeveel kun kunt",
@@ -316,13 +316,13 @@ DUTCH = Words(
     lasting="""allergisch allergie vegetarisch vegetariër diabetes zoon dochter echtgenoot
     echtgenote hond kat huis woning adres huur salaris verjaardag werk bedrijf baas school
     universiteit examen liever""",
-    # Not "door" (of a house), "dan", "ben" (names), "want": words of another language.
-    # "van" is one too (a vehicle), but so common a Dutch function word that two Dutch values
-    # would share it as a key.
-    stopwords="""ik je jij wij we mij de het een en of in op aan met zonder voor naar uit bij
-    om te tot over van is
+    # Not words of another language or names, which a function word can never be: "door" (of
+    # a house), "want", "van" (a vehicle, and "Van Nguyen"), "met", "tot", "om", "hun", "dan",
+    # "ben". "onze" is eleven in French and Portuguese.
+    stopwords="""ik je jij wij we mij de het een en of in op aan zonder voor naar uit bij te
+    over is
     zijn was waren wordt worden heeft hebben heb hij zij ze dat dit deze er niet ook maar
-    als nog al wel geen zo erg dus nee ja hallo bedankt graag even daar hier mijn hun""",
+    als nog al wel geen zo erg dus nee ja hallo bedankt graag even daar hier mijn""",
     time="""jaar dag week wekelijks maand maandelijks vandaag morgen gisteren avond nacht
     ochtend weekend volgende volgend vorige vorig uur minuut keer begint beginnen begin
     tijdens sinds""",
@@ -406,15 +406,12 @@ SECOND_PERSON = pattern_of("second_person")
 
 def addresses_someone(text: str) -> bool:
     """The text speaks to someone ("te he reservado", "on te rappelle", "you prefer"). Dutch
-    "te" marks an infinitive ("om opgehaald te worden"): in a text with a Dutch article it
-    addresses no one."""
+    "te" marks an infinitive or means "too" ("om opgehaald te worden", "te hoog"): in a text
+    with a function word only Dutch has, it addresses no one."""
     said = {match.group().lower() for match in SECOND_PERSON.finditer(text)}
     if said == {"te"}:
-        return not {word.lower() for word in re.findall(r"\w+", text)} & _DUTCH_ARTICLES
+        return not {word.lower() for word in re.findall(r"[\w']+", text)} & _ONLY_DUTCH
     return bool(said)
-
-
-_DUTCH_ARTICLES = frozenset({"het", "een"})
 USER = pattern_of("user")
 CONFIRMATION = pattern_of("confirmation")
 CHANGE = pattern_of("change")
@@ -428,3 +425,8 @@ STOPWORDS = words_of("stopwords") - _CONTENT_ELSEWHERE
 # Function words of languages that capitalise every noun: in their text a capital letter does
 # not mark a name.
 NOUN_CAPITALISING = frozenset(_entries(GERMAN.stopwords)) - {"in", "so", "an", "die"}
+# Dutch function words that are no word of another covered language: they tell a Dutch text.
+_ONLY_DUTCH = frozenset(
+    "het een niet zijn wordt worden naar voor ook nog maar deze dit geen wel heeft hebben mijn "
+    "hij zij wij daar dus".split()
+)

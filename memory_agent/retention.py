@@ -251,58 +251,35 @@ def _stale_sentences(older: str, newer: str) -> tuple[str, ...]:
         )
     ]
     # The old values those sentences held are stale wherever the memory says them again
-    # ("Tuesdays at 18:00 suit me" beside "the weekly session is on Tuesdays at 18:00"; the
-    # user's "pesava 14,5 kg" beside "Brando pesa 14,5 kg"), in a sentence that names nothing
-    # else (no name, code, amount) the newer text leaves standing.
-    old_values = {
-        v for sentence in updated for v in values.keyed_values(sentence)
-        if v.value in values.replaced_values(sentence, newer)
-    }
+    # ("Tuesdays at 18:00 suit me" beside "the weekly session is on Tuesdays at 18:00"), in a
+    # sentence that names nothing else (no name, code, amount) the newer text leaves standing.
+    old_values = {v for sentence in updated for v in values.replaced_values(sentence, newer)}
     return tuple(
         sentence
         for sentence in old_sentences
         if sentence in updated
-        or (facts.fact_value(sentence) and _repeats_only_replaced(sentence, newer, old_values))
+        or (
+            len(old_values) >= _REPEATED_VALUES
+            and facts.fact_value(sentence)
+            and _repeats_only_replaced(sentence, newer, old_values)
+        )
     )
 
 
 _IDENTIFYING = frozenset({"name", "code", "money", "percent"})
 # How many of the old values a sentence must say again to be the same old fact ("Tuesdays at
-# 18:00"): one alone is as often another thing at the same time or count ("the gym class is
-# at 9:30 too", "2 cats" beside "2 kids"), unless it is one no other thing of the memory
-# would share by chance (`_distinctive`).
+# 18:00"): one alone is as often another thing at the same time, count or amount ("the gym
+# class is at 9:30 too", "2 cats" beside "2 kids", a 1,200 € deposit beside the rent, a bag
+# of 14,5 kg beside the dog's 14,5 kg).
 _REPEATED_VALUES = 2
 
 
-def _repeats_only_replaced(
-    sentence: str, newer: str, old_values: set[values.KeyedValue]
-) -> bool:
+def _repeats_only_replaced(sentence: str, newer: str, old_values: set[str]) -> bool:
     said = values.keyed_values(sentence)
     replaced = values.replaced_values(sentence, newer)
-    repeated = {v.value for v in said} & {v.value for v in old_values}
-    distinctive = any(
-        _distinctive(old) and any(_same_measure(old, v) for v in said) for old in old_values
+    return len({v.value for v in said} & old_values) >= _REPEATED_VALUES and not any(
+        v.kind in _IDENTIFYING for v in said if v.value not in replaced
     )
-    return (len(repeated) >= _REPEATED_VALUES or distinctive) and not any(
-        v.kind in _IDENTIFYING for v in said if v.value not in repeated | replaced
-    )
-
-
-def _distinctive(value: values.KeyedValue) -> bool:
-    """An amount, a share, or a number with a decimal part or of three digits or more."""
-    if value.kind in ("money", "percent"):
-        return True
-    return value.kind == "number" and ("." in value.value or len(value.value) >= 3)
-
-
-def _same_measure(old: values.KeyedValue, said: values.KeyedValue) -> bool:
-    """`said` is `old` said again of the same thing: the same distinctive value counting the
-    same unit ("14,5 kg", "pesava 14,5 kg"), or beside a word of the same ("chambre double
-    … 95 €" twice). The same amount of another thing is not ("the rent is 1,200 €", "a
-    1,200 € deposit")."""
-    if said.value != old.value or said.unit != old.unit:
-        return False
-    return bool(old.unit) or bool(values.shared_keys(old, said))
 
 
 def _context(sentences: Sequence[str], index: int, *, same_value: bool) -> str:

@@ -85,9 +85,9 @@ class KeyedValue:
     # For a number, the word right after it, when it is one ("75 microgrammi", "5 mg",
     # "3 Labradors"): what it counts. Lower case.
     unit: str = ""
-    # Which word of the text it is: names written next to each other are one name ("Marcus
-    # Chen").
-    at: int = field(default=0, compare=False)
+    # For a name, which name it is a word of: names written next to each other, nothing but a
+    # space between them, are one ("Marcus Chen"; not "Ana, Bruno"). -1 for other values.
+    name_group: int = field(default=-1, compare=False)
 
 
 @lru_cache(maxsize=8192)
@@ -96,6 +96,7 @@ def keyed_values(text: str) -> tuple[KeyedValue, ...]:
     "shop" meets "shopping" and "alquiler" meets "alquilo"). Values next to each other, or
     with only function words between them ("May 14", "12 mars à 9h40"), share their keys."""
     tokens, kinds = _read(text)
+    plain = normalise_text(text)  # what the tokens' positions are in
     keyed = []
     for first, last in _runs(tokens, kinds):
         keys = frozenset(_keys_before(tokens, kinds, first) | _keys_after(tokens, kinds, last))
@@ -104,7 +105,8 @@ def keyed_values(text: str) -> tuple[KeyedValue, ...]:
             if kind is not None:
                 unit = _unit(tokens, index) if kind == "number" else ""
                 value = _value(tokens, index, kind)
-                keyed.append(KeyedValue(kind, value, keys, unit, at=index))
+                group = _name_group(plain, tokens, kinds, index) if kind == "name" else -1
+                keyed.append(KeyedValue(kind, value, keys, unit, name_group=group))
     return tuple(keyed)
 
 
@@ -235,7 +237,7 @@ def gives_new_value(older: str, newer: str, *, changed: bool) -> bool:
                 continue  # a month is no new value of a weekday: "el domingo", "noviembre"
             if old.unit and new.unit and old.unit != new.unit:
                 continue  # another thing counted: "75 microgrammi" of one drug, "5 mg" of another
-            shared = len(shared_keys(old, new))
+            shared = len(_shared_keys(old, new))
             if shared == 0 or shared + evidence < 2:
                 continue
             if old.kind == "name" and not (changed and shared >= 2):
@@ -252,19 +254,25 @@ def gives_new_value(older: str, newer: str, *, changed: bool) -> bool:
 
 
 def _own_name(value: KeyedValue, found: tuple[KeyedValue, ...]) -> frozenset[str]:
-    """The words of the name `value` is one word of: the names written right next to it."""
-    if value.kind != "name":
+    """The words of the name `value` is one word of."""
+    if value.name_group < 0:
         return frozenset()
-    at = {v.at: v.value for v in found if v.kind == "name"}
-    first = last = value.at
-    while first - 1 in at:
-        first -= 1
-    while last + 1 in at:
-        last += 1
-    return frozenset(at[index] for index in range(first, last + 1))
+    return frozenset(v.value for v in found if v.name_group == value.name_group)
 
 
-def shared_keys(one: KeyedValue, other: KeyedValue) -> frozenset[str]:
+def _name_group(text: str, tokens: _Tokens, kinds: _Kinds, index: int) -> int:
+    """The index of the first word of the name the word at `index` belongs to: the names
+    before it with only white space between."""
+    while (
+        index > 0
+        and kinds[index - 1] == "name"
+        and not text[tokens[index - 1][2] : tokens[index][1]].strip()
+    ):
+        index -= 1
+    return index
+
+
+def _shared_keys(one: KeyedValue, other: KeyedValue) -> frozenset[str]:
     """The words beside both values that may say what they are of. Words for people and
     titles say whose a value is, not what it is: two customers beside "signora" and "figlio"
     are two people, not one updated."""
@@ -322,7 +330,7 @@ def _kind(
         (w.lower() for w, _, _ in tokens[index + 1 : index + 3] if w.lower() not in STOPWORDS),
         "",
     )
-    if after.startswith("%") or following in _PERCENT_WORDS:
+    if after.startswith("%") or _share_follows(tokens, index):
         return "percent"
     if before.endswith(("$", "€", "£", "¥")) or after[:1] in ("€", "$", "£", "¥"):
         return "money"
@@ -351,7 +359,7 @@ def _kind(
 
 def _share_follows(tokens: _Tokens, index: int) -> bool:
     """A word for a share follows the number: "procent", "Prozent", or "por ciento", "pour
-    cent", "per cento" whole ("tres por familia" is no share)."""
+    cent", "per cento" whole ("tres por familia", "2 pour une chambre" are no share)."""
     following = _following(tokens, index)
     if following in ("por", "pour", "per"):
         return _following(tokens, index + 1) in ("ciento", "cento", "cent")

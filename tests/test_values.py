@@ -342,9 +342,11 @@ def test_a_grand_prix_is_not_updated_by_another_grand_prix_amount():
 
 
 @pytest.mark.parametrize(
-    "sentence", ["Entradas: tres por familia como máximo.", "Trois pour le prix de deux."]
+    "sentence",
+    ["Entradas: tres por familia como máximo.", "Trois pour le prix de deux.",
+     "Entradas: 3 por familia.", "Max 2 pour une chambre."],
 )
-def test_a_number_written_out_before_por_or_pour_alone_is_no_share(sentence):
+def test_a_number_before_por_or_pour_alone_is_no_share(sentence):
     assert not [v for v in values.keyed_values(sentence) if v.kind == "percent"]
 
 
@@ -364,3 +366,11 @@ def test_a_made_up_name_is_not_grounded_by_a_longer_word():
 )
 def test_te_speaks_to_someone_except_as_a_dutch_infinitive(sentence, addresses):
     assert language.addresses_someone(sentence) is addresses
+
+
+def test_a_word_of_one_language_stays_a_name_or_a_value_in_another():
+    """Dutch function words that are names elsewhere ("Van Nguyen") must still be grounded;
+    Dutch "onze" (our) is French and Portuguese eleven, not the first person."""
+    source = text.vocabulary("My contractor is Nguyen, he starts Monday.")
+    assert not facts.is_grounded("The user's contractor Van Nguyen starts Monday.", source)
+    assert not language.FIRST_PERSON_WRITTEN.search("Le rendez-vous est à onze heures.")
