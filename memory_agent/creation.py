@@ -277,9 +277,12 @@ def _adds(sentence: str, said: str, stated: Set[str]) -> bool:
     sentence that passes on the assistant's chatter ("people who live in Peru") adds
     nothing worth asking it for."""
     return not facts.covers(said, sentence) and all(
-        len(value) < 2 or value in stated or text.stem(value) in stated
-        for value in text.values(sentence)
+        len(value) < 2 or _is_stated(value, stated) for value in text.values(sentence)
     )
+
+
+def _is_stated(value: str, stated: Set[str]) -> bool:
+    return value in stated or text.stem(value) in stated
 
 
 def _newest_within(memories: Sequence[str], max_chars: int) -> list[str]:
@@ -320,7 +323,7 @@ def _rejection(sentence: str, sources: _Sources, *, follows_the_user: bool) -> s
         language.USER.search(sentence)
         or (follows_the_user and _GOES_ON_ABOUT_THE_USER.match(sentence))
         or any(
-            len(value) > 1 and (value in sources.stated or text.stem(value) in sources.stated)
+            len(value) > 1 and _is_stated(value, sources.stated)
             for value in text.values(sentence)
         )
         or (first_word is not None and text.stem(first_word.group()) in sources.stated_names)

@@ -320,9 +320,8 @@ DUTCH = Words(
     # a house), "want", "van" (a vehicle, and "Van Nguyen"), "met", "tot", "om", "hun", "dan",
     # "ben". "onze" is eleven in French and Portuguese.
     stopwords="""ik je jij wij we mij de het een en of in op aan zonder voor naar uit bij te
-    over is
-    zijn was waren wordt worden heeft hebben heb hij zij ze dat dit deze er niet ook maar
-    als nog al wel geen zo erg dus nee ja hallo bedankt graag even daar hier mijn""",
+    over is zijn was waren wordt worden heeft hebben heb hij zij ze dat dit deze er niet ook
+    maar als nog al wel geen zo erg dus nee ja hallo bedankt graag even daar hier mijn""",
     time="""jaar dag week wekelijks maand maandelijks vandaag morgen gisteren avond nacht
     ochtend weekend volgende volgend vorige vorig uur minuut keer begint beginnen begin
     tijdens sinds""",
@@ -402,16 +401,6 @@ FIRST_PERSON_WRITTEN = re.compile(
     re.IGNORECASE,
 )
 SECOND_PERSON = pattern_of("second_person")
-
-
-def addresses_someone(text: str) -> bool:
-    """The text speaks to someone ("te he reservado", "on te rappelle", "you prefer"). Dutch
-    "te" marks an infinitive or means "too" ("om opgehaald te worden", "te hoog"): in a text
-    with a function word only Dutch has, it addresses no one."""
-    said = {match.group().lower() for match in SECOND_PERSON.finditer(text)}
-    if said == {"te"}:
-        return not {word.lower() for word in re.findall(r"[\w']+", text)} & _ONLY_DUTCH
-    return bool(said)
 USER = pattern_of("user")
 CONFIRMATION = pattern_of("confirmation")
 CHANGE = pattern_of("change")
@@ -425,6 +414,18 @@ STOPWORDS = words_of("stopwords") - _CONTENT_ELSEWHERE
 # Function words of languages that capitalise every noun: in their text a capital letter does
 # not mark a name.
 NOUN_CAPITALISING = frozenset(_entries(GERMAN.stopwords)) - {"in", "so", "an", "die"}
+
+
+def addresses_someone(text: str) -> bool:
+    """The text speaks to someone ("te he reservado", "on te rappelle", "you prefer"). Dutch
+    "te" marks an infinitive or means "too" ("om opgehaald te worden", "te hoog"): in a text
+    with a function word only Dutch has, it addresses no one."""
+    said = {match.group().lower() for match in SECOND_PERSON.finditer(text)}
+    if said == {"te"}:
+        return not {word.lower() for word in re.findall(r"[\w']+", text)} & _ONLY_DUTCH
+    return bool(said)
+
+
 # Dutch function words that are no word of another covered language: they tell a Dutch text.
 _ONLY_DUTCH = frozenset(
     "het een niet zijn wordt worden naar voor ook nog maar deze dit geen wel heeft hebben mijn "

@@ -56,6 +56,8 @@ _TITLED_NAME = re.compile(
 def titled_names(text: str) -> frozenset[str]:
     """The names a title stands before ("signora Mezzasalma", "Dr. Patel"): people."""
     return frozenset(stem(match) for match in _TITLED_NAME.findall(normalise_text(text)))
+
+
 # Capitals inside a word or a word in capitals: a name or an acronym in any language (DHL,
 # PostgreSQL, iPhone).
 _INNER_CAPITAL = re.compile(r"^(?:[^\W\d_]+[A-Z][\w-]*|[A-Z]{2,}[\w-]*)$")
@@ -220,7 +222,7 @@ def names(text: str) -> frozenset[str]:
     found = {stem(match) for match in _TITLED_NAME.findall(text)}
     found |= {stem(match) for match in _GIVEN_NAME.findall(text)}
     found |= {match.lower()[:3] for match in _CALENDAR_WORD.findall(text)}
-    nouns_capitalised = capitalises_nouns(text)
+    nouns_capitalised = _capitalises_nouns(text)
     for sentence in sentences(text):
         matches = list(WORD.finditer(sentence))
         for previous, match in itertools.pairwise(matches):
@@ -242,7 +244,7 @@ def names(text: str) -> frozenset[str]:
     return frozenset(found)
 
 
-def capitalises_nouns(text: str) -> bool:
+def _capitalises_nouns(text: str) -> bool:
     """The text is in a language that capitalises every noun (German): it holds two of its
     function words. There a capital letter does not mark a name."""
     every_word = {word.lower() for word in WORD.findall(text)}

@@ -41,8 +41,7 @@ class TrackRecord:
 
     def kept_at_least(self, share: float) -> bool:
         """Enough results, and at least `share` of them kept."""
-        results = self._results
-        return len(results) >= self._minimum and sum(results) >= share * len(results)
+        return self.so_far_kept_at_least(share, results=self._minimum)
 
     def so_far_kept_at_least(self, share: float, *, results: int) -> bool:
         """At least `results` results, fewer than the record needs to be known, or any number

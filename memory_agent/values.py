@@ -55,7 +55,7 @@ _REACH = 7
 _CURRENCY_WORDS = frozenset(
     "eur euro euros usd dollar dollars gbp pound pounds chf yen k".split()
 )
-_PERCENT_WORDS = frozenset("percent prozent procent pct por pour".split())
+_PERCENT_WORDS = frozenset("percent prozent procent pct".split())
 _CLOCK = re.compile(r"\d{1,2}(?::\d\d|h\d\d)")
 _TIME_OF_DAY = re.compile(r"\d{1,2}(?::\d\d)?(?:am|pm)|\d{1,2}h\d\d", re.I)
 _DATE = re.compile(r"\d{1,2}[./]\d{1,2}(?:[./]\d{2,4})?|\d{4}-\d\d-\d\d")
@@ -148,10 +148,8 @@ def _read(text: str) -> tuple[_Tokens, _Kinds]:
 
 
 def _unit(tokens: _Tokens, index: int) -> str:
-    following = tokens[index + 1][0] if index + 1 < len(tokens) else ""
-    if not following.isalpha() or following.lower() in STOPWORDS:
-        return ""
-    return following.lower()
+    following = _following(tokens, index)
+    return following if following.isalpha() and following not in STOPWORDS else ""
 
 
 def _runs(
@@ -340,7 +338,7 @@ def _kind(
         return "money" if before.endswith(("$", "€", "£", "¥")) else "number"
     if _in_thousands(tokens, index):
         # "77 grand" is money; "40 mille euros" too, by the word after it.
-        after_thousands = tokens[index + 2][0].lower() if index + 2 < len(tokens) else ""
+        after_thousands = _following(tokens, index + 1)
         if following == "grand" or after_thousands in _CURRENCY_WORDS or before.endswith(
             ("$", "€", "£", "¥")
         ):
@@ -379,7 +377,7 @@ def _in_thousands(tokens: _Tokens, index: int) -> bool:
         return False
     if word != word.lower() and word != "Tausend":
         return False  # "the 2025 Grand Prix", "Room 12 Grand Hotel"
-    after = tokens[index + 2][0].lower() if index + 2 < len(tokens) else ""
+    after = _following(tokens, index + 1)
     return word.lower() != "grand" or not after or after in STOPWORDS or after in _AMOUNT_FOLLOWERS
 
 
