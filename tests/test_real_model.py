@@ -7,7 +7,10 @@ model's decision or recorded FIFO.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Iterator, Sequence
+from pathlib import Path
 
 import pytest
 
@@ -174,3 +177,36 @@ async def test_the_embedded_model_streams_its_answer_in_pieces(smollm2):
     assert len(pieces) > 3, pieces
     assert "".join(pieces).strip() == reply.text.strip() != ""
     assert reply.usage.completion_tokens > 0 and reply.usage.prompt_tokens > 0
+
+
+# A JSON answer given up on midway: the model must end it without breaking its grammar (which
+# llama.cpp answers by aborting the process), and answer the next call. Run in a process of
+# its own, so that such an abort is a failure reported here and not the end of the test run.
+_GIVEN_UP_MIDWAY = """
+import anyio
+from loop.llm.local import LocalChatModel
+from memory_agent import ChatMessage
+
+async def main():
+    model = LocalChatModel(threads=1)
+    schema = {"type": "object", "properties": {"memory": {"type": "string"}},
+              "required": ["memory"]}
+    ask = [ChatMessage("user", "Write a long JSON object on the history of Rome.")]
+    with anyio.move_on_after(0.3) as scope:
+        await model.chat(ask, json_schema=schema)
+    assert scope.cancelled_caught, "the answer came before it could be given up on"
+    reply = await model.chat([ChatMessage("user", "Say hello.")], json_schema=schema)
+    print("next answer:", reply.text)
+    model.close()
+
+anyio.run(main)
+"""
+
+
+def test_a_json_answer_given_up_on_midway_leaves_the_model_answering() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", _GIVEN_UP_MIDWAY],
+        capture_output=True, text=True, timeout=300, cwd=Path(__file__).parent.parent,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert '"memory"' in done.stdout, done.stdout

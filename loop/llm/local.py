@@ -111,15 +111,8 @@ class LocalChatModel(ChatModel):
         options = self._options(messages, tools)
         if json_schema is not None:
             options["response_format"] = {"type": "json_object", "schema": json_schema}
-        result = await self._stoppable(self._complete, options)
-        choice = result["choices"][0]
-        usage = result.get("usage") or {}
-        return _reply(
-            choice["message"].get("content") or "",
-            tools,
-            TokenUsage(usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0)),
-            truncated=choice.get("finish_reason") == "length",
-        )
+        text, finish_reason, usage = await self._stoppable(self._generate, options, None)
+        return _reply(text, tools, usage, truncated=finish_reason == "length")
 
     async def chat_streaming(
         self,
@@ -140,7 +133,7 @@ class LocalChatModel(ChatModel):
             with contextlib.suppress(RuntimeError):  # the loop has closed
                 loop.call_soon_threadsafe(sink, piece)
 
-        text, finish_reason, usage = await self._stoppable(self._stream, options, hand_on)
+        text, finish_reason, usage = await self._stoppable(self._generate, options, hand_on)
         if visible is not None:
             visible.finish()
         return _reply(text, tools, usage, truncated=finish_reason == "length")
@@ -168,34 +161,37 @@ class LocalChatModel(ChatModel):
         finally:
             stop.set()
 
-    def _complete(self, options: dict[str, Any], stop: threading.Event) -> dict[str, Any]:
-        with self._serial, _translated_errors(self.name):
-            result = self._llama.create_chat_completion(**self._until(stop, options))
-            assert isinstance(result, dict)  # not streaming
-            return dict(result)
-
-    def _until(self, stop: threading.Event, options: dict[str, Any]) -> dict[str, Any]:
-        """The options, with generation ended once `stop` is set."""
-        return {**options, **_stopped_by(stop, self._llama.token_eos())}
-
-    def _stream(
-        self, options: dict[str, Any], hand_on: TextSink, stop: threading.Event
+    def _generate(
+        self, options: dict[str, Any], hand_on: TextSink | None, stop: threading.Event
     ) -> tuple[str, str | None, TokenUsage]:
         """Runs in a worker thread: the answer's text, why it stopped, and the tokens (a
-        stream reports none: they are counted here, while the model is held)."""
+        stream reports none: they are counted here, while the model is held), each piece
+        handed on as it comes when `hand_on` is given.
+
+        Every answer is streamed, so that `stop` ends it by leaving the stream: forcing the
+        end token instead would fight a JSON grammar that does not allow it yet, and llama.cpp
+        aborts the whole process when no token is left to choose."""
         pieces: list[str] = []
         finish_reason = None
         with self._serial, _translated_errors(self.name):
-            chunks = self._llama.create_chat_completion(**self._until(stop, options), stream=True)
-            for chunk in chunks:
-                assert isinstance(chunk, dict)
-                choice = chunk["choices"][0]
-                piece = choice["delta"].get("content") or ""
-                if isinstance(piece, str) and piece:
-                    pieces.append(piece)
-                    if not stop.is_set():  # nobody is listening any more
-                        hand_on(piece)
-                finish_reason = choice.get("finish_reason") or finish_reason
+            chunks = self._llama.create_chat_completion(**options, stream=True)
+            try:
+                for chunk in chunks:
+                    if stop.is_set():  # nobody is waiting for the rest
+                        finish_reason = "stopped"
+                        break
+                    assert isinstance(chunk, dict)
+                    choice = chunk["choices"][0]
+                    piece = choice["delta"].get("content") or ""
+                    if isinstance(piece, str) and piece:
+                        pieces.append(piece)
+                        if hand_on is not None:
+                            hand_on(piece)
+                    finish_reason = choice.get("finish_reason") or finish_reason
+            finally:
+                close = getattr(chunks, "close", None)
+                if close is not None:
+                    close()  # the model's state is its own again at once
             text = "".join(pieces)
             usage = TokenUsage(self._prompt_tokens(options["messages"]), self._tokens(text))
         return text, finish_reason, usage
@@ -226,20 +222,6 @@ def _with_tool_instructions(
         + "\nTo call one, write CALL <tool name> on a line of its own."
     )
     return [{"role": "system", "content": note}, *payload]
-
-
-def _stopped_by(stop: threading.Event, end_token: int) -> dict[str, Any]:
-    """llama.cpp's option that ends the answer at the next token once `stop` is set: from
-    then on, the end token is the only one the model may choose."""
-    from llama_cpp import LogitsProcessorList
-
-    def end_when_stopped(_tokens: Any, scores: Any) -> Any:
-        if stop.is_set():
-            scores[:] = -float("inf")
-            scores[end_token] = 0.0
-        return scores
-
-    return {"logits_processor": LogitsProcessorList([end_when_stopped])}
 
 
 @contextmanager
