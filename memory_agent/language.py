@@ -59,6 +59,13 @@ class Words:
     # a name in a covered language ("due", "once", "dos", "sei", "Otto") is left out in
     # `text.SPELLED_NUMBERS`.
     numbers: str = ""
+    # "One" as an hour is named ("la una", "ein Uhr"), and the times of day said in words: each
+    # a pattern ("_" a space, {h} the hour in words or digits, `?` what may be left out), "="
+    # the minutes it adds to that hour ("quarter_past_{h}=15", Dutch "half_{h}=-30", 7:30 for
+    # "half acht"). A pattern of "half" takes the hour in words only: "half 8" is 8:30 in
+    # English and 7:30 in Dutch.
+    one: str = ""
+    clock: str = ""
 
 
 ENGLISH = Words(
@@ -124,6 +131,8 @@ ENGLISH = Words(
     saturday|sat sunday|sun""",
     numbers="""two three four five six seven eight nine ten eleven twelve thirteen fourteen
     fifteen sixteen seventeen eighteen nineteen twenty""",
+    one="one",
+    clock="""quarter_past_{h}=15 half_past_{h}=30 quarter_to_{h}=-15 {h}_o'clock=0""",
 )
 
 SPANISH = Words(
@@ -165,6 +174,8 @@ SPANISH = Words(
     weekdays="lunes martes miércoles|miercoles jueves viernes sábado|sabado domingo",
     numbers="""dos tres cuatro cinco seis siete ocho nueve diez once doce trece catorce quince
     dieciséis|dieciseis diecisiete dieciocho diecinueve veinte""",
+    one="una",
+    clock="""{h}_y_cuarto=15 {h}_y_media=30 {h}_menos_cuarto=-15 {h}_en_punto=0""",
 )
 
 FRENCH = Words(
@@ -199,6 +210,8 @@ FRENCH = Words(
     weekdays="lundi mardi mercredi jeudi vendredi samedi dimanche",
     numbers="""deux trois quatre cinq six sept huit neuf dix onze douze treize quatorze quinze
     seize dix-sept dix-huit dix-neuf vingt""",
+    one="une",
+    clock="""{h}_heures?_et_quart=15 {h}_heures?_et_demie=30 {h}_heures?_moins_le_quart=-15""",
 )
 
 GERMAN = Words(
@@ -235,6 +248,8 @@ GERMAN = Words(
     weekdays="montag dienstag mittwoch donnerstag freitag samstag|sonnabend sonntag",
     numbers="""zwei drei vier fünf|fuenf sechs sieben acht neun zehn elf zwölf|zwoelf dreizehn
     vierzehn fünfzehn|fuenfzehn sechzehn siebzehn achtzehn neunzehn zwanzig""",
+    one="eins|ein",
+    clock="""viertel_nach_{h}=15 halb_{h}=-30 viertel_vor_{h}=-15 {h}_uhr=0""",
 )
 
 PORTUGUESE = Words(
@@ -269,6 +284,9 @@ PORTUGUESE = Words(
     numbers="""dois|duas três|tres quatro cinco seis sete oito nove dez onze doze treze
     catorze|quatorze quinze dezesseis|dezasseis dezessete|dezassete dezoito dezenove|dezanove
     vinte""",
+    one="uma|um",
+    clock="""{h}_e_meia=30 {h}_e_quinze=15 {h}_e_um_quarto=15 quinze_para_as_{h}=-15
+    {h}_em_ponto=0""",
 )
 
 ITALIAN = Words(
@@ -299,6 +317,9 @@ ITALIAN = Words(
     venerdì|venerdi sabato domenica""",
     numbers="""due tre quattro cinque sei sette otto nove dieci undici dodici tredici
     quattordici quindici sedici diciassette diciotto diciannove venti""",
+    one="una|l'una",
+    clock="""{h}_e_un_quarto=15 {h}_e_mezzo=30 {h}_e_mezza=30 {h}_meno_un_quarto=-15
+    {h}_in_punto=0""",
 )
 
 DUTCH = Words(
@@ -335,6 +356,8 @@ DUTCH = Words(
     weekdays="maandag dinsdag woensdag donderdag vrijdag zaterdag zondag",
     numbers="""twee drie vier vijf zes zeven acht negen tien elf twaalf dertien veertien
     vijftien zestien zeventien achttien negentien twintig""",
+    one="een|één",
+    clock="""kwart_over_{h}=15 half_{h}=-30 kwart_voor_{h}=-15""",
 )
 
 LANGUAGES: dict[str, Words] = {
@@ -395,9 +418,10 @@ FIRST_PERSON = pattern_of("first_person")
 # of other languages ("im" is German for "in the").
 FIRST_PERSON_WRITTEN = re.compile(
     pattern_of("first_person", excluding=frozenset({"im", "ive", "id", "i"})).pattern
-    # "I", but not Italian "i" before a plural noun ("I farmaci", "tutti i giorni"), nor
-    # the letter of a form's or a road's name ("I-94", "I-5").
-    + r"|\bI\b(?![-‐]\w)(?!\s+\w*i\b)",
+    # "I" in capitals: "i" is "and" or "in" in Polish, Czech and the Scandinavian languages.
+    # Not Italian "I" before a plural noun ("I farmaci"), nor the letter of a form's or a
+    # road's name ("I-94", "I-5").
+    + r"|(?-i:\bI\b)(?![-‐]\w)(?!\s+\w*i\b)",
     re.IGNORECASE,
 )
 SECOND_PERSON = pattern_of("second_person")

@@ -10,7 +10,7 @@ import itertools
 import re
 import unicodedata
 from collections.abc import Mapping, Sequence
-from functools import lru_cache
+from functools import lru_cache, partial
 from types import MappingProxyType
 
 from memory_agent import language
@@ -25,7 +25,7 @@ WORD = re.compile(r"[^\W_]*[^\W\d_][\w'’\-]*|\d[\d,.:]*\d|\d")
 # an initial's ("J. K. Rowling"), nor a common abbreviation's ("ca.", "z. B."), nor a date's
 # ("15.04. um 10 Uhr").
 TITLES = (
-    r"(?<!\bDr\.)(?<!\bMr\.)(?<!\bMs\.)(?<!\bMrs\.)(?<!\bSt\.)(?<!\bvs\.)(?<!\be\.g\.)"
+    r"(?<!\b[Dd]r\.)(?<!\bdra\.)(?<!\b[Pp]rof\.)(?<!\bDoç\.)(?<!\bDoc\.)(?<!\bMr\.)(?<!\bMs\.)(?<!\bMrs\.)(?<!\bSt\.)(?<!\bvs\.)(?<!\be\.g\.)"
     r"(?<!\bDra\.)(?<!\bSra\.)(?<!\bSr\.)(?<!\bProf\.)(?<!\bM\.)"
     # Abbreviations: "ca. 5.000 €", "Nr. 4", "approx. 20", "z. B.", "d. h.", "p. ex.".
     r"(?<!\bca\.)(?<!\bapprox\.)(?<!\b[Nn]r\.)(?<!\b[a-z]\.)(?<!\b[a-z]\.\s[A-Z]\.)(?<!\bex\.)"
@@ -109,7 +109,36 @@ def sentences(text: str) -> tuple[str, ...]:
     # split() interleaves each sentence with the closers it captured (None after a newline).
     joined = [parts[i] + (parts[i + 1] or "") for i in range(0, len(parts) - 1, 2)]
     joined.append(parts[-1])
-    return tuple(part.strip() for part in joined if part.strip())
+    found: list[str] = []
+    for part in (part.strip() for part in joined):
+        if part and found and goes_on(found[-1], part):
+            found[-1] = f"{found[-1]} {part}"
+        elif part:
+            found.append(part)
+    return tuple(found)
+
+
+def goes_on(before: str, after: str) -> bool:
+    """`after` continues the sentence a period only seemed to end: an ordinal date ("lørdag
+    21. juni", "19. yüzyıl") or an abbreviation before a number ("kl. 18:00")."""
+    return bool(
+        (after[0].islower() and _ENDS_IN_ORDINAL.search(before))
+        or (after[0].isdigit() and _ENDS_IN_ABBREVIATION.search(before))
+    )
+
+
+_ENDS_IN_ORDINAL = re.compile(r"(?<![\d.,:])\d{1,2}\.$")
+_ENDS_IN_ABBREVIATION = re.compile(r"(?<!\w)[^\W\d_A-Z]{1,2}\.$")
+
+
+def clauses(sentence: str) -> tuple[str, ...]:
+    """The sentence cut after each comma, semicolon or colon followed by a space (a number's
+    "14,5" or "11:30" stays whole); joined with spaces they give the sentence back."""
+    return tuple(part for part in _CLAUSE_END.split(sentence) if part)
+
+
+_CLAUSE_END = re.compile(r"(?<=[,;:])\s+")
+QUOTE_MARKS = "\"“”«»„"
 
 
 _ELISION = re.compile(r"^(?:l|d|j|m|n|s|t|c|qu|dell|all|nell|un)'(?=\w)")
@@ -186,7 +215,7 @@ IN_THOUSANDS_K = re.compile(r"\d+(?:[.,]\d+)?k", re.I)
 
 @_cached
 def numbers(text: str) -> frozenset[str]:
-    return frozenset(number_value(n) for n in re.findall(r"\d[\d,.:]*", text))
+    return frozenset(number_value(n) for n in re.findall(r"\d[\d,.:]*", reading_form(text)))
 
 
 def amounts_in_thousands(text: str) -> frozenset[str]:
@@ -337,7 +366,66 @@ def spelled_numbers(text: str) -> frozenset[str]:
     may write as digits. Only for grounding: a count written out carries no value of its own
     that a memory must keep."""
     words = WORD.findall(normalise_text(text))
-    return frozenset(SPELLED_NUMBERS[w.lower()] for w in words if w.lower() in SPELLED_NUMBERS)
+    spelled = {SPELLED_NUMBERS[w.lower()] for w in words if w.lower() in SPELLED_NUMBERS}
+    return frozenset(spelled) | clock_times(text)
+
+
+def _clock_patterns() -> tuple[tuple[re.Pattern[str], int, dict[str, int]], ...]:
+    """Each language's times of day in words (`language.Words.clock`), with the minutes each
+    adds to its hour and the language's hours in words."""
+    found = []
+    for words in language.LANGUAGES.values():
+        hours = _hours_of(words)
+        spelled = "|".join(sorted(map(re.escape, hours), key=len, reverse=True))
+        for entry in words.clock.split():
+            pattern, minutes = entry.rsplit("=", 1)
+            hour = spelled if pattern.startswith("half") else rf"{spelled}|\d{{1,2}}"
+            regex = pattern.replace("_", r"\s+").replace("{h}", f"(?P<h>{hour})")
+            found.append((re.compile(rf"(?<!\w){regex}(?!\w)", re.I), int(minutes), hours))
+    return tuple(found)
+
+
+def _hours_of(words: language.Words) -> dict[str, int]:
+    spelled = {**language.numbered("numbers", 2, of=words), **language.numbered("one", 1, of=words)}
+    return {word: n for word, n in spelled.items() if n <= 12}
+
+
+_CLOCK_IN_WORDS = _clock_patterns()
+
+
+@_cached
+def reading_form(text: str) -> str:
+    """The text as the value rules read it: normalised, with a number grouped by spaces as one
+    ("1 200 kr", "601 442 913") and each time of day said in words in digits ("kwart over
+    zes", "las doce y cuarto", "quarter to eight": 6:15, 12:15, 7:45). A memory keeps the
+    words as they were said."""
+    text = _SPACED_NUMBER.sub(lambda match: re.sub(r"\s", "", match.group()), normalise_text(text))
+    for pattern, minutes, hours in _CLOCK_IN_WORDS:
+        text = pattern.sub(partial(_clock_digits, minutes=minutes, hours=hours), text)
+    return text
+
+
+# Groups of three digits after the first, a space between: thousands in most of Europe.
+_SPACED_NUMBER = re.compile(r"(?<![\w.,:])\d{1,3}(?:[ \u00a0\u202f]\d{3})+(?![\w]|[.,:]\d)")
+
+
+def _clock_digits(match: re.Match[str], minutes: int, hours: Mapping[str, int]) -> str:
+    said = match.group("h").lower()
+    hour = int(said) if said.isdigit() else hours[said]
+    total = (hour * 60 + minutes) % (24 * 60)
+    return f"{total // 60}:{total % 60:02d}"
+
+
+def clock_times(text: str) -> frozenset[str]:
+    """The times of day a text says in words, in digits as a model may write them ("6:15",
+    "06:15")."""
+    plain = normalise_text(text)
+    said = {
+        _clock_digits(match, minutes=minutes, hours=hours)
+        for pattern, minutes, hours in _CLOCK_IN_WORDS
+        for match in pattern.finditer(plain)
+    }
+    return frozenset(said | {f"0{time}" for time in said if len(time) == 4})
 
 
 TIME_UNITS = frozenset(

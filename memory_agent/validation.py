@@ -9,7 +9,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from memory_agent.errors import InvalidCompactionDecision, InvalidMemoryText
-from memory_agent.text import TITLES
+from memory_agent.text import TITLES, goes_on
 
 MIN_SENTENCES = 1
 MAX_SENTENCES = 4
@@ -38,7 +38,13 @@ def strip_reasoning(text: str) -> str:
 
 
 def split_sentences(text: str) -> list[str]:
-    return [part for part in _SENTENCE_END.split(text) if part.strip()]
+    found: list[str] = []
+    for part in _SENTENCE_END.split(text):
+        if part.strip() and found and goes_on(found[-1].strip(), part.strip()):
+            found[-1] = f"{found[-1]} {part}"
+        elif part.strip():
+            found.append(part)
+    return found
 
 
 def clean_model_text(raw: str) -> str:

@@ -28,8 +28,8 @@ from memory_agent.text import (
     in_thousands,
     is_calendar_word,
     names,
-    normalise_text,
     number_value,
+    reading_form,
     stem,
 )
 
@@ -52,9 +52,15 @@ REPORTING_WORDS = frozenset(
 _KEYS_A_SIDE = 3
 _REACH = 7
 # Words that say a number is an amount of money or a share, after it.
+# Currencies by their codes and the names and signs written after an amount, in any
+# language ("950 kr", "1450 zł", "350 TL", "200 Kč").
 _CURRENCY_WORDS = frozenset(
-    "eur euro euros usd dollar dollars gbp pound pounds chf yen k".split()
+    """eur euro euros usd dollar dollars gbp pound pounds chf yen k kr sek nok dkk krona
+    kronor krone kroner zł zl pln złotych zlotys kč czk korun tl lira liras lire huf ft
+    forint inr rupees rs brl reais mxn pesos ars clp cop aud cad nzd jpy cny yuan rmb krw
+    won rub ruble rubles uah hryvnia ron lei franken francs""".split()
 )
+_CURRENCY_SIGNS = ("$", "€", "£", "¥", "₺", "₹", "₽", "₩", "₪", "₴", "₫", "₱", "₦")
 _PERCENT_WORDS = frozenset("percent prozent procent pct".split())
 _CLOCK = re.compile(r"\d{1,2}(?::\d\d|h\d\d)")
 _TIME_OF_DAY = re.compile(r"\d{1,2}(?::\d\d)?(?:am|pm)|\d{1,2}h\d\d", re.I)
@@ -96,7 +102,7 @@ def keyed_values(text: str) -> tuple[KeyedValue, ...]:
     "shop" meets "shopping" and "alquiler" meets "alquilo"). Values next to each other, or
     with only function words between them ("May 14", "12 mars à 9h40"), share their keys."""
     tokens, kinds = _read(text)
-    plain = normalise_text(text)  # what the tokens' positions are in
+    plain = reading_form(text)  # what the tokens' positions are in
     keyed = []
     for first, last in _runs(tokens, kinds):
         keys = frozenset(_keys_before(tokens, kinds, first) | _keys_after(tokens, kinds, last))
@@ -141,7 +147,7 @@ SMALL_COUNT = "small count"
 def _read(text: str) -> tuple[_Tokens, _Kinds]:
     """The text's words (with where they start and end) and the kind of value each is, if
     any."""
-    text = normalise_text(text)
+    text = reading_form(text)
     found_names = names(text)
     tokens = tuple((m.group(), m.start(), m.end()) for m in WORD.finditer(text))
     return tokens, tuple(_kind(text, tokens, i, found_names) for i in range(len(tokens)))
@@ -330,17 +336,17 @@ def _kind(
     )
     if after.startswith("%") or _share_follows(tokens, index):
         return "percent"
-    if before.endswith(("$", "€", "£", "¥")) or after[:1] in ("€", "$", "£", "¥"):
+    if before.endswith(_CURRENCY_SIGNS) or after[:1] in _CURRENCY_SIGNS:
         return "money"
     if following in _CURRENCY_WORDS:
         return "money"
     if IN_THOUSANDS_K.fullmatch(word):  # "175k", "10K": an amount, not a reference or a day
-        return "money" if before.endswith(("$", "€", "£", "¥")) else "number"
+        return "money" if before.endswith(_CURRENCY_SIGNS) else "number"
     if _in_thousands(tokens, index):
         # "77 grand" is money; "40 mille euros" too, by the word after it.
         after_thousands = _following(tokens, index + 1)
         if following == "grand" or after_thousands in _CURRENCY_WORDS or before.endswith(
-            ("$", "€", "£", "¥")
+            _CURRENCY_SIGNS
         ):
             return "money"
         return "number"
@@ -451,7 +457,9 @@ def replaced_values(older: str, newer: str, *, as_history: bool = False) -> froz
     With `as_history`, also a value `newer` repeats when it gives another of its kind, which
     `older` lacks, beside two of the same words ("van 8,5 naar elf procent", the fuel
     surcharge now 11%, after the fuel surcharge of 8,5%): a model may judge it the old value,
-    said again as history. Not a name: a name said again is as often whom both speak of."""
+    said again as history; or a reference said again beside a new one of its series ("NB-0217
+nicht überlebt … Ersatzgerät NB-0262"). Not a name: a name said again is as often whom both
+speak of."""
     old_values = keyed_values(older)
     new_values = keyed_values(newer)
     repeated = {value.value for value in new_values}
@@ -460,7 +468,9 @@ def replaced_values(older: str, newer: str, *, as_history: bool = False) -> froz
 
     def history(old: KeyedValue) -> bool:
         return old.kind != "name" and any(
-            new.kind == old.kind and new.value not in old_said and len(new.keys & old.keys) >= 2
+            new.kind == old.kind
+            and new.value not in old_said
+            and (len(new.keys & old.keys) >= 2 or _same_series(old, new))
             for new in new_values
         )
 
@@ -469,4 +479,32 @@ def replaced_values(older: str, newer: str, *, as_history: bool = False) -> froz
         old.value
         for old in old_values
         if old.kind in new_kinds and (old.value not in repeated or (as_history and history(old)))
+    )
+
+
+def code_series(code: str) -> str:
+    """The letters a reference starts with ("nb" of "nb-0217", "ezy" of "ezy 6417"): who issued
+    it, or what it numbers. Empty for one that starts with a digit."""
+    match = _LETTERS.match(code)
+    return match.group() if match else ""
+
+
+_LETTERS = re.compile(r"[^\W\d_]+")
+
+
+def _same_series(old: KeyedValue, new: KeyedValue) -> bool:
+    return old.kind == new.kind == "code" and code_series(old.value) == code_series(new.value) != ""
+
+
+def reissued(older: str, newer: str) -> bool:
+    """`newer` names a reference of `older` again and gives another of its series ("NB-0217
+    nicht überlebt … Ersatzgerät NB-0262"): it speaks of that record and of its successor."""
+    old_codes = [v for v in keyed_values(older) if v.kind == "code"]
+    new_codes = [v for v in keyed_values(newer) if v.kind == "code"]
+    said_again = {v.value for v in new_codes} & {v.value for v in old_codes}
+    return any(
+        _same_series(old, new) and new.value not in said_again
+        for old in old_codes
+        if old.value in said_again
+        for new in new_codes
     )

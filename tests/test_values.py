@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from memory_agent import facts, language, retention, text, values
+from memory_agent.validation import split_sentences
 
 
 @pytest.mark.parametrize(
@@ -28,6 +29,18 @@ def test_a_number_has_one_form_whatever_the_convention(written, value):
         ("El examen es el 12 de marzo.", "date", "12"),
         ("Your order number is FC-20931.", "code", "fc-20931"),
         ("We ship everything with DHL now.", "name", "dhl"),
+        # Times said in words, in each covered language that has a form for them.
+        ("Vanaf maandag is het brood pas kwart over zes klaar.", "time", "06:15"),
+        ("Redden we Almere dan nog voor half acht?", "time", "07:30"),
+        ("Los domingos jugamos a las doce y cuarto.", "time", "12:15"),
+        ("Wir treffen uns um viertel vor neun.", "time", "08:45"),
+        ("Rendez-vous à sept heures et demie.", "time", "07:30"),
+        ("Ci vediamo alle sei e mezza.", "time", "06:30"),
+        ("The bus comes at quarter past 6.", "time", "06:15"),
+        # A number grouped by spaces, and currencies written after an amount.
+        ("Paret kan nå bruke opptil 1 200 kr per person.", "money", "1200"),
+        ("Wyceniono na 1450 zł.", "money", "1450"),
+        ("Bilen har nu gått 19 120 mil.", "number", "19120"),
     ],
 )
 def test_a_value_knows_its_kind(sentence, kind, value):
@@ -374,3 +387,46 @@ def test_a_word_of_one_language_stays_a_name_or_a_value_in_another():
     source = text.vocabulary("My contractor is Nguyen, he starts Monday.")
     assert not facts.is_grounded("The user's contractor Van Nguyen starts Monday.", source)
     assert not language.FIRST_PERSON_WRITTEN.search("Le rendez-vous est à onze heures.")
+
+
+@pytest.mark.parametrize(
+    "said",
+    ["We meet at half eight.", "Das dauert eine halbe Stunde.", "I have two kids and half a day."],
+)
+def test_half_an_hour_is_no_time_of_day(said):
+    """"Half" takes an hour in its own language's words only: English "half eight" is 8:30,
+    Dutch "half acht" 7:30, so neither reading is guessed for the English."""
+    assert not [v for v in values.keyed_values(said) if v.kind == "time"]
+
+
+@pytest.mark.parametrize(
+    ("written", "sentences"),
+    [
+        ("Vi gifter oss lørdag 21. juni. Festen blir på Sole gård.",
+         ("Vi gifter oss lørdag 21. juni.", "Festen blir på Sole gård.")),
+        ("Smaksprøving torsdag 6. mars kl. 18:00 i Drammen. Referansen er SMK-114.",
+         ("Smaksprøving torsdag 6. mars kl. 18:00 i Drammen.", "Referansen er SMK-114.")),
+        ("Leczenie u dr. Kowalczyka kosztuje 1450 zł. Dobrze.",
+         ("Leczenie u dr. Kowalczyka kosztuje 1450 zł.", "Dobrze.")),
+        ("Tezini artık Doç. Dr. Elif Karaca yönetiyor.",
+         ("Tezini artık Doç. Dr. Elif Karaca yönetiyor.",)),
+        ("We landed on the 3rd. Then we drove.", ("We landed on the 3rd.", "Then we drove.")),
+    ],
+)
+def test_an_ordinal_date_or_an_abbreviation_ends_no_sentence(written, sentences):
+    assert text.sentences(written) == sentences
+    assert [part.strip() for part in split_sentences(written)] == list(sentences)
+
+
+@pytest.mark.parametrize(
+    ("sentence", "first_person"),
+    [
+        ("Brylluppet er lørdag 21. juni, og festen holdes på Sole gård i Asker.", False),
+        ("Córka użytkownika, Zosia, też jest pacjentką i bardzo boi się wiercenia.", False),
+        ("I think the user prefers mornings.", True),
+        ("Mi hermana vive en Lima.", True),
+    ],
+)
+def test_only_a_capital_i_is_the_first_person(sentence, first_person):
+    """"i" is "and" or "in" in Polish, Czech and the Scandinavian languages."""
+    assert bool(language.FIRST_PERSON_WRITTEN.search(sentence)) is first_person
