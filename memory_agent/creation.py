@@ -220,7 +220,7 @@ class MemoryWriter:
         for sentence in sentences:
             rejection = _rejection(sentence, sources, follows_the_user=bool(kept))
             self._kept.add(rejection is None)
-            passed = rejection is None or (trusted and rejection == _IMPERSONAL)
+            passed = rejection is None or (trusted and rejection in _LENIENT_TO_TRUST)
             self.sentences_written += 1
             self.sentences_kept += passed
             if passed:
@@ -266,6 +266,14 @@ class MemoryWriter:
 # model copying the chat writes such sentences, and so does a capable one recording an
 # impersonal fact ("runbooks live in the sre-handbook repo"), so a trusted model's pass.
 _IMPERSONAL = "neither about the user nor with a value they stated"
+
+# Why a sentence with no value, half of whose words the conversation holds (in some form)
+# but not the share `facts.is_grounded` asks, is set aside: a capable model says a fact in
+# its own words ("only on Saturdays" for "at the weekend, on Saturdays"), more so in a
+# language that builds words of many parts, so a trusted model's pass.
+_PARAPHRASED = "in words of its own beyond what the checks ask"
+_PARAPHRASE = 0.5
+_LENIENT_TO_TRUST = frozenset({_IMPERSONAL, _PARAPHRASED})
 
 # The model's sentences that hold a fact go last when something must be cut.
 _MODEL_FACT = 10
@@ -335,11 +343,21 @@ def _rejection(sentence: str, sources: _Sources, *, follows_the_user: bool) -> s
     if sentence.rstrip().endswith("?"):
         return "a question"
     if not facts.is_grounded(sentence, sources.conversation, known_names=sources.known_names):
-        return "not in the conversation"
-    # Last, so that a trusted model's sentence passes on this alone, every other check met.
+        if not facts.is_grounded(
+            sentence,
+            sources.conversation,
+            share=_PARAPHRASE,
+            known_names=sources.known_names,
+            in_any_form=True,
+        ):
+            return "not in the conversation"
+        paraphrased = True
+    else:
+        paraphrased = False
+    # Last, so that a trusted model's sentence passes on these alone, every other check met.
     if not about_the_user:
         return _IMPERSONAL
-    return None
+    return _PARAPHRASED if paraphrased else None
 
 
 _LIST_ITEM = re.compile(r"^\s*(?:\d{1,2}[.)]|[-*•])\s")

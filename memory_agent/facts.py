@@ -294,6 +294,7 @@ def is_grounded(
     *,
     share: float = 0.7,
     known_names: Set[str] = frozenset(),
+    in_any_form: bool = False,
 ) -> bool:
     """The sentence says only what the source supports: its values (numbers, names and
     references such as paths and channels) all appear there, and so do `share` of its other
@@ -301,7 +302,9 @@ def is_grounded(
     carries values the source holds may use its own words for the rest (a third of them from
     the source is enough): a capable model paraphrases, and the values are what can be
     checked in any language. A name may also be one of `known_names` (stemmed: who or what
-    the app already knows of), but only the source's own words count towards that third."""
+    the app already knows of), but only the source's own words count towards that third.
+    With `in_any_form`, a word of a sentence without values counts in another form of it too
+    ("gelebiliyor" for "gelebiliyorum")."""
     text = normalise_text(sentence)
     sentence_numbers = numbers(text)
     if not (sentence_numbers | references(text)) <= source_vocabulary:
@@ -316,6 +319,9 @@ def is_grounded(
     if not words:
         return bool(sentence_numbers or sentence_names)
     if not (sentence_numbers or sentence_names):
+        if in_any_form:
+            found = sum(1 for word in words if _in_source(word, source_vocabulary))
+            return found >= share * len(words)
         return len(words & source_vocabulary) >= share * len(words)
     found = sum(1 for word in words if _in_source(word, source_vocabulary))
     return found >= min(_PARAPHRASE_SHARE * len(words), 1)

@@ -32,7 +32,6 @@ A trusted model's claims that a new memory updates older ones are checked in `up
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -362,12 +361,8 @@ _MOMENTS_AND_AMOUNTS = frozenset({"date", "time", "money", "percent"})
 
 
 def _code_prefixes(codes: frozenset[str]) -> frozenset[str]:
-    """The letters a reference starts with ("aq" of "aq-3316", "ezy" of "ezy 6417"): who
-    issued it."""
-    return frozenset(match.group() for code in codes if (match := _LETTERS.match(code)))
-
-
-_LETTERS = re.compile(r"[^\W\d_]+")
+    """Who issued the references ("aq" of "aq-3316")."""
+    return frozenset(values.code_series(code) for code in codes) - {""}
 
 
 def _moments_not_given_anew(older: str, newer: str) -> bool:

@@ -23,13 +23,14 @@ def claimed_update(memories: Sequence[Candidate], target: int, reason: str) -> S
 
     A sentence of the target may go when it holds a value of a kind the newest memory gives
     another value of, and the two are tied: a word beside the values in both, a topic of
-    both, a change the newest announces, or the name its new value stands beside
-    (`_tied_replaced_values`). It goes unless it
-    holds another value that no other memory has, and so does a sentence that names a
-    replaced name again, whole, in another case. With them go the target's sentences that
-    hold no fact at all and speak of what it spoke of ("when its fixed, send it to the cabot
-    circus store" beside "our Cabot Circus store"). A target left with no fact is deleted,
-    else edited to what is left; with no sentence that may go, the claim is refused.
+    both, a change the newest announces, the name its new value stands beside, or a
+    reference said again beside its successor (`_tied_replaced_values`). It goes unless it
+    holds another value that no other memory has; then only its clauses that hold nothing
+    else go (`_without_clauses_of`). A sentence that names a replaced name again, whole, in
+    another case goes too. With them go the target's sentences that hold no fact at all and
+    speak of what it spoke of ("when its fixed, send it to the cabot circus store" beside
+    "our Cabot Circus store"). A target left with no fact is deleted, else edited to what is
+    left; with nothing that may go, the claim is refused.
     """
     newest = memories[-1]
     older = next((m for m in memories if m.id == target), None)
@@ -41,15 +42,18 @@ def claimed_update(memories: Sequence[Candidate], target: int, reason: str) -> S
         if memory.id != target
         for value in values.keyed_values(memory.content)
     }
-    sentences = text.sentences(older.content)
+    sentences = list(text.sentences(older.content))
     stale: list[str] = []
     replaced_names: set[str] = set()
-    for sentence in sentences:
+    for index, sentence in enumerate(sentences):
         replaced = _tied_replaced_values(sentence, newest.content)
         if replaced and {v.value for v in values.keyed_values(sentence)} - replaced <= elsewhere:
             stale.append(sentence)
             replaced_names |= _names_as_written(sentence, replaced)
-    if not stale:
+        elif replaced:
+            # It holds other facts too (a long quote): only its clauses of the old values go.
+            sentences[index] = _without_clauses_of(sentence, replaced, elsewhere)
+    if not stale and sentences == list(text.sentences(older.content)):
         return None
     # A sentence that names a replaced name again, whole, in words the value rules do not
     # read as one ("the cabot circus store" beside "our Cabot Circus store") goes too, unless
@@ -71,7 +75,31 @@ def claimed_update(memories: Sequence[Candidate], target: int, reason: str) -> S
     kept = " ".join(sentence for sentence in sentences if sentence not in gone)
     if not kept or not facts.fact_value(kept):
         return Step("delete", target, reason)
+    if kept == older.content:
+        return None
     return Step("edit", target, reason, kept)
+
+
+def _without_clauses_of(sentence: str, replaced: frozenset[str], elsewhere: set[str]) -> str:
+    """The sentence without its clauses that hold a replaced value (not a name alone: a name
+    is replaced wherever the newer text names anyone else) and no value of their own that no
+    other memory holds, each left out as "…" (its quotation marks kept): "dat staat elke dag
+    om 05:30 klaar," in a long quote of a drive's stops."""
+    kept: list[str] = []
+    for clause in text.clauses(sentence):
+        keyed = values.keyed_values(clause)
+        said = {v.value for v in keyed}
+        if any(v.value in replaced and v.kind != "name" for v in keyed) and (
+            said - replaced <= elsewhere
+        ):
+            marks = "".join(char for char in clause if char in text.QUOTE_MARKS)
+            if not kept or not kept[-1].startswith("…"):
+                kept.append(f"…{marks}")
+            else:
+                kept[-1] += marks
+        else:
+            kept.append(clause)
+    return " ".join(kept)
 
 
 def _names_as_written(sentence: str, replaced: frozenset[str]) -> set[str]:
@@ -120,16 +148,59 @@ def may_update(older: str, newer: str) -> bool:
 def _tied_replaced_values(sentence: str, newer: str) -> frozenset[str]:
     """The sentence's values `newer` may replace (`values.replaced_values`, an old value it
     says again as history included), when the two are tied: a word beside the values of
-    both, a topic of both, a change `newer` announces, or the name its new value stands
-    beside; else none."""
+    both, a topic of both, a change `newer` announces, the name its new value stands beside,
+    a reference of the sentence `newer` names again beside its successor, or one amount for
+    another of its size; else none."""
     replaced = values.replaced_values(sentence, newer, as_history=True)
     tied = replaced and (
         facts.announces_change(newer)
-        or values.value_keys(sentence) & values.value_keys(newer)
+        or _keys_meet(values.value_keys(sentence), values.value_keys(newer))
         or facts.shared_topics(sentence, newer)
         or _owner_named(sentence, newer, replaced)
+        or values.reissued(sentence, newer)
+        or _one_amount_for_another(sentence, newer, replaced)
     )
     return replaced if tied else frozenset()
+
+
+def _one_amount_for_another(sentence: str, newer: str, replaced: frozenset[str]) -> bool:
+    """The sentence holds one amount of money (or one share), `newer` one other of the same
+    size, in any words ("the deductible is $1,250", "pays the first $2,500 of any claim"):
+    nothing shows the model wrong that one replaces the other. Amounts far apart are of two
+    things (a rent of 1650 €, a gym membership of 45 €)."""
+    for kind in _ONE_AT_A_TIME:
+        old = [v.value for v in values.keyed_values(sentence) if v.kind == kind]
+        new = [v.value for v in values.keyed_values(newer) if v.kind == kind]
+        if len(old) == len(new) == 1 and old[0] in replaced and _near(old[0], new[0]):
+            return True
+    return False
+
+
+# Kinds of value a thing has one of at a time, and that a model names in any words.
+_ONE_AT_A_TIME = ("money", "percent")
+# How far apart an old amount and its new one may be: a price, a budget or a fee rarely
+# changes more than threefold.
+_AT_MOST_APART = 3.0
+
+
+def _near(old: str, new: str) -> bool:
+    try:
+        low, high = sorted((float(old), float(new)))
+    except ValueError:
+        return False
+    return low > 0 and high / low <= _AT_MOST_APART
+
+
+def _keys_meet(old: frozenset[str], new: frozenset[str]) -> bool:
+    """A word beside the values of both, or one the start of the other ("tez" and "tezini",
+    Turkish "thesis" and "their thesis"): a word in another form, in languages that build
+    words of many parts."""
+    return bool(old & new) or any(
+        len(short) >= 3 and long.startswith(short)
+        for one in old
+        for other in new
+        for short, long in ((one, other), (other, one))
+    )
 
 
 def _owner_named(sentence: str, newer: str, replaced: frozenset[str]) -> bool:

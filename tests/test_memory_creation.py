@@ -395,3 +395,38 @@ async def test_a_value_the_user_wrote_out_is_theirs(database, clock):
     messages = [ChatMessage("user", said), ChatMessage("assistant", "Ok.")]
     created = await agent.create_memory(MemoryCreationRequest("app", "c1", messages))
     assert created.memory is not None and created.memory.content.startswith(answer)
+
+
+SATURDAYS = [
+    ChatMessage("user", "Okuma salonları hafta sonu da açık mı? Hafta içi mesaideyim, "
+                        "kütüphaneye ancak cumartesi gelebiliyorum."),
+    ChatMessage("assistant", "Evet, cumartesi 10:00–17:00 arası açık; pazar günü kapalıyız."),
+]
+# Half of its words are the conversation's ("hafta içi", "kütüphaneye", "cumartesi",
+# "gelebiliyor"), the rest its own: no value to check it by.
+SATURDAYS_IN_OTHER_WORDS = (
+    "Kullanıcı hafta içi çalıştığı için kütüphaneye yalnızca cumartesi gelebiliyor."
+)
+
+
+@pytest.mark.parametrize("trusted", [True, False])
+async def test_a_trusted_models_own_words_pass_where_half_are_the_conversations(trusted):
+    """A capable model says a fact without a value in its own words, more so in a language
+    that builds words of many parts; once trusted, half of its words from the conversation
+    is enough. A model not trusted is held to the share the checks ask."""
+    from memory_agent.creation import MemoryWriter
+    from tests.fakes import friend_fact, friend_memory
+
+    answers = [friend_memory(n) if trusted else "Ok." for n in range(1, 11)]
+    answers.append(SATURDAYS_IN_OTHER_WORDS)
+
+    async def ask(messages: list[ChatMessage]) -> ChatReply:
+        return ChatReply(answers.pop(0))
+
+    writer = MemoryWriter(ask, max_chars=500, max_transcript_chars=4000)
+    for n in range(1, 11):
+        await writer.write([ChatMessage("user", friend_fact(n))])
+    assert writer.trusted is trusted
+    written = await writer.write(SATURDAYS)
+    content = written.content if written is not None else ""
+    assert (SATURDAYS_IN_OTHER_WORDS in content) is trusted, content

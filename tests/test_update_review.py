@@ -410,3 +410,70 @@ def test_a_person_both_speak_of_or_a_value_both_hold_is_no_claim(older, newer):
     """Whom two memories speak of, or a value the newer gives something else, does not let a
     claim take the older memory."""
     assert update_claims.claimed_update(candidates(older, newer), 1, "r") is None
+
+
+def test_a_reference_said_again_beside_its_successor_may_be_claimed_replaced():
+    """The new memory names the broken laptop NB-0217 and its replacement NB-0262 of the same
+    series, in words the old memory does not share: the claim stands. A reference of another
+    series, or one the new memory names without a successor, is no such tie."""
+    older = "Friederike Dallmann arbeitet mit dem Notebook mit der Inventarnummer NB-0217."
+    newer = ('The user said: "Das NB-0217 von Friederike hat den Kaffee nicht überlebt." '
+             'The user said: "Ich hab ihr das Ersatzgerät gegeben, Aufkleber NB-0262."')
+    keeps_name = "Friederike Dallmann hat einen Monitor MO-0119."
+    step = update_claims.claimed_update(candidates(older, keeps_name, newer), 1, "r")
+    assert step == Step("delete", 1, "r")
+    other_series = newer.replace("NB-0262", "MO-0262")
+    assert update_claims.claimed_update(candidates(older, keeps_name, other_series), 1, "r") is None
+
+
+def test_only_the_clause_of_a_replaced_time_goes_from_a_long_quote():
+    """A quote holding a drive's stops loses the clause of the bakery's old time, said in
+    words in the new memory ("kwart over zes"), and keeps the rest, which holds a reference no
+    other memory has."""
+    older = ('The user said: "Hij haalt eerst het brood bij Bakkerij Oosterhof in Kampen, dat '
+             'staat elke dag om 05:30 klaar, en levert daarna order VR-4471 af in Almere."')
+    newer = ('The user said: "Vanaf maandag is het brood in Kampen pas kwart over zes klaar, '
+             'ze hebben een nieuwe oven."')
+    step = update_claims.claimed_update(candidates(older, newer), 1, "r")
+    assert step is not None and step.action == "edit" and step.new_content is not None
+    assert "05:30" not in step.new_content
+    assert step.new_content == (
+        'The user said: "Hij haalt eerst het brood bij Bakkerij Oosterhof in Kampen, … en '
+        'levert daarna order VR-4471 af in Almere."'
+    )
+
+
+def test_a_clause_is_not_dropped_for_a_name_alone():
+    """Names are replaced wherever the new memory names anyone else: a clause that holds
+    only names stays when its sentence holds a fact no other memory has."""
+    older = ('The user said: "Order VR-4471 goes to Bakkerij Oosterhof in Kampen, then to '
+             'Lelystad and Almere."')
+    newer = 'The user said: "Can we reach Zwolle before 7:30?"'
+    assert update_claims.claimed_update(candidates(older, newer), 1, "r") is None
+
+
+def test_a_word_in_another_form_ties_a_claim():
+    """Turkish builds words of parts: "tez" (thesis) and "tezini" (their thesis) are one word
+    beside the advisors' names, so the claim that the new advisor replaces the old stands."""
+    older = "Kullanıcının tez danışmanı Prof. Dr. Selim Aydın."
+    newer = "Kullanıcının tezini artık Doç. Dr. Elif Karaca yönetiyor."
+    assert update_claims.claimed_update(candidates(older, newer), 1, "r") == Step("delete", 1, "r")
+
+
+@pytest.mark.parametrize(
+    ("older", "newer", "claim_stands"),
+    [
+        ("The user's deductible is $1,250.",
+         "After the policy renewal the user pays the first $2,500 of any claim.", True),
+        ("Matbudsjettet er rundt 950 kr per kuvert.",
+         "Paret kan nå bruke opptil 1 200 kr per person på maten.", True),
+        ("The user's rent is 1650 euros.", "The gym membership is 45 euros.", False),
+        ("The user's deductible is $1,250.",
+         "The user pays $2,500 for the roof and $400 for the gutters.", False),
+    ],
+)
+def test_one_amount_for_another_of_its_size_ties_a_claim(older, newer, claim_stands):
+    """In any words, one amount for one other of its size may be the same thing's new value;
+    amounts far apart, or a new memory of several amounts, tie nothing."""
+    step = update_claims.claimed_update(candidates(older, newer), 1, "r")
+    assert (step == Step("delete", 1, "r")) is claim_stands
