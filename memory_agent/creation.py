@@ -197,13 +197,15 @@ class MemoryWriter:
         ) - text.CALENDAR_NAMES
         sentences = split_sentences(answer)
         sources = _Sources(source, stated, known_names, text.names(stated_text))
-        kept = self._grounded_sentences(sentences, sources, trusted=trusted)
+        kept, leaned_on = self._grounded_sentences(sentences, sources, trusted=trusted)
         said = " ".join(statement.text for statement in statements)
         for sentence in sentences:
             self._added.add(sentence in kept and (trusted or _adds(sentence, said, stated)))
         # A trusted model whose whole answer passed the checks decided what was worth
         # keeping: the statements it left out are not added beside its words.
-        faithful = trusted and kept and len(kept) == len(sentences)
+        # Not when a sentence passed only by the leniency trust earns: the speakers' words
+        # then stand beside it.
+        faithful = trusted and kept and len(kept) == len(sentences) and not leaned_on
         if doubted:
             # The speakers' own words outrank the paraphrase of a model whose record shows it
             # does not write faithfully: its sentence stays only for what they do not say.
@@ -213,10 +215,12 @@ class MemoryWriter:
 
     def _grounded_sentences(
         self, sentences: Sequence[str], sources: _Sources, *, trusted: bool
-    ) -> list[str]:
-        """The sentences the checks keep. The track record counts every check, so that
-        leniency to a trusted model cannot earn the trust it rests on."""
+    ) -> tuple[list[str], int]:
+        """The sentences the checks keep, and how many of them passed only by the leniency
+        a trusted model earns. The track record counts every check, so that leniency to a
+        trusted model cannot earn the trust it rests on."""
         kept: list[str] = []
+        leaned_on = 0
         for sentence in sentences:
             rejection = _rejection(sentence, sources, follows_the_user=bool(kept))
             self._kept.add(rejection is None)
@@ -225,7 +229,8 @@ class MemoryWriter:
             self.sentences_kept += passed
             if passed:
                 kept.append(sentence)
-        return kept
+                leaned_on += rejection == _PARAPHRASED
+        return kept, leaned_on
 
     def _compose(
         self,
@@ -267,12 +272,12 @@ class MemoryWriter:
 # impersonal fact ("runbooks live in the sre-handbook repo"), so a trusted model's pass.
 _IMPERSONAL = "neither about the user nor with a value they stated"
 
-# Why a sentence with no value, half of whose words the conversation holds (in some form)
-# but not the share `facts.is_grounded` asks, is set aside: a capable model says a fact in
+# Why a sentence with no value, 60 % of whose longer words the conversation holds (in some
+# form) but not the share `facts.is_grounded` asks, is set aside: a capable model says a fact in
 # its own words ("only on Saturdays" for "at the weekend, on Saturdays"), more so in a
 # language that builds words of many parts, so a trusted model's pass.
 _PARAPHRASED = "in words of its own beyond what the checks ask"
-_PARAPHRASE = 0.5
+_PARAPHRASE = 0.6
 _LENIENT_TO_TRUST = frozenset({_IMPERSONAL, _PARAPHRASED})
 
 # The model's sentences that hold a fact go last when something must be cut.

@@ -222,13 +222,28 @@ def statement_score(sentence: str, speaker: str, *, confirming: bool = False) ->
         # Without the first person, only a value makes a statement ("rent 1650.", "failover
         # takes about 4 minutes"); a word of a lasting kind alone is chat ("ok lets plan it").
         valued = strong - len(lasting - FREQUENCY)
-        return valued + standing if valued and not text.endswith("?") else 0
+        asks = text.endswith("?") and not _gives_a_reference(text)
+        return valued + standing if valued and not asks else 0
     markers = strong + standing
     weak = (lasting & FREQUENCY) | {m.lower() for m in _LIKING.findall(text)}
     # A habit or a liking counts in a short statement that says what it is about.
     about = content_words(text) - {stem(w) for w in weak}
     markers += len(weak) if weak and about and (markers or len(words) < 25) else 0
     return markers
+
+
+def _gives_a_reference(text: str) -> bool:
+    """The sentence gives a reference of the user's (an order, a member or policy number),
+    which a request often wraps in a question ("my member number is 0457-8812, can you note
+    it?"): a statement, in any language."""
+    return bool(issued_codes(text)) or _NUMERIC_REFERENCE.search(text) is not None
+
+
+# Digits joined by hyphens that are no range: a leading zero, three groups or more, or a
+# group of five digits ("0457-8812", "601-442-913"); not "2024-2025" or "100-200".
+_NUMERIC_REFERENCE = re.compile(
+    r"(?<![\w.,-])(?:0\d+-\d+|\d+(?:-\d+){2,}|\d{5,}-\d+|\d+-\d{5,})(?![\w-])"
+)
 
 
 def key_statements(turns: Sequence[tuple[str, str]], limit: int = 6) -> list[Statement]:
@@ -320,8 +335,12 @@ def is_grounded(
         return bool(sentence_numbers or sentence_names)
     if not (sentence_numbers or sentence_names):
         if in_any_form:
-            found = sum(1 for word in words if _in_source(word, source_vocabulary))
-            return found >= share * len(words)
+            # Only words of four letters or more, against the source's own such words: "not"
+            # and "the" start "notified" and "therapy".
+            long_words = {w for w in source_vocabulary if len(w) >= 4} - STOPWORDS
+            weighed = [word for word in words if len(word) >= 4]
+            found = sum(1 for word in weighed if _in_source(word, long_words))
+            return bool(weighed) and found >= share * len(weighed)
         return len(words & source_vocabulary) >= share * len(words)
     found = sum(1 for word in words if _in_source(word, source_vocabulary))
     return found >= min(_PARAPHRASE_SHARE * len(words), 1)

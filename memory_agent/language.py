@@ -60,10 +60,12 @@ class Words:
     # `text.SPELLED_NUMBERS`.
     numbers: str = ""
     # "One" as an hour is named ("la una", "ein Uhr"), and the times of day said in words: each
-    # a pattern ("_" a space, {h} the hour in words or digits, `?` what may be left out), "="
-    # the minutes it adds to that hour ("quarter_past_{h}=15", Dutch "half_{h}=-30", 7:30 for
-    # "half acht"). A pattern of "half" takes the hour in words only: "half 8" is 8:30 in
-    # English and 7:30 in Dutch.
+    # a pattern ("_" a space, {h} the hour in words or digits, `?` what may be left out, <a|b>
+    # a word one of which must come first), "=" the minutes it adds to that hour
+    # ("quarter_past_{h}=15", Dutch "half_{h}=-30", 7:30 for "half acht"). Where the same words
+    # also say a duration or a count ("una y media horas", "entre dez e quinze"), the pattern
+    # starts with the word that says "at". A bare "half {h}" takes the hour in words only:
+    # "half 8" is 8:30 in English and 7:30 in Dutch.
     one: str = ""
     clock: str = ""
 
@@ -175,7 +177,8 @@ SPANISH = Words(
     numbers="""dos tres cuatro cinco seis siete ocho nueve diez once doce trece catorce quince
     dieciséis|dieciseis diecisiete dieciocho diecinueve veinte""",
     one="una",
-    clock="""{h}_y_cuarto=15 {h}_y_media=30 {h}_menos_cuarto=-15 {h}_en_punto=0""",
+    clock="""<a_las|las|a_la|la>_{h}_y_cuarto=15 <a_las|las|a_la|la>_{h}_y_media=30
+    <a_las|las|a_la|la>_{h}_menos_cuarto=-15 {h}_en_punto=0""",
 )
 
 FRENCH = Words(
@@ -211,7 +214,8 @@ FRENCH = Words(
     numbers="""deux trois quatre cinq six sept huit neuf dix onze douze treize quatorze quinze
     seize dix-sept dix-huit dix-neuf vingt""",
     one="une",
-    clock="""{h}_heures?_et_quart=15 {h}_heures?_et_demie=30 {h}_heures?_moins_le_quart=-15""",
+    clock="""<à|vers>_{h}_heures?_et_quart=15 <à|vers>_{h}_heures?_et_demie=30
+    <à|vers>_{h}_heures?_moins_le_quart=-15""",
 )
 
 GERMAN = Words(
@@ -285,8 +289,8 @@ PORTUGUESE = Words(
     catorze|quatorze quinze dezesseis|dezasseis dezessete|dezassete dezoito dezenove|dezanove
     vinte""",
     one="uma|um",
-    clock="""{h}_e_meia=30 {h}_e_quinze=15 {h}_e_um_quarto=15 quinze_para_as_{h}=-15
-    {h}_em_ponto=0""",
+    clock="""<às|as|à>_{h}_e_meia=30 <às|as|à>_{h}_e_quinze=15 <às|as|à>_{h}_e_um_quarto=15
+    quinze_para_as_{h}=-15 {h}_em_ponto=0""",
 )
 
 ITALIAN = Words(
@@ -318,8 +322,8 @@ ITALIAN = Words(
     numbers="""due tre quattro cinque sei sette otto nove dieci undici dodici tredici
     quattordici quindici sedici diciassette diciotto diciannove venti""",
     one="una|l'una",
-    clock="""{h}_e_un_quarto=15 {h}_e_mezzo=30 {h}_e_mezza=30 {h}_meno_un_quarto=-15
-    {h}_in_punto=0""",
+    clock="""<alle|le>_{h}_e_un_quarto=15 <alle|le>_{h}_e_mezzo=30 <alle|le>_{h}_e_mezza=30
+    <alle|le>_{h}_meno_un_quarto=-15 {h}_in_punto=0""",
 )
 
 DUTCH = Words(

@@ -207,18 +207,66 @@ def refresh(memories: Sequence[Candidate]) -> list[Step]:
     for older in memories[:-1]:
         if its_record and older.id not in its_record and facts.issued_codes(older.content):
             continue
-        sentences = text.sentences(older.content)
+        sentences = list(text.sentences(older.content))
         stale = stale_sentences(older.content, newest.content)
         if not stale:
             continue
-        bearing = [s for s in sentences if facts.fact_value(s)]
+        elsewhere = {
+            value.value
+            for memory in memories
+            if memory.id != older.id
+            for value in values.keyed_values(memory.content)
+        }
         reason = f"memory {_id(newest.id)} updates " + "; ".join(s[:80] for s in stale)
-        if len(stale) >= len(bearing):
+        for index, sentence in enumerate(sentences):
+            if sentence not in stale:
+                continue
+            replaced = values.replaced_values(sentence, newest.content)
+            codes = {v.value for v in values.keyed_values(sentence) if v.kind == "code"}
+            if codes - replaced <= elsewhere:
+                sentences[index] = ""
+            else:
+                # It holds a reference no other memory has (an order, in a long quote): only
+                # the clauses of the old values go, if any can. Names and the rest go with the
+                # sentence, as the value rules judge it.
+                sentences[index] = without_clauses_of(sentence, replaced, elsewhere)
+        kept = " ".join(s for s in sentences if s)
+        if kept == older.content:
+            continue
+        if not kept or not facts.fact_value(kept):
             steps.append(Step("delete", older.id, reason))
         else:
-            kept = " ".join(s for s in sentences if s not in stale)
             steps.append(Step("edit", older.id, reason, kept))
     return steps
+
+
+_BRACKETS = "()[]{}"
+
+
+def without_clauses_of(sentence: str, replaced: frozenset[str], elsewhere: set[str]) -> str:
+    """The sentence without its clauses that hold a replaced value (not a name alone: a name
+    is replaced wherever the newer text names anyone else) and no value of their own that no
+    other memory holds, each left out as "…" (its quotation marks kept): "dat staat elke dag
+    om 05:30 klaar," in a long quote of a drive's stops."""
+    kept: list[str] = []
+    for index, clause in enumerate(text.clauses(sentence)):
+        if not index or any(mark in clause for mark in _BRACKETS):
+            # The first clause says who said it and of what; a bracket left open misleads.
+            kept.append(clause)
+            continue
+        keyed = values.keyed_values(clause)
+        said = {v.value for v in keyed}
+        if any(v.value in replaced and v.kind != "name" for v in keyed) and (
+            said - replaced <= elsewhere
+        ):
+            marks = "".join(char for char in clause if char in text.QUOTE_MARKS)
+            if not kept or not kept[-1].startswith("…"):
+                kept.append(f"…{marks}")
+            else:
+                kept[-1] += marks
+        else:
+            kept.append(clause)
+    return " ".join(kept)
 
 
 def stale_sentences(older: str, newer: str) -> list[str]:

@@ -128,7 +128,10 @@ def goes_on(before: str, after: str) -> bool:
 
 
 _ENDS_IN_ORDINAL = re.compile(r"(?<![\d.,:])\d{1,2}\.$")
-_ENDS_IN_ABBREVIATION = re.compile(r"(?<!\w)[^\W\d_A-Z]{1,2}\.$")
+# Abbreviations a number follows: "kl. 18:00", "nr. 4", "godz. 9", "tel. 601", "ul. 12".
+_ENDS_IN_ABBREVIATION = re.compile(
+    r"(?<!\w)(?:kl|ca|nr|no|godz|tel|ul|hod|str|pkt|tlf|tf|bl)\.$", re.I
+)
 
 
 def clauses(sentence: str) -> tuple[str, ...]:
@@ -379,8 +382,10 @@ def _clock_patterns() -> tuple[tuple[re.Pattern[str], int, dict[str, int]], ...]
         spelled = "|".join(sorted(map(re.escape, hours), key=len, reverse=True))
         for entry in words.clock.split():
             pattern, minutes = entry.rsplit("=", 1)
-            hour = spelled if pattern.startswith("half") else rf"{spelled}|\d{{1,2}}"
-            regex = pattern.replace("_", r"\s+").replace("{h}", f"(?P<h>{hour})")
+            bare_half = pattern.startswith(("half_{h}", "halb_{h}"))
+            hour = spelled if bare_half else rf"{spelled}|[01]?\d|2[0-3]"
+            regex = pattern.replace("{h}", f"(?P<h>{hour})")
+            regex = re.sub(r"^<([^>]+)>", r"(?P<cue>\1)", regex).replace("_", r"\s+")
             found.append((re.compile(rf"(?<!\w){regex}(?!\w)", re.I), int(minutes), hours))
     return tuple(found)
 
@@ -406,14 +411,20 @@ def reading_form(text: str) -> str:
 
 
 # Groups of three digits after the first, a space between: thousands in most of Europe.
-_SPACED_NUMBER = re.compile(r"(?<![\w.,:])\d{1,3}(?:[ \u00a0\u202f]\d{3})+(?![\w]|[.,:]\d)")
+# Not "214 215" (two rooms) nor "2 100-euro notes": a first group of one or two digits, or
+# three groups or more ("601 442 913").
+_SPACED_NUMBER = re.compile(
+    r"(?<![\w.,:])(?:\d{1,2}(?:[ \u00a0\u202f]\d{3})+|\d{3}(?:[ \u00a0\u202f]\d{3}){2,})"
+    r"(?![\w-]|[.,:]\d)"
+)
 
 
 def _clock_digits(match: re.Match[str], minutes: int, hours: Mapping[str, int]) -> str:
     said = match.group("h").lower()
     hour = int(said) if said.isdigit() else hours[said]
     total = (hour * 60 + minutes) % (24 * 60)
-    return f"{total // 60}:{total % 60:02d}"
+    cue = match.groupdict().get("cue")
+    return f"{cue + ' ' if cue else ''}{total // 60}:{total % 60:02d}"
 
 
 def clock_times(text: str) -> frozenset[str]:
@@ -421,7 +432,7 @@ def clock_times(text: str) -> frozenset[str]:
     "06:15")."""
     plain = normalise_text(text)
     said = {
-        _clock_digits(match, minutes=minutes, hours=hours)
+        _clock_digits(match, minutes=minutes, hours=hours).rsplit(" ", 1)[-1]
         for pattern, minutes, hours in _CLOCK_IN_WORDS
         for match in pattern.finditer(plain)
     }

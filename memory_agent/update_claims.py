@@ -13,7 +13,7 @@ import re
 from collections.abc import Sequence
 
 from memory_agent import facts, language, text, values
-from memory_agent.retention import Candidate, Step
+from memory_agent.retention import Candidate, Step, without_clauses_of
 
 
 def claimed_update(memories: Sequence[Candidate], target: int, reason: str) -> Step | None:
@@ -26,7 +26,7 @@ def claimed_update(memories: Sequence[Candidate], target: int, reason: str) -> S
     both, a change the newest announces, the name its new value stands beside, or a
     reference said again beside its successor (`_tied_replaced_values`). It goes unless it
     holds another value that no other memory has; then only its clauses that hold nothing
-    else go (`_without_clauses_of`). A sentence that names a replaced name again, whole, in
+    else go (`retention.without_clauses_of`). A sentence that names a replaced name again, whole, in
     another case goes too. With them go the target's sentences that hold no fact at all and
     speak of what it spoke of ("when its fixed, send it to the cabot circus store" beside
     "our Cabot Circus store"). A target left with no fact is deleted, else edited to what is
@@ -52,7 +52,7 @@ def claimed_update(memories: Sequence[Candidate], target: int, reason: str) -> S
             replaced_names |= _names_as_written(sentence, replaced)
         elif replaced:
             # It holds other facts too (a long quote): only its clauses of the old values go.
-            sentences[index] = _without_clauses_of(sentence, replaced, elsewhere)
+            sentences[index] = without_clauses_of(sentence, replaced, elsewhere)
     if not stale and sentences == list(text.sentences(older.content)):
         return None
     # A sentence that names a replaced name again, whole, in words the value rules do not
@@ -78,28 +78,6 @@ def claimed_update(memories: Sequence[Candidate], target: int, reason: str) -> S
     if kept == older.content:
         return None
     return Step("edit", target, reason, kept)
-
-
-def _without_clauses_of(sentence: str, replaced: frozenset[str], elsewhere: set[str]) -> str:
-    """The sentence without its clauses that hold a replaced value (not a name alone: a name
-    is replaced wherever the newer text names anyone else) and no value of their own that no
-    other memory holds, each left out as "…" (its quotation marks kept): "dat staat elke dag
-    om 05:30 klaar," in a long quote of a drive's stops."""
-    kept: list[str] = []
-    for clause in text.clauses(sentence):
-        keyed = values.keyed_values(clause)
-        said = {v.value for v in keyed}
-        if any(v.value in replaced and v.kind != "name" for v in keyed) and (
-            said - replaced <= elsewhere
-        ):
-            marks = "".join(char for char in clause if char in text.QUOTE_MARKS)
-            if not kept or not kept[-1].startswith("…"):
-                kept.append(f"…{marks}")
-            else:
-                kept[-1] += marks
-        else:
-            kept.append(clause)
-    return " ".join(kept)
 
 
 def _names_as_written(sentence: str, replaced: frozenset[str]) -> set[str]:
@@ -192,11 +170,11 @@ def _near(old: str, new: str) -> bool:
 
 
 def _keys_meet(old: frozenset[str], new: frozenset[str]) -> bool:
-    """A word beside the values of both, or one the start of the other ("tez" and "tezini",
-    Turkish "thesis" and "their thesis"): a word in another form, in languages that build
-    words of many parts."""
+    """A word beside the values of both, or one of four letters or more the start of the
+    other ("plan" and "plann" of "planning"): a word in another form. Not three letters: "bus"
+    starts "business", "car" "cardiology"."""
     return bool(old & new) or any(
-        len(short) >= 3 and long.startswith(short)
+        len(short) >= 4 and long.startswith(short)
         for one in old
         for other in new
         for short, long in ((one, other), (other, one))

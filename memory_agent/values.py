@@ -53,12 +53,13 @@ _KEYS_A_SIDE = 3
 _REACH = 7
 # Words that say a number is an amount of money or a share, after it.
 # Currencies by their codes and the names and signs written after an amount, in any
-# language ("950 kr", "1450 zł", "350 TL", "200 Kč").
+# language ("950 kr", "1450 zł", "350 TL", "200 Kč"); not a code that is also a word or a
+# unit ("ft", "won", "lei", "cop").
 _CURRENCY_WORDS = frozenset(
     """eur euro euros usd dollar dollars gbp pound pounds chf yen k kr sek nok dkk krona
-    kronor krone kroner zł zl pln złotych zlotys kč czk korun tl lira liras lire huf ft
-    forint inr rupees rs brl reais mxn pesos ars clp cop aud cad nzd jpy cny yuan rmb krw
-    won rub ruble rubles uah hryvnia ron lei franken francs""".split()
+    kronor krone kroner zł zl pln złotych zlotys kč czk korun tl lira liras lire huf
+    forint inr rupees brl reais mxn pesos clp aud cad nzd jpy cny yuan rmb krw rub ruble
+    rubles uah hryvnia franken francs""".split()
 )
 _CURRENCY_SIGNS = ("$", "€", "£", "¥", "₺", "₹", "₽", "₩", "₪", "₴", "₫", "₱", "₦")
 _PERCENT_WORDS = frozenset("percent prozent procent pct".split())

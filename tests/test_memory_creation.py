@@ -402,18 +402,19 @@ SATURDAYS = [
                         "kütüphaneye ancak cumartesi gelebiliyorum."),
     ChatMessage("assistant", "Evet, cumartesi 10:00–17:00 arası açık; pazar günü kapalıyız."),
 ]
-# Half of its words are the conversation's ("hafta içi", "kütüphaneye", "cumartesi",
-# "gelebiliyor"), the rest its own: no value to check it by.
+# Five of its nine words are the conversation's as said, five of its eight long ones in some
+# form ("gelebiliyor"), the rest its own: no value to check it by.
 SATURDAYS_IN_OTHER_WORDS = (
-    "Kullanıcı hafta içi çalıştığı için kütüphaneye yalnızca cumartesi gelebiliyor."
+    "Kullanıcı hafta içi çalıştığı için kütüphaneye ancak cumartesi gelebiliyor."
 )
 
 
 @pytest.mark.parametrize("trusted", [True, False])
 async def test_a_trusted_models_own_words_pass_where_half_are_the_conversations(trusted):
     """A capable model says a fact without a value in its own words, more so in a language
-    that builds words of many parts; once trusted, half of its words from the conversation
-    is enough. A model not trusted is held to the share the checks ask."""
+    that builds words of many parts; once trusted, 60 % of its longer words from the
+    conversation, in any form, is enough. A model not trusted is held to the share the checks
+    ask."""
     from memory_agent.creation import MemoryWriter
     from tests.fakes import friend_fact, friend_memory
 
@@ -430,3 +431,28 @@ async def test_a_trusted_models_own_words_pass_where_half_are_the_conversations(
     written = await writer.write(SATURDAYS)
     content = written.content if written is not None else ""
     assert (SATURDAYS_IN_OTHER_WORDS in content) is trusted, content
+
+
+@pytest.mark.parametrize(
+    "invented",
+    ["The user was notified that their work contract ends.",
+     "The user is in therapy for work stress and was told to stop working nights."],
+)
+async def test_a_trusted_models_own_words_must_still_be_the_conversations(invented):
+    """Short words ("not", "the") start too many others to count a word as said in another
+    form: a trusted model's invention is refused, and the user's words are kept."""
+    from memory_agent.creation import MemoryWriter
+    from tests.fakes import friend_fact, friend_memory
+
+    answers = [friend_memory(n) for n in range(1, 11)] + [invented]
+
+    async def ask(messages: list[ChatMessage]) -> ChatReply:
+        return ChatReply(answers.pop(0))
+
+    writer = MemoryWriter(ask, max_chars=500, max_transcript_chars=4000)
+    for n in range(1, 11):
+        await writer.write([ChatMessage("user", friend_fact(n))])
+    assert writer.trusted
+    said = "My doctor says I'm not sleeping enough and the stress at work is getting to me."
+    written = await writer.write([ChatMessage("user", said), ChatMessage("assistant", "Ok.")])
+    assert written is None or invented not in written.content

@@ -324,3 +324,37 @@ def test_the_same_amount_of_another_thing_in_the_memory_stays():
         "Il peso di Brando è 14,5 kg. Il sacco di crocchette pesa 14,5 kg.",
         "Il peso di Brando è 15,2 kg.",
     ) == ["Il peso di Brando è 14,5 kg."]
+
+
+def test_the_checks_take_only_the_clause_of_an_old_time_from_a_quote_with_other_facts():
+    """A time said in words ("kwart over zes") updates the bakery's 05:30; the quote it sits
+    in also holds an order no other memory has, which stays."""
+    older = ('The user said: "Hij haalt eerst het brood bij Bakkerij Oosterhof in Kampen, dat '
+             'staat elke dag om 05:30 klaar, en levert daarna order VR-4471 af in Almere."')
+    newer = 'The user said: "Vanaf maandag is het brood in Kampen pas kwart over zes klaar."'
+    steps = retention.refresh([Candidate(1, older), Candidate(0, newer)])
+    for step in steps:
+        assert step.action == "edit" and "VR-4471" in (step.new_content or "")
+
+
+@pytest.mark.parametrize(
+    ("older", "newer"),
+    [
+        ("La réunion d'équipe commence à 9:00.",
+         "La réunion d'équipe dure maintenant une heure et demie."),
+        ("La clase de yoga empieza a las 18:00.", "La clase de yoga ahora dura una y media horas."),
+        ("The user's sailboat is 32 ft long.",
+         "The user's sailboat insurance is now 40 dollars a month."),
+    ],
+)
+def test_a_duration_or_a_length_is_no_new_time_or_amount(older, newer):
+    assert retention.stale_sentences(older, newer) == []
+
+
+def test_an_abbreviation_before_a_number_is_not_any_short_word():
+    older = "The user's yoga class starts at 7 pm. 12 people attend it."
+    newer = "The user's yoga class now starts at 8 pm."
+    assert [s.strip() for s in text.sentences(older)] == [
+        "The user's yoga class starts at 7 pm.", "12 people attend it."
+    ]
+    assert retention.stale_sentences(older, newer) == ["The user's yoga class starts at 7 pm."]

@@ -109,6 +109,9 @@ def test_another_thing_with_a_value_does_not(older, newer):
         "der Code liegt unter /srv/shop/app/",
         "the deploy config is deploy/helm/values.yaml",
         "reviews go to @team-payments",
+        # A reference of the user's, in a request put as a question.
+        "Üye numaram 0457-8812, buraya not edebilir misiniz?",
+        "order FC-20931 still isn't here, can you check?",
     ],
 )
 def test_a_statement_with_a_value_is_worth_keeping_in_any_language(sentence):
@@ -430,3 +433,10 @@ def test_an_ordinal_date_or_an_abbreviation_ends_no_sentence(written, sentences)
 def test_only_a_capital_i_is_the_first_person(sentence, first_person):
     """"i" is "and" or "in" in Polish, Czech and the Scandinavian languages."""
     assert bool(language.FIRST_PERSON_WRITTEN.search(sentence)) is first_person
+
+
+@pytest.mark.parametrize(
+    "question", ["Is 2024-2025 the season?", "Can 100-200 people fit?", "Is 80% too high?"]
+)
+def test_a_question_with_a_range_or_a_share_is_no_statement(question):
+    assert facts.statement_score(question, "user") == 0

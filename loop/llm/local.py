@@ -193,7 +193,11 @@ class LocalChatModel(ChatModel):
                 if close is not None:
                     close()  # the model's state is its own again at once
             text = "".join(pieces)
-            usage = TokenUsage(self._prompt_tokens(options["messages"]), self._tokens(text))
+            answer = self._tokens(text)
+            # What llama.cpp read: the prompt as the chat template renders it, and the answer
+            # (all of it but the last token, which it never reads back).
+            read = self._llama.n_tokens - max(answer - 1, 0)
+            usage = TokenUsage(max(read, self._prompt_tokens(options["messages"])), answer)
         return text, finish_reason, usage
 
     def _prompt_tokens(self, payload: list[dict[str, str]]) -> int:
