@@ -211,12 +211,7 @@ def refresh(memories: Sequence[Candidate]) -> list[Step]:
         stale = stale_sentences(older.content, newest.content)
         if not stale:
             continue
-        elsewhere = {
-            value.value
-            for memory in memories
-            if memory.id != older.id
-            for value in values.keyed_values(memory.content)
-        }
+        elsewhere = values_elsewhere(memories, older.id)
         reason = f"memory {_id(newest.id)} updates " + "; ".join(s[:80] for s in stale)
         for index, sentence in enumerate(sentences):
             if sentence not in stale:
@@ -238,6 +233,16 @@ def refresh(memories: Sequence[Candidate]) -> list[Step]:
         else:
             steps.append(Step("edit", older.id, reason, kept))
     return steps
+
+
+def values_elsewhere(memories: Sequence[Candidate], but: int) -> set[str]:
+    """The values the memories other than memory `but` hold."""
+    return {
+        value.value
+        for memory in memories
+        if memory.id != but
+        for value in values.keyed_values(memory.content)
+    }
 
 
 _BRACKETS = "()[]{}"

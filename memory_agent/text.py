@@ -9,7 +9,7 @@ from __future__ import annotations
 import itertools
 import re
 import unicodedata
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache, partial
 from types import MappingProxyType
 
@@ -25,8 +25,9 @@ WORD = re.compile(r"[^\W_]*[^\W\d_][\w'’\-]*|\d[\d,.:]*\d|\d")
 # an initial's ("J. K. Rowling"), nor a common abbreviation's ("ca.", "z. B."), nor a date's
 # ("15.04. um 10 Uhr").
 TITLES = (
-    r"(?<!\b[Dd]r\.)(?<!\bdra\.)(?<!\b[Pp]rof\.)(?<!\bDoç\.)(?<!\bDoc\.)(?<!\bMr\.)(?<!\bMs\.)(?<!\bMrs\.)(?<!\bSt\.)(?<!\bvs\.)(?<!\be\.g\.)"
-    r"(?<!\bDra\.)(?<!\bSra\.)(?<!\bSr\.)(?<!\bProf\.)(?<!\bM\.)"
+    r"(?<!\b[Dd]r\.)(?<!\b[Dd]ra\.)(?<!\b[Pp]rof\.)(?<!\bDoç\.)(?<!\bDoc\.)"
+    r"(?<!\bMr\.)(?<!\bMs\.)(?<!\bMrs\.)(?<!\bSt\.)(?<!\bvs\.)(?<!\be\.g\.)"
+    r"(?<!\bSra\.)(?<!\bSr\.)(?<!\bM\.)"
     # Abbreviations: "ca. 5.000 €", "Nr. 4", "approx. 20", "z. B.", "d. h.", "p. ex.".
     r"(?<!\bca\.)(?<!\bapprox\.)(?<!\b[Nn]r\.)(?<!\b[a-z]\.)(?<!\b[a-z]\.\s[A-Z]\.)(?<!\bex\.)"
     # Initials: one before another ("J. K."), and the second of two ("K. Rowling"); a lone
@@ -109,16 +110,24 @@ def sentences(text: str) -> tuple[str, ...]:
     # split() interleaves each sentence with the closers it captured (None after a newline).
     joined = [parts[i] + (parts[i + 1] or "") for i in range(0, len(parts) - 1, 2)]
     joined.append(parts[-1])
+    return tuple(rejoined(part.strip() for part in joined))
+
+
+def rejoined(parts: Iterable[str]) -> list[str]:
+    """The non-blank parts of a text cut at each sentence end, each joined to the one before
+    where a period only seemed to end it (`_goes_on`)."""
     found: list[str] = []
-    for part in (part.strip() for part in joined):
-        if part and found and goes_on(found[-1], part):
+    for part in parts:
+        if not part.strip():
+            continue
+        if found and _goes_on(found[-1].strip(), part.strip()):
             found[-1] = f"{found[-1]} {part}"
-        elif part:
+        else:
             found.append(part)
-    return tuple(found)
+    return found
 
 
-def goes_on(before: str, after: str) -> bool:
+def _goes_on(before: str, after: str) -> bool:
     """`after` continues the sentence a period only seemed to end: an ordinal date ("lørdag
     21. juni", "19. yüzyıl") or an abbreviation before a number ("kl. 18:00")."""
     return bool(
@@ -406,7 +415,7 @@ def reading_form(text: str) -> str:
     words as they were said."""
     text = _SPACED_NUMBER.sub(lambda match: re.sub(r"\s", "", match.group()), normalise_text(text))
     for pattern, minutes, hours in _CLOCK_IN_WORDS:
-        text = pattern.sub(partial(_clock_digits, minutes=minutes, hours=hours), text)
+        text = pattern.sub(partial(_in_digits, minutes=minutes, hours=hours), text)
     return text
 
 
@@ -420,11 +429,18 @@ _SPACED_NUMBER = re.compile(
 
 
 def _clock_digits(match: re.Match[str], minutes: int, hours: Mapping[str, int]) -> str:
+    """The time a match of a `_CLOCK_IN_WORDS` pattern says, as H:MM."""
     said = match.group("h").lower()
     hour = int(said) if said.isdigit() else hours[said]
     total = (hour * 60 + minutes) % (24 * 60)
+    return f"{total // 60}:{total % 60:02d}"
+
+
+def _in_digits(match: re.Match[str], minutes: int, hours: Mapping[str, int]) -> str:
+    """The match as `reading_form` writes it: its "at" word kept, the time in digits."""
     cue = match.groupdict().get("cue")
-    return f"{cue + ' ' if cue else ''}{total // 60}:{total % 60:02d}"
+    time = _clock_digits(match, minutes, hours)
+    return f"{cue} {time}" if cue else time
 
 
 def clock_times(text: str) -> frozenset[str]:
@@ -432,7 +448,7 @@ def clock_times(text: str) -> frozenset[str]:
     "06:15")."""
     plain = normalise_text(text)
     said = {
-        _clock_digits(match, minutes=minutes, hours=hours).rsplit(" ", 1)[-1]
+        _clock_digits(match, minutes, hours)
         for pattern, minutes, hours in _CLOCK_IN_WORDS
         for match in pattern.finditer(plain)
     }

@@ -13,7 +13,7 @@ import re
 from collections.abc import Sequence
 
 from memory_agent import facts, language, text, values
-from memory_agent.retention import Candidate, Step, without_clauses_of
+from memory_agent.retention import Candidate, Step, values_elsewhere, without_clauses_of
 
 
 def claimed_update(memories: Sequence[Candidate], target: int, reason: str) -> Step | None:
@@ -36,13 +36,9 @@ def claimed_update(memories: Sequence[Candidate], target: int, reason: str) -> S
     older = next((m for m in memories if m.id == target), None)
     if older is None or older is newest:
         return None
-    elsewhere = {
-        value.value
-        for memory in memories
-        if memory.id != target
-        for value in values.keyed_values(memory.content)
-    }
-    sentences = list(text.sentences(older.content))
+    elsewhere = values_elsewhere(memories, target)
+    written = list(text.sentences(older.content))
+    sentences = list(written)
     stale: list[str] = []
     replaced_names: set[str] = set()
     for index, sentence in enumerate(sentences):
@@ -53,7 +49,7 @@ def claimed_update(memories: Sequence[Candidate], target: int, reason: str) -> S
         elif replaced:
             # It holds other facts too (a long quote): only its clauses of the old values go.
             sentences[index] = without_clauses_of(sentence, replaced, elsewhere)
-    if not stale and sentences == list(text.sentences(older.content)):
+    if not stale and sentences == written:
         return None
     # A sentence that names a replaced name again, whole, in words the value rules do not
     # read as one ("the cabot circus store" beside "our Cabot Circus store") goes too, unless

@@ -9,7 +9,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from memory_agent.errors import InvalidCompactionDecision, InvalidMemoryText
-from memory_agent.text import TITLES, goes_on
+from memory_agent.text import TITLES, rejoined
 
 MIN_SENTENCES = 1
 MAX_SENTENCES = 4
@@ -38,13 +38,7 @@ def strip_reasoning(text: str) -> str:
 
 
 def split_sentences(text: str) -> list[str]:
-    found: list[str] = []
-    for part in _SENTENCE_END.split(text):
-        if part.strip() and found and goes_on(found[-1].strip(), part.strip()):
-            found[-1] = f"{found[-1]} {part}"
-        elif part.strip():
-            found.append(part)
-    return found
+    return rejoined(_SENTENCE_END.split(text))
 
 
 def clean_model_text(raw: str) -> str:

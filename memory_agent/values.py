@@ -458,9 +458,9 @@ def replaced_values(older: str, newer: str, *, as_history: bool = False) -> froz
     With `as_history`, also a value `newer` repeats when it gives another of its kind, which
     `older` lacks, beside two of the same words ("van 8,5 naar elf procent", the fuel
     surcharge now 11%, after the fuel surcharge of 8,5%): a model may judge it the old value,
-    said again as history; or a reference said again beside a new one of its series ("NB-0217
-nicht überlebt … Ersatzgerät NB-0262"). Not a name: a name said again is as often whom both
-speak of."""
+    said again as history; or a reference said again beside a new one of its series
+    ("NB-0217 nicht überlebt … Ersatzgerät NB-0262"). Not a name: a name said again is as
+    often whom both speak of."""
     old_values = keyed_values(older)
     new_values = keyed_values(newer)
     repeated = {value.value for value in new_values}
