@@ -163,9 +163,11 @@ class MemoryWriter:
         # Read before this answer's sentences join the record: they are judged by the record
         # as it stood when the model was asked.
         trusted, doubted, promising = self.trusted, self.doubted, self.promising
-        if not statements and not trusted:
+        if not statements and not promising:
             # Nothing the checks can see is worth keeping, and the model has not shown it
-            # judges better: no call. A trusted model decides for itself (NOTHING or not).
+            # judges better: no call. A trusted model decides for itself (NOTHING or not), and
+            # so does one on its way to trust: the checks' floor misses facts said in words
+            # (a habit, an allergy) in a language its word classes do not cover.
             return None
         if statements and self._may_be_spared and self._added.spares_the_model():
             # Nearly none of its latest sentences added to the statements, which carry the
@@ -197,7 +199,9 @@ class MemoryWriter:
         ) - text.CALENDAR_NAMES
         sentences = split_sentences(answer)
         sources = _Sources(source, stated, known_names, text.names(stated_text))
-        kept, leaned_on = self._grounded_sentences(sentences, sources, trusted=trusted)
+        # A model on its way to trust is granted the leniency too: else the first conversations an
+        # app has, before any record is known, lose what a capable model wrote in its own words.
+        kept, leaned_on = self._grounded_sentences(sentences, sources, lenient=promising)
         said = " ".join(statement.text for statement in statements)
         for sentence in sentences:
             self._added.add(sentence in kept and (trusted or _adds(sentence, said, stated)))
@@ -214,17 +218,17 @@ class MemoryWriter:
         return written if written.content else None
 
     def _grounded_sentences(
-        self, sentences: Sequence[str], sources: _Sources, *, trusted: bool
+        self, sentences: Sequence[str], sources: _Sources, *, lenient: bool
     ) -> tuple[list[str], int]:
         """The sentences the checks keep, and how many of them passed only by the leniency
-        a trusted model earns. The track record counts every check, so that leniency to a
+        a trusted (`lenient`) model earns. The track record counts every check, so that leniency to a
         trusted model cannot earn the trust it rests on."""
         kept: list[str] = []
         leaned_on = 0
         for sentence in sentences:
             rejection = _rejection(sentence, sources, follows_the_user=bool(kept))
             self._kept.add(rejection is None)
-            passed = rejection is None or (trusted and rejection in _LENIENT_TO_TRUST)
+            passed = rejection is None or (lenient and rejection in _LENIENT_TO_TRUST)
             self.sentences_written += 1
             self.sentences_kept += passed
             if passed:

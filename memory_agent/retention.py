@@ -32,6 +32,7 @@ A trusted model's claims that a new memory updates older ones are checked in `up
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -252,26 +253,42 @@ def without_clauses_of(sentence: str, replaced: frozenset[str], elsewhere: set[s
     """The sentence without its clauses that hold a replaced value (not a name alone: a name
     is replaced wherever the newer text names anyone else) and no value of their own that no
     other memory holds, each left out as "…" (its quotation marks kept): "dat staat elke dag
-    om 05:30 klaar," in a long quote of a drive's stops."""
+    om 05:30 klaar," in a long quote of a drive's stops. A clause that stays (the first, or
+    one with a value of its own) loses the replaced values written in digits, each left out
+    as "…": "reminders by SMS go to 601 442 913" keeps what goes by SMS, not the old number."""
     kept: list[str] = []
     for index, clause in enumerate(text.clauses(sentence)):
-        if not index or any(mark in clause for mark in _BRACKETS):
-            # The first clause says who said it and of what; a bracket left open misleads.
-            kept.append(clause)
-            continue
         keyed = values.keyed_values(clause)
         said = {v.value for v in keyed}
-        if any(v.value in replaced and v.kind != "name" for v in keyed) and (
-            said - replaced <= elsewhere
+        if (
+            index
+            and not any(mark in clause for mark in _BRACKETS)
+            and any(v.value in replaced and v.kind != "name" for v in keyed)
+            and said - replaced <= elsewhere
         ):
             marks = "".join(char for char in clause if char in text.QUOTE_MARKS)
             if not kept or not kept[-1].startswith("…"):
                 kept.append(f"…{marks}")
             else:
                 kept[-1] += marks
-        else:
-            kept.append(clause)
+            continue
+        # The first clause says who said it and of what; a bracket left open misleads.
+        for value in {v.value for v in keyed if v.value in replaced and v.kind != "name"}:
+            clause = _written_in_digits(value).sub("…", clause)
+        kept.append(clause)
     return " ".join(kept)
+
+
+def _written_in_digits(value: str) -> re.Pattern[str]:
+    """The value as a text may write it: its digits and letters in order, a space, a point
+    or a comma allowed between any two ("601442913" as "601 442 913", "12.50" as "12,50");
+    a value without digits matches nothing."""
+    if not any(char.isdigit() for char in value):
+        return re.compile(r"(?!)")
+    parts = [re.escape(char) for char in value if char.isalnum()]
+    return re.compile(
+        r"(?<![\w.,])" + r"[\s.,:'’\u00a0-]?".join(parts) + r"(?![\w]|[.,]\d)", re.IGNORECASE
+    )
 
 
 def stale_sentences(older: str, newer: str) -> list[str]:

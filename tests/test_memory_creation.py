@@ -456,3 +456,40 @@ async def test_a_trusted_models_own_words_must_still_be_the_conversations(invent
     said = "My doctor says I'm not sleeping enough and the stress at work is getting to me."
     written = await writer.write([ChatMessage("user", said), ChatMessage("assistant", "Ok.")])
     assert written is None or invented not in written.content
+
+
+# Said in a language whose words the checks do not know: no statement they can see.
+UNREAD_HABIT = [
+    ChatMessage("user", "Czy mogę w trakcie słuchać muzyki? Mam naprawdę silny odruch wymiotny."),
+    ChatMessage("assistant", "Jak najbardziej, słuchawki pomagają."),
+]
+UNREAD_HABIT_MEMORY = "Użytkownik ma silny odruch wymiotny i słucha muzyki w trakcie."
+
+
+@pytest.mark.parametrize("first_sentences_pass", [True, False])
+async def test_a_model_on_its_way_to_trust_is_asked_where_the_checks_see_no_statement(
+        database, clock, first_sentences_pass):
+    """The checks' floor misses a fact said in words of a language they do not cover. A model
+    whose first sentences passed is asked all the same, and its sentence is kept; one whose
+    first sentences failed is not asked there."""
+    await install_app(database, "dental")
+    warm_up = (ONE_SENTENCE + " Their mornings are busy." if first_sentences_pass
+               else "The user adores purple llamas. Their llamas sing opera.")
+
+    def write(call: ModelCall) -> str:
+        return UNREAD_HABIT_MEMORY if "odruch" in call.prompt else warm_up
+
+    model = memory_model(write)
+    agent = MemorySubAgent(database, model, clock=clock)
+    for index in range(2):
+        await agent.create_memory(request("dental", f"warm-{index}"))
+    asked_before = len(model.calls)
+
+    created = await agent.create_memory(request("dental", "habit", UNREAD_HABIT))
+
+    if first_sentences_pass:
+        assert len(model.calls) == asked_before + 1
+        assert created.memory is not None and created.memory.content == UNREAD_HABIT_MEMORY
+    else:
+        assert len(model.calls) == asked_before
+        assert created.memory is None

@@ -443,6 +443,18 @@ def test_only_the_clause_of_a_replaced_time_goes_from_a_long_quote():
     )
 
 
+def test_a_replaced_number_leaves_a_clause_that_holds_another_fact():
+    """The old phone number goes from both sentences that say it, the second tied by the
+    number alone; what goes by SMS, said nowhere else, stays."""
+    older = ('Przypomnienia SMS o wizytach mają przychodzić na numer 601 442 913. The user said: '
+             '"Jeśli tak, to najlepiej SMS-em na 601 442 913, maili i tak nie czytam."')
+    newer = "Nowy numer kontaktowy użytkownika to 512 090 377."
+    step = update_claims.claimed_update(candidates(older, newer), 1, "r")
+    assert step == Step("edit", 1, "r", (
+        'Przypomnienia SMS o wizytach mają przychodzić na numer …. The user said: '
+        '"Jeśli tak, to najlepiej SMS-em na …, maili i tak nie czytam."'))
+
+
 def test_a_clause_is_not_dropped_for_a_name_alone():
     """Names are replaced wherever the new memory names anyone else: a clause that holds
     only names stays when its sentence holds a fact no other memory has."""

@@ -428,10 +428,12 @@ def test_an_ordinal_date_or_an_abbreviation_ends_no_sentence(written, sentences)
         ("Córka użytkownika, Zosia, też jest pacjentką i bardzo boi się wiercenia.", False),
         ("I think the user prefers mornings.", True),
         ("Mi hermana vive en Lima.", True),
+        ("Użytkownik ma bardzo silny odruch wymiotny.", False),
+        ("Mon fils a 7 ans.", True),
     ],
 )
 def test_only_a_capital_i_is_the_first_person(sentence, first_person):
-    """"i" is "and" or "in" in Polish, Czech and the Scandinavian languages."""
+    """"i" is "and" or "in" in Polish, Czech and the Scandinavian languages, "ma" is "has"."""
     assert bool(language.FIRST_PERSON_WRITTEN.search(sentence)) is first_person
 
 
