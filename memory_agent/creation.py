@@ -221,8 +221,8 @@ class MemoryWriter:
         self, sentences: Sequence[str], sources: _Sources, *, lenient: bool
     ) -> tuple[list[str], int]:
         """The sentences the checks keep, and how many of them passed only by the leniency
-        a trusted (`lenient`) model earns. The track record counts every check, so that leniency to a
-        trusted model cannot earn the trust it rests on."""
+        a trusted (`lenient`) model earns. The track record counts every check, so that
+        leniency to a trusted model cannot earn the trust it rests on."""
         kept: list[str] = []
         leaned_on = 0
         for sentence in sentences:

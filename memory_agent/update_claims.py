@@ -47,7 +47,7 @@ def claimed_update(memories: Sequence[Candidate], target: int, reason: str) -> S
     # read mail"). Not a short number: 900 € of rent and 900 books are two things.
     tied_values = {
         v.value
-        for sentence, replaced in zip(sentences, tied)
+        for sentence, replaced in zip(sentences, tied, strict=True)
         for v in values.keyed_values(sentence)
         if v.value in replaced and _distinctive(v)
     }

@@ -81,7 +81,8 @@ path_values = st.one_of(
     st.text(min_size=1, max_size=40).map(lambda t: quote(t, safe="")),
 )
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=50),
+    st.none() | st.booleans() | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=50),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
         st.sampled_from(["appId", "name", "content", "reason", "extra", ""]) | st.text(max_size=8),
         inner, max_size=4),
