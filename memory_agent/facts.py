@@ -35,7 +35,6 @@ from memory_agent.text import (
     WORD,
     content_words,
     names,
-    normalise_text,
     number_slots,
     numbers,
     references,
@@ -43,6 +42,7 @@ from memory_agent.text import (
     stem,
     vocabulary,
 )
+from memory_agent.written_forms import normalise_text
 
 _FIRST_PERSON = language.FIRST_PERSON
 

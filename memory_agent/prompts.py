@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from memory_agent.chat_model import ChatMessage
 from memory_agent.facts import Statement
 from memory_agent.models import Memory
-from memory_agent.text import normalise_text
+from memory_agent.written_forms import normalise_text
 
 CREATION_PROMPT = """\
 You are a memory creation assistant. Analyze this conversation and create a concise memory record.

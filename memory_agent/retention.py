@@ -32,12 +32,11 @@ A trusted model's claims that a new memory updates older ones are checked in `up
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from memory_agent import facts, text, values
+from memory_agent import facts, text, values, written_forms
 from memory_agent.models import DEFAULT_IMPORTANCE
 
 NEW_MEMORY_ID = 0
@@ -274,21 +273,9 @@ def without_clauses_of(sentence: str, replaced: frozenset[str], elsewhere: set[s
             continue
         # The first clause says who said it and of what; a bracket left open misleads.
         for value in {v.value for v in keyed if v.value in replaced and v.kind != "name"}:
-            clause = _written_in_digits(value).sub("…", clause)
+            clause = written_forms.written_in_digits(value).sub("…", clause)
         kept.append(clause)
     return " ".join(kept)
-
-
-def _written_in_digits(value: str) -> re.Pattern[str]:
-    """The value as a text may write it: its digits and letters in order, a space, a point
-    or a comma allowed between any two ("601442913" as "601 442 913", "12.50" as "12,50");
-    a value without digits matches nothing."""
-    if not any(char.isdigit() for char in value):
-        return re.compile(r"(?!)")
-    parts = [re.escape(char) for char in value if char.isalnum()]
-    return re.compile(
-        r"(?<![\w.,])" + r"[\s.,:'’\u00a0-]?".join(parts) + r"(?![\w]|[.,]\d)", re.IGNORECASE
-    )
 
 
 def stale_sentences(older: str, newer: str) -> list[str]:

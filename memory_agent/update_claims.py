@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from memory_agent import facts, language, text, values
+from memory_agent import facts, language, text, values, written_forms
 from memory_agent.retention import Candidate, Step, values_elsewhere, without_clauses_of
 
 
@@ -123,7 +123,7 @@ def _says(sentence: str, name: str) -> bool:
 
 def _plain(sentence: str) -> str:
     """One apostrophe, and no possessive: "Jo’s Bar" and "jo's bar" name "Jo Bar" alike."""
-    return re.sub(r"(?<=\w)'s\b", "", text.normalise_text(sentence).replace("’", "'"))
+    return re.sub(r"(?<=\w)'s\b", "", written_forms.normalise_text(sentence).replace("’", "'"))
 
 
 # Words every memory shares: they do not tie one sentence to what another speaks of.

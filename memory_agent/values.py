@@ -29,9 +29,9 @@ from memory_agent.text import (
     is_calendar_word,
     names,
     number_value,
-    reading_form,
     stem,
 )
+from memory_agent.written_forms import reading_form
 
 # Words too common in memories to tie two of them to one slot.
 GENERIC_WORDS = frozenset(

@@ -1,0 +1,116 @@
+"""How a text writes its values, and the one form the checks read them in.
+
+Characters: NFKC, invisible format characters removed (`normalise_text`), so that look-alike
+and zero-width characters cannot hide a word from a check. Numbers: thousands grouped by
+spaces are one number ("1 200 kr"). Times of day said in words are times ("kwart over zes",
+"a las doce y cuarto", `language.Words.clock`). And back: where a value a memory holds is
+written in a text (`written_in_digits`), so that an old value can be left out of it.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Mapping
+from functools import lru_cache, partial
+
+from memory_agent import language
+
+# The checks read the same few texts again and again (each memory against each other one):
+# they are pure functions of the text, so they are computed once and shared, as immutable
+# values.
+cached = lru_cache(maxsize=8192)
+
+
+@cached
+def normalise_text(text: str) -> str:
+    """NFKC, invisible format characters removed: what every check here reads."""
+    if text.isascii():
+        return text  # NFKC leaves ASCII alone, and every format character lies beyond it
+    text = unicodedata.normalize("NFKC", text)
+    return "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
+
+
+def _clock_patterns() -> tuple[tuple[re.Pattern[str], int, dict[str, int]], ...]:
+    """Each language's times of day in words (`language.Words.clock`), with the minutes each
+    adds to its hour and the language's hours in words."""
+    found = []
+    for words in language.LANGUAGES.values():
+        hours = _hours_of(words)
+        spelled = "|".join(sorted(map(re.escape, hours), key=len, reverse=True))
+        for entry in words.clock.split():
+            pattern, minutes = entry.rsplit("=", 1)
+            bare_half = pattern.startswith(("half_{h}", "halb_{h}"))
+            hour = spelled if bare_half else rf"{spelled}|[01]?\d|2[0-3]"
+            regex = pattern.replace("{h}", f"(?P<h>{hour})")
+            regex = re.sub(r"^<([^>]+)>", r"(?P<cue>\1)", regex).replace("_", r"\s+")
+            found.append((re.compile(rf"(?<!\w){regex}(?!\w)", re.I), int(minutes), hours))
+    return tuple(found)
+
+
+def _hours_of(words: language.Words) -> dict[str, int]:
+    spelled = {**language.numbered("numbers", 2, of=words), **language.numbered("one", 1, of=words)}
+    return {word: n for word, n in spelled.items() if n <= 12}
+
+
+_CLOCK_IN_WORDS = _clock_patterns()
+
+
+@cached
+def reading_form(text: str) -> str:
+    """The text as the value rules read it: normalised, with a number grouped by spaces as one
+    ("1 200 kr", "601 442 913") and each time of day said in words in digits ("kwart over
+    zes", "las doce y cuarto", "quarter to eight": 6:15, 12:15, 7:45). A memory keeps the
+    words as they were said."""
+    text = _SPACED_NUMBER.sub(lambda match: re.sub(r"\s", "", match.group()), normalise_text(text))
+    for pattern, minutes, hours in _CLOCK_IN_WORDS:
+        text = pattern.sub(partial(_in_digits, minutes=minutes, hours=hours), text)
+    return text
+
+
+# Groups of three digits after the first, a space between: thousands in most of Europe.
+# Not "214 215" (two rooms) nor "2 100-euro notes": a first group of one or two digits, or
+# three groups or more ("601 442 913").
+_SPACED_NUMBER = re.compile(
+    r"(?<![\w.,:])(?:\d{1,2}(?:[ \u00a0\u202f]\d{3})+|\d{3}(?:[ \u00a0\u202f]\d{3}){2,})"
+    r"(?![\w-]|[.,:]\d)"
+)
+
+
+def _clock_digits(match: re.Match[str], minutes: int, hours: Mapping[str, int]) -> str:
+    """The time a match of a `_CLOCK_IN_WORDS` pattern says, as H:MM."""
+    said = match.group("h").lower()
+    hour = int(said) if said.isdigit() else hours[said]
+    total = (hour * 60 + minutes) % (24 * 60)
+    return f"{total // 60}:{total % 60:02d}"
+
+
+def _in_digits(match: re.Match[str], minutes: int, hours: Mapping[str, int]) -> str:
+    """The match as `reading_form` writes it: its "at" word kept, the time in digits."""
+    cue = match.groupdict().get("cue")
+    time = _clock_digits(match, minutes, hours)
+    return f"{cue} {time}" if cue else time
+
+
+def clock_times(text: str) -> frozenset[str]:
+    """The times of day a text says in words, in digits as a model may write them ("6:15",
+    "06:15")."""
+    plain = normalise_text(text)
+    said = {
+        _clock_digits(match, minutes, hours)
+        for pattern, minutes, hours in _CLOCK_IN_WORDS
+        for match in pattern.finditer(plain)
+    }
+    return frozenset(said | {f"0{time}" for time in said if len(time) == 4})
+
+
+def written_in_digits(value: str) -> re.Pattern[str]:
+    """The value as a text may write it: its digits and letters in order, a space, a point
+    or a comma allowed between any two ("601442913" as "601 442 913", "12.50" as "12,50");
+    a value without digits matches nothing."""
+    if not any(char.isdigit() for char in value):
+        return re.compile(r"(?!)")
+    parts = [re.escape(char) for char in value if char.isalnum()]
+    return re.compile(
+        r"(?<![\w.,])" + r"[\s.,:'’\u00a0-]?".join(parts) + r"(?![\w]|[.,]\d)", re.IGNORECASE
+    )
