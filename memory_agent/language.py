@@ -68,6 +68,10 @@ class Words:
     # "half 8" is 8:30 in English and 7:30 in Dutch.
     one: str = ""
     clock: str = ""
+    # Titles a person's name follows ("dr.", "signora"): the word after one is a name whatever
+    # its case, and the title itself none. A title written with a full stop is an
+    # abbreviation, whose full stop ends no sentence ("Dr. Hollis").
+    titles: str = ""
 
 
 ENGLISH = Words(
@@ -135,6 +139,7 @@ ENGLISH = Words(
     fifteen sixteen seventeen eighteen nineteen twenty""",
     one="one",
     clock="""quarter_past_{h}=15 half_past_{h}=30 quarter_to_{h}=-15 {h}_o'clock=0""",
+    titles="mr. mrs. ms. miss dr. prof.",
 )
 
 SPANISH = Words(
@@ -179,6 +184,7 @@ SPANISH = Words(
     one="una",
     clock="""<a_las|las|a_la|la>_{h}_y_cuarto=15 <a_las|las|a_la|la>_{h}_y_media=30
     <a_las|las|a_la|la>_{h}_menos_cuarto=-15 {h}_en_punto=0""",
+    titles="sr. sra. señor señora dr. dra.",
 )
 
 FRENCH = Words(
@@ -216,6 +222,7 @@ FRENCH = Words(
     one="une",
     clock="""<à|vers>_{h}_heures?_et_quart=15 <à|vers>_{h}_heures?_et_demie=30
     <à|vers>_{h}_heures?_moins_le_quart=-15""",
+    titles="mme. monsieur madame",
 )
 
 GERMAN = Words(
@@ -254,6 +261,7 @@ GERMAN = Words(
     vierzehn fünfzehn|fuenfzehn sechzehn siebzehn achtzehn neunzehn zwanzig""",
     one="eins|ein",
     clock="""viertel_nach_{h}=15 halb_{h}=-30 viertel_vor_{h}=-15 {h}_uhr=0""",
+    titles="herr frau dr. prof.",
 )
 
 PORTUGUESE = Words(
@@ -291,6 +299,7 @@ PORTUGUESE = Words(
     one="uma|um",
     clock="""<às|as|à>_{h}_e_meia=30 <às|as|à>_{h}_e_quinze=15 <às|as|à>_{h}_e_um_quarto=15
     quinze_para_as_{h}=-15 {h}_em_ponto=0""",
+    titles="sr. sra. dr. dra.",
 )
 
 ITALIAN = Words(
@@ -324,6 +333,7 @@ ITALIAN = Words(
     one="una|l'una",
     clock="""<alle|le>_{h}_e_un_quarto=15 <alle|le>_{h}_e_mezzo=30 <alle|le>_{h}_e_mezza=30
     <alle|le>_{h}_meno_un_quarto=-15 {h}_in_punto=0""",
+    titles="signor signora dott. dottoressa",
 )
 
 DUTCH = Words(
@@ -434,6 +444,8 @@ USER = pattern_of("user")
 CONFIRMATION = pattern_of("confirmation")
 CHANGE = pattern_of("change")
 STANDING = pattern_of("standing")
+TITLES = frozenset(title.rstrip(".") for title in words_of("titles"))
+ABBREVIATED_TITLES = frozenset(title[:-1] for title in words_of("titles") if title.endswith("."))
 LASTING = words_of("lasting")
 QUESTION_STARTS = words_of("question")
 CALENDAR = words_of("calendar")

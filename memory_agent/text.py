@@ -26,9 +26,14 @@ WORD = re.compile(r"[^\W_]*[^\W\d_][\w'’\-]*|\d[\d,.:]*\d|\d")
 # an initial's ("J. K. Rowling"), nor a common abbreviation's ("ca.", "z. B."), nor a date's
 # ("15.04. um 10 Uhr").
 TITLES = (
-    r"(?<!\b[Dd]r\.)(?<!\b[Dd]ra\.)(?<!\b[Pp]rof\.)(?<!\bDoç\.)(?<!\bDoc\.)"
-    r"(?<!\bMr\.)(?<!\bMs\.)(?<!\bMrs\.)(?<!\bSt\.)(?<!\bvs\.)(?<!\be\.g\.)"
-    r"(?<!\bSra\.)(?<!\bSr\.)(?<!\bM\.)"
+    "".join(
+        rf"(?<!\b{title[0].upper()}{re.escape(title[1:])}\.)"
+        # In lower case too ("u dr. Kowalczyka"), but "40 ms." is milliseconds.
+        + ("" if title == "ms" else rf"(?<!\b{re.escape(title)}\.)")
+        for title in sorted(language.ABBREVIATED_TITLES)
+    )
+    # Titles of languages not covered ("Doç. Dr."), and French "M." before a name.
+    + r"(?<!\bDoç\.)(?<!\bDoc\.)(?<!\bM\.)(?<!\bSt\.)(?<!\bvs\.)(?<!\be\.g\.)"
     # Abbreviations: "ca. 5.000 €", "Nr. 4", "approx. 20", "z. B.", "d. h.", "p. ex.".
     r"(?<!\bca\.)(?<!\bapprox\.)(?<!\b[Nn]r\.)(?<!\b[a-z]\.)(?<!\b[a-z]\.\s[A-Z]\.)(?<!\bex\.)"
     # Initials: one before another ("J. K."), and the second of two ("K. Rowling"); a lone
@@ -49,8 +54,9 @@ _SENTENCE_END = re.compile(TITLES + r"(?<!\d\.\d\d\.)(?<=[.!?])([\"'”’)\]»]
 # months.
 _GIVEN_NAME = re.compile(r"\b(?:name is|named|called)\s+([a-z][a-z'-]+)", re.I)
 _TITLED_NAME = re.compile(
-    r"\b(?:mr|mrs|ms|miss|dr|dra|prof|sr|sra|mme|herr|frau|signor|signora|señor|señora|dott"
-    r"|dottoressa|monsieur|madame)\.?\s+([^\W\d_][\w'-]+)",
+    r"\b(?:"
+    + "|".join(sorted(language.TITLES, key=len, reverse=True))
+    + r")\.?\s+([^\W\d_][\w'-]+)",
     re.I,
 )
 
@@ -68,9 +74,7 @@ _INNER_CAPITAL = re.compile(r"^(?:[^\W\d_]+[A-Z][\w-]*|[A-Z]{2,}[\w-]*)$")
 STOPWORDS = language.STOPWORDS
 # Capitalised words that are no names: titles (the name follows them) and days and months
 # (taken by their first three letters, whatever their case).
-_NOT_NAMES = STOPWORDS | language.CALENDAR | frozenset(
-    "mr mrs ms miss dr prof sr sra mme herr frau".split()
-)
+_NOT_NAMES = STOPWORDS | language.CALENDAR | language.TITLES
 
 
 _CALENDAR_WORD = re.compile(
