@@ -4,7 +4,9 @@ conversation, completed from the conversation's own statements where it falls sh
 1. `facts.key_statements` finds what is worth remembering. With none (small talk, a general
    question), nothing is written and no model is asked: such a conversation does not spend a
    memory slot. A trusted model (below) is asked all the same: it may see what the checks
-   cannot ("runbooks live in the sre-handbook repo"), and answers `NOTHING` where nothing is.
+   cannot ("runbooks live in the sre-handbook repo"), and answers `NOTHING` where nothing is;
+   so is one on its way to trust (`MemoryWriter.promising`), whose words the checks' floor
+   may miss in a language they do not cover ("Mam silny odruch wymiotny").
 2. The model writes the memory with the seed's creation prompt, or answers `NOTHING` when
    the conversation holds nothing worth remembering: a model that can judge decides. A
    trusted model's prompt also shows what the space already remembers, so it can say whose
@@ -15,7 +17,8 @@ conversation, completed from the conversation's own statements where it falls sh
    that writes faithfully, the memories of its space hold, or words mostly its own when it
    holds no value), or is neither about the user nor carries a value of the conversation
    (an impersonal fact, "failover takes 4 minutes", is kept by its value; a trusted model's
-   is kept when grounded).
+   is kept when grounded, and a promising model's when grounded in what the user said or the
+   assistant confirmed, not in the assistant's chatter).
 4. A key statement whose values the kept sentences do not carry is added in the speaker's
    own words (`The user said: "…"`), so the fact is kept even when the model missed or garbled
    it; not beside a trusted model's answer that passed whole (`MemoryWriter.trusted`). Beside
@@ -199,9 +202,13 @@ class MemoryWriter:
         ) - text.CALENDAR_NAMES
         sentences = split_sentences(answer)
         sources = _Sources(source, stated, known_names, text.names(stated_text))
-        # A model on its way to trust is granted the leniency too: else the first conversations an
-        # app has, before any record is known, lose what a capable model wrote in its own words.
-        kept, leaned_on = self._grounded_sentences(sentences, sources, lenient=promising)
+        kept, leaned_on = self._grounded_sentences(
+            sentences,
+            sources,
+            trusted=trusted,
+            promising=promising,
+            statements_seen=bool(statements),
+        )
         said = " ".join(statement.text for statement in statements)
         for sentence in sentences:
             self._added.add(sentence in kept and (trusted or _adds(sentence, said, stated)))
@@ -218,17 +225,37 @@ class MemoryWriter:
         return written if written.content else None
 
     def _grounded_sentences(
-        self, sentences: Sequence[str], sources: _Sources, *, lenient: bool
+        self,
+        sentences: Sequence[str],
+        sources: _Sources,
+        *,
+        trusted: bool,
+        promising: bool,
+        statements_seen: bool,
     ) -> tuple[list[str], int]:
         """The sentences the checks keep, and how many of them passed only by the leniency
-        a trusted (`lenient`) model earns. The track record counts every check, so that
-        leniency to a trusted model cannot earn the trust it rests on."""
+        a trusted model earns. A promising model is granted that leniency too, for a sentence
+        whose words the user said or the assistant confirmed: else an app's first
+        conversations, before any record is known, lose what a capable model wrote in its own
+        words. Where the checks saw no statement, each sentence of a model not trusted must be
+        such: its own chatter ("the capital of Australia is Canberra") is no memory. The track
+        record counts every check, so that leniency cannot earn the trust it rests on."""
         kept: list[str] = []
         leaned_on = 0
         for sentence in sentences:
             rejection = _rejection(sentence, sources, follows_the_user=bool(kept))
             self._kept.add(rejection is None)
-            passed = rejection is None or (lenient and rejection in _LENIENT_TO_TRUST)
+            lenient = rejection in _LENIENT_TO_TRUST
+            if trusted:
+                passed = rejection is None or lenient
+            elif statements_seen:
+                passed = rejection is None or (
+                    promising and lenient and _said_by_the_speakers(sentence, sources)
+                )
+            else:
+                passed = (rejection is None or (promising and lenient)) and (
+                    _said_by_the_speakers(sentence, sources)
+                )
             self.sentences_written += 1
             self.sentences_kept += passed
             if passed:
@@ -286,6 +313,15 @@ _LENIENT_TO_TRUST = frozenset({_IMPERSONAL, _PARAPHRASED})
 
 # The model's sentences that hold a fact go last when something must be cut.
 _MODEL_FACT = 10
+
+
+def _said_by_the_speakers(sentence: str, sources: _Sources) -> bool:
+    """The sentence's values and most of its words are the user's or what the assistant
+    confirmed, in some form: not the assistant's chatter."""
+    return facts.is_grounded(
+        sentence, sources.stated, share=_PARAPHRASE, known_names=sources.known_names,
+        in_any_form=True,
+    )
 
 
 def _adds(sentence: str, said: str, stated: Set[str]) -> bool:

@@ -429,10 +429,12 @@ def pattern_of(field: str, *, excluding: frozenset[str] = frozenset()) -> re.Pat
 
 FIRST_PERSON = pattern_of("first_person")
 # The first person as a written memory could hold it: without chat spellings that are words
-# of other languages ("im" is German for "in the"), nor French "ma", which is "has" in Polish,
-# Czech and Slovak ("Użytkownik ma silny odruch").
+# of other languages ("im" is German for "in the"). French "ma" only starting the sentence
+# ("Ma fille a 12 ans"): within one it is as often "has" in Polish, Czech and Slovak
+# ("Użytkownik ma silny odruch").
 FIRST_PERSON_WRITTEN = re.compile(
     pattern_of("first_person", excluding=frozenset({"im", "ive", "id", "i", "ma"})).pattern
+    + r"|^\W*(?-i:Ma)\b"
     # "I" in capitals: "i" is "and" or "in" in Polish, Czech and the Scandinavian languages.
     # Not Italian "I" before a plural noun ("I farmaci"), nor the letter of a form's or a
     # road's name ("I-94", "I-5").

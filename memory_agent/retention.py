@@ -254,7 +254,8 @@ def without_clauses_of(sentence: str, replaced: frozenset[str], elsewhere: set[s
     other memory holds, each left out as "…" (its quotation marks kept): "dat staat elke dag
     om 05:30 klaar," in a long quote of a drive's stops. A clause that stays (the first, or
     one with a value of its own) loses the replaced values written in digits, each left out
-    as "…": "reminders by SMS go to 601 442 913" keeps what goes by SMS, not the old number."""
+    as "…" (the first clause only those `values.distinctive`): "reminders by SMS go to
+    601 442 913" keeps what goes by SMS, not the old number."""
     kept: list[str] = []
     for index, clause in enumerate(text.clauses(sentence)):
         keyed = values.keyed_values(clause)
@@ -271,8 +272,14 @@ def without_clauses_of(sentence: str, replaced: frozenset[str], elsewhere: set[s
             else:
                 kept[-1] += marks
             continue
-        # The first clause says who said it and of what; a bracket left open misleads.
-        for value in {v.value for v in keyed if v.value in replaced and v.kind != "name"}:
+        # The first clause says who said it and of what; a bracket left open misleads. Only a
+        # value that is one thing wherever it is said leaves it ("SMS to 601 442 913"): a
+        # change announced ties a sentence's every value of the replaced kind.
+        for value in {
+            v.value
+            for v in keyed
+            if v.value in replaced and v.kind != "name" and (index or values.distinctive(v))
+        }:
             clause = written_forms.written_in_digits(value).sub("…", clause)
         kept.append(clause)
     return " ".join(kept)

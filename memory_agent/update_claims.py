@@ -44,15 +44,16 @@ def claimed_update(memories: Sequence[Candidate], target: int, reason: str) -> S
     tied = [_tied_replaced_values(sentence, newest.content) for sentence in sentences]
     # A value of its own kind tied in one sentence is the same old value where the memory
     # says it again ("on 601 442 913", then in the user's words "SMS to 601 442 913, I never
-    # read mail"). Not a short number: 900 € of rent and 900 books are two things.
+    # read mail"). Not a short number or code: 900 € of rent and 900 books are two things,
+    # and so are vitamin B12 and a B12 level.
     tied_values = {
         v.value
         for sentence, replaced in zip(sentences, tied, strict=True)
         for v in values.keyed_values(sentence)
-        if v.value in replaced and _distinctive(v)
+        if v.value in replaced and values.distinctive(v)
     }
     for index, sentence in enumerate(sentences):
-        replaced = tied[index] or frozenset(
+        replaced = tied[index] | frozenset(
             v.value for v in values.keyed_values(sentence) if v.value in tied_values
         )
         if replaced and {v.value for v in values.keyed_values(sentence)} - replaced <= elsewhere:
@@ -86,16 +87,6 @@ def claimed_update(memories: Sequence[Candidate], target: int, reason: str) -> S
     if kept == older.content:
         return None
     return Step("edit", target, reason, kept)
-
-
-# Digits enough that the same value twice is one thing: a phone number, an IP address, an ID.
-_DISTINCTIVE_DIGITS = 5
-
-
-def _distinctive(value: values.KeyedValue) -> bool:
-    return value.kind == "code" or (
-        value.kind != "name" and sum(char.isdigit() for char in value.value) >= _DISTINCTIVE_DIGITS
-    )
 
 
 def _names_as_written(sentence: str, replaced: frozenset[str]) -> set[str]:

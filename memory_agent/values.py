@@ -483,6 +483,20 @@ def replaced_values(older: str, newer: str, *, as_history: bool = False) -> froz
     )
 
 
+# Digits enough that the same value twice is one thing: a phone number, an IP address, an
+# ID ("NB-0217"); not "B12", "T2" or room "A204", nor 900 € of rent and 900 books.
+_DISTINCTIVE_DIGITS = 5
+_DISTINCTIVE_CODE_DIGITS = 4
+
+
+def distinctive(value: KeyedValue) -> bool:
+    """A value that, said twice, is one thing said twice."""
+    digits = sum(char.isdigit() for char in value.value)
+    if value.kind == "code":
+        return digits >= _DISTINCTIVE_CODE_DIGITS
+    return value.kind != "name" and digits >= _DISTINCTIVE_DIGITS
+
+
 def code_series(code: str) -> str:
     """The letters a reference starts with ("nb" of "nb-0217", "ezy" of "ezy 6417"): who issued
     it, or what it numbers. Empty for one that starts with a digit."""

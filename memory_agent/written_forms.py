@@ -105,12 +105,37 @@ def clock_times(text: str) -> frozenset[str]:
 
 
 def written_in_digits(value: str) -> re.Pattern[str]:
-    """The value as a text may write it: its digits and letters in order, a space, a point
-    or a comma allowed between any two ("601442913" as "601 442 913", "12.50" as "12,50");
-    a value without digits matches nothing."""
+    """Where a text writes the value (as `values.keyed_values` gives it) in digits: a number's
+    thousands grouped or not ("601442913" as "601 442 913", "1250" as "$1,250.00"), its
+    decimal point a comma ("12,50"), a time's leading zero left out ("7:10"), a code's hyphen
+    left out ("NB0217"). Never inside another value: "930" is not "9:30", "15" not the day of
+    "15/04/2024". A value without digits matches nothing, nor one written in words or in
+    thousands ("175k")."""
     if not any(char.isdigit() for char in value):
         return re.compile(r"(?!)")
-    parts = [re.escape(char) for char in value if char.isalnum()]
-    return re.compile(
-        r"(?<![\w.,])" + r"[\s.,:'’\u00a0-]?".join(parts) + r"(?![\w]|[.,]\d)", re.IGNORECASE
-    )
+    parts = []
+    for index, piece in enumerate(re.findall(r"\d+|[^\W\d_]+|.", value)):
+        if piece.isdigit():
+            parts.append(_digits_as_written(piece, leading_zero_optional=index == 0))
+        elif piece.isalpha():
+            parts.append(re.escape(piece))
+        else:
+            parts.append(_SEPARATOR_FORMS.get(piece, re.escape(piece)))
+    whole = "".join(parts)
+    if value.isdigit():
+        whole += r"(?:[.,]00?)?"  # "$1,250.00"
+    return re.compile(rf"(?<!\w)(?<!\d[.,:/-]){whole}(?!\w)(?![.,:/-]\d)", re.IGNORECASE)
+
+
+_SEPARATOR_FORMS = {".": "[.,]", ":": "[:.h]", "-": "[-‐]?"}
+_GROUP_SEPARATOR = "[\\s\u00a0.,'’]?"
+
+
+def _digits_as_written(digits: str, *, leading_zero_optional: bool) -> str:
+    """A run of digits, a thousands separator allowed between its groups of three."""
+    head = len(digits) % 3 or 3
+    groups = [digits[:head]] + [digits[at : at + 3] for at in range(head, len(digits), 3)]
+    written = _GROUP_SEPARATOR.join(groups)
+    if leading_zero_optional and len(digits) == 2 and digits.startswith("0"):
+        written = "0?" + written[1:]
+    return written

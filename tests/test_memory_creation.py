@@ -493,3 +493,24 @@ async def test_a_model_on_its_way_to_trust_is_asked_where_the_checks_see_no_stat
     else:
         assert len(model.calls) == asked_before
         assert created.memory is None
+
+
+async def test_a_model_on_its_way_to_trust_adds_none_of_its_own_chatter(database, clock):
+    """Asked where the checks see no statement, a promising model's sentence stays out when
+    the user did not say it: general knowledge is no memory of the app's."""
+    await install_app(database, "quiz")
+
+    def write(call: ModelCall) -> str:
+        if "Australia" in call.prompt:
+            return "The capital of Australia is Canberra, not Sydney."
+        return ONE_SENTENCE + " Their mornings are busy."
+
+    agent = MemorySubAgent(database, memory_model(write), clock=clock)
+    for index in range(2):
+        await agent.create_memory(request("quiz", f"warm-{index}"))
+    question = [ChatMessage("user", "What is the capital of Australia? Is it Sydney?"),
+                ChatMessage("assistant", "It is Canberra, not Sydney.")]
+
+    created = await agent.create_memory(request("quiz", "question", question))
+
+    assert created.memory is None

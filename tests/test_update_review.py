@@ -455,6 +455,22 @@ def test_a_replaced_number_leaves_a_clause_that_holds_another_fact():
         '"Jeśli tak, to najlepiej SMS-em na …, maili i tak nie czytam."'))
 
 
+@pytest.mark.parametrize(
+    ("older", "newer", "kept"),
+    [
+        ("The user's rent is 930 € and the landlord visits at 9:30 on Mondays.",
+         "The user's rent is now 980 €.", "9:30"),
+        ("The user takes vitamin B12 tablets every morning. Their B12 level was 180 in March.",
+         "The user now takes vitamin D3 tablets every morning.", "Their B12 level was 180"),
+    ],
+)
+def test_a_replaced_value_leaves_no_other_value(older, newer, kept):
+    """A time that holds the old rent's digits, or a short code said again of another thing,
+    is no old value."""
+    step = update_claims.claimed_update(candidates(older, newer), 1, "r")
+    assert step is None or kept in (step.new_content or "")
+
+
 def test_a_clause_is_not_dropped_for_a_name_alone():
     """Names are replaced wherever the new memory names anyone else: a clause that holds
     only names stays when its sentence holds a fact no other memory has."""

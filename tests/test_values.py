@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory_agent import facts, language, retention, text, values
+from memory_agent import facts, language, retention, text, values, written_forms
 from memory_agent.validation import split_sentences
 
 
@@ -430,6 +430,7 @@ def test_an_ordinal_date_or_an_abbreviation_ends_no_sentence(written, sentences)
         ("Mi hermana vive en Lima.", True),
         ("Użytkownik ma bardzo silny odruch wymiotny.", False),
         ("Mon fils a 7 ans.", True),
+        ("Ma fille a 12 ans et adore le piano.", True),
     ],
 )
 def test_only_a_capital_i_is_the_first_person(sentence, first_person):
@@ -442,3 +443,23 @@ def test_only_a_capital_i_is_the_first_person(sentence, first_person):
 )
 def test_a_question_with_a_range_or_a_share_is_no_statement(question):
     assert facts.statement_score(question, "user") == 0
+
+
+@pytest.mark.parametrize(
+    ("value", "written", "left"),
+    [
+        ("601442913", "SMS na 601 442 913, maili", "SMS na …, maili"),
+        ("1250", "$1,250.00, 1.250 € or 1 250", "$…, … € or …"),
+        ("12.50", "12,50 € and 12.50", "… € and …"),
+        ("07:10", "the bus comes at 7:10 at stop 14B", "the bus comes at … at stop 14B"),
+        ("nb-0217", "NB-0217, once NB0217", "…, once …"),
+        ("930", "rent 930 €, visits at 9:30", "rent … €, visits at 9:30"),
+        ("40213", "badge 40213, locker 402-13", "badge …, locker 402-13"),
+        ("15", "on 15/04/2024, code 15.", "on 15/04/2024, code …."),
+        ("12", "1-2 and 2024-04-12", "1-2 and 2024-04-12"),
+    ],
+)
+def test_a_value_is_found_where_a_text_writes_it_and_nowhere_else(value, written, left):
+    """An old value is left out where the text writes it in digits, in any grouping, and
+    never out of another value: "930" is not "9:30", "15" not a date's day."""
+    assert written_forms.written_in_digits(value).sub("…", written) == left
