@@ -201,7 +201,26 @@ class MemoryWriter:
             text.stem(name) for name in text.names(" ".join(known if promising else ()))
         ) - text.CALENDAR_NAMES
         sentences = split_sentences(answer)
-        sources = _Sources(source, stated, known_names, text.names(stated_text))
+        # What the user asserted (their sentences that ask nothing) and the assistant
+        # confirmed: a model's sentence resting on a question ("Is Canberra the capital?")
+        # records no fact of theirs.
+        asserted_text = " ".join(
+            [
+                sentence
+                for role, content in turns
+                if role == "user"
+                for sentence in text.sentences(content)
+                if not sentence.rstrip().endswith("?")
+            ]
+            + [s.text for s in statements]
+        )
+        sources = _Sources(
+            source,
+            stated,
+            known_names,
+            text.names(stated_text),
+            asserted=text.vocabulary(asserted_text) | text.spelled_numbers(asserted_text),
+        )
         kept, leaned_on = self._grounded_sentences(
             sentences,
             sources,
@@ -316,10 +335,12 @@ _MODEL_FACT = 10
 
 
 def _said_by_the_speakers(sentence: str, sources: _Sources) -> bool:
-    """The sentence's values and most of its words are the user's or what the assistant
-    confirmed, in some form: not the assistant's chatter."""
+    """The sentence is grounded (`facts.is_grounded`, words in any form) in what the user
+    asserted or the assistant confirmed: not in the assistant's chatter, nor in a question
+    the user asked ("Should I keep the starter in the fridge?" is no "keeps it in the
+    fridge")."""
     return facts.is_grounded(
-        sentence, sources.stated, share=_PARAPHRASE, known_names=sources.known_names,
+        sentence, sources.asserted, share=_PARAPHRASE, known_names=sources.known_names,
         in_any_form=True,
     )
 
@@ -361,6 +382,8 @@ class _Sources:
     # The names of what was stated: a sentence may start with one ("Esme has a peanut
     # allergy"), where `text.names` cannot tell it from any first word.
     stated_names: Set[str] = frozenset()
+    # Those of the user's sentences that ask nothing, and of the statements worth keeping.
+    asserted: Set[str] = frozenset()
 
 
 def _rejection(sentence: str, sources: _Sources, *, follows_the_user: bool) -> str | None:

@@ -415,8 +415,11 @@ def words_of(field: str) -> frozenset[str]:
     )
 
 
-def pattern_of(field: str, *, excluding: frozenset[str] = frozenset()) -> re.Pattern[str]:
-    """One case-insensitive pattern matching any word or phrase of a class, whole."""
+def pattern_of(
+    field: str, *, excluding: frozenset[str] = frozenset(), after_elision: bool = False
+) -> re.Pattern[str]:
+    """One case-insensitive pattern matching any word or phrase of a class, whole; with
+    `after_elision`, also after an elided article ("l'utente", "l'utilisateur")."""
     entries = sorted(
         {entry for words in LANGUAGES.values() for entry in _entries(getattr(words, field))}
         - excluding,
@@ -424,17 +427,21 @@ def pattern_of(field: str, *, excluding: frozenset[str] = frozenset()) -> re.Pat
         reverse=True,
     )
     alternatives = "|".join(re.escape(entry).replace(r"\ ", r"\s+") for entry in entries)
-    return re.compile(rf"(?<![\w'’-])(?:{alternatives})(?![\w'’-])", re.IGNORECASE)
+    start = (
+        r"(?:(?<![\w'’-])|(?<=\b[ld]['’])|(?<=\b[dns]ell['’])|(?<=\b[ad]all['’]))"
+        if after_elision
+        else r"(?<![\w'’-])"
+    )
+    return re.compile(rf"{start}(?:{alternatives})(?![\w'’-])", re.IGNORECASE)
 
 
 FIRST_PERSON = pattern_of("first_person")
 # The first person as a written memory could hold it: without chat spellings that are words
-# of other languages ("im" is German for "in the"). French "ma" only starting the sentence
-# ("Ma fille a 12 ans"): within one it is as often "has" in Polish, Czech and Slovak
-# ("Użytkownik ma silny odruch").
+# of other languages ("im" is German for "in the"), nor French "ma": it is "but" in Italian
+# ("Ma la sera niente caffeina") and "has" in Polish, Czech and Slovak ("Użytkownik ma silny
+# odruch"). A French memory in the first person most often has "je", "mon" or "mes" too.
 FIRST_PERSON_WRITTEN = re.compile(
     pattern_of("first_person", excluding=frozenset({"im", "ive", "id", "i", "ma"})).pattern
-    + r"|^\W*(?-i:Ma)\b"
     # "I" in capitals: "i" is "and" or "in" in Polish, Czech and the Scandinavian languages.
     # Not Italian "I" before a plural noun ("I farmaci"), nor the letter of a form's or a
     # road's name ("I-94", "I-5").
@@ -442,7 +449,7 @@ FIRST_PERSON_WRITTEN = re.compile(
     re.IGNORECASE,
 )
 SECOND_PERSON = pattern_of("second_person")
-USER = pattern_of("user")
+USER = pattern_of("user", after_elision=True)
 CONFIRMATION = pattern_of("confirmation")
 CHANGE = pattern_of("change")
 STANDING = pattern_of("standing")

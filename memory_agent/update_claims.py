@@ -47,14 +47,14 @@ def claimed_update(memories: Sequence[Candidate], target: int, reason: str) -> S
     # read mail"). Not a short number or code: 900 € of rent and 900 books are two things,
     # and so are vitamin B12 and a B12 level.
     tied_values = {
-        v.value
+        (v.kind, v.value)
         for sentence, replaced in zip(sentences, tied, strict=True)
         for v in values.keyed_values(sentence)
         if v.value in replaced and values.distinctive(v)
     }
     for index, sentence in enumerate(sentences):
         replaced = tied[index] | frozenset(
-            v.value for v in values.keyed_values(sentence) if v.value in tied_values
+            v.value for v in values.keyed_values(sentence) if (v.kind, v.value) in tied_values
         )
         if replaced and {v.value for v in values.keyed_values(sentence)} - replaced <= elsewhere:
             stale.append(sentence)

@@ -109,8 +109,9 @@ def written_in_digits(value: str) -> re.Pattern[str]:
     thousands grouped or not ("601442913" as "601 442 913", "1250" as "$1,250.00"), its
     decimal point a comma ("12,50"), a time's leading zero left out ("7:10"), a code's hyphen
     left out ("NB0217"). Never inside another value: "930" is not "9:30", "15" not the day of
-    "15/04/2024". A value without digits matches nothing, nor one written in words or in
-    thousands ("175k")."""
+    "15/04/2024", "442" not part of "601 442 913"; so not a number joined to another by a
+    hyphen or a slash either ("555-123-4567"). A value without digits matches nothing, nor one
+    written in words, in thousands ("175k") or in a 12-hour clock ("7:10 pm")."""
     if not any(char.isdigit() for char in value):
         return re.compile(r"(?!)")
     parts = []
@@ -124,7 +125,9 @@ def written_in_digits(value: str) -> re.Pattern[str]:
     whole = "".join(parts)
     if value.isdigit():
         whole += r"(?:[.,]00?)?"  # "$1,250.00"
-    return re.compile(rf"(?<!\w)(?<!\d[.,:/-]){whole}(?!\w)(?![.,:/-]\d)", re.IGNORECASE)
+    return re.compile(
+        rf"(?<!\w)(?<!\d[\s.,:/-]){whole}(?!\w)(?![\s.,:/-]\d)", re.IGNORECASE
+    )
 
 
 _SEPARATOR_FORMS = {".": "[.,]", ":": "[:.h]", "-": "[-‐]?"}

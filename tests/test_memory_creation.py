@@ -463,7 +463,7 @@ UNREAD_HABIT = [
     ChatMessage("user", "Czy mogę w trakcie słuchać muzyki? Mam naprawdę silny odruch wymiotny."),
     ChatMessage("assistant", "Jak najbardziej, słuchawki pomagają."),
 ]
-UNREAD_HABIT_MEMORY = "Użytkownik ma silny odruch wymiotny i słucha muzyki w trakcie."
+UNREAD_HABIT_MEMORY = "Użytkownik ma bardzo silny odruch wymiotny."
 
 
 @pytest.mark.parametrize("first_sentences_pass", [True, False])
@@ -502,15 +502,17 @@ async def test_a_model_on_its_way_to_trust_adds_none_of_its_own_chatter(database
 
     def write(call: ModelCall) -> str:
         if "Australia" in call.prompt:
-            return "The capital of Australia is Canberra, not Sydney."
+            return "Canberra is the capital of Australia, not Sydney."
         return ONE_SENTENCE + " Their mornings are busy."
 
     agent = MemorySubAgent(database, memory_model(write), clock=clock)
     for index in range(2):
         await agent.create_memory(request("quiz", f"warm-{index}"))
-    question = [ChatMessage("user", "What is the capital of Australia? Is it Sydney?"),
-                ChatMessage("assistant", "It is Canberra, not Sydney.")]
+    for asked in ("What is the capital of Australia? Is it Sydney?",
+                  "Is Canberra or Sydney the capital of Australia?"):
+        question = [ChatMessage("user", asked),
+                    ChatMessage("assistant", "It is Canberra, not Sydney.")]
 
-    created = await agent.create_memory(request("quiz", "question", question))
+        created = await agent.create_memory(request("quiz", f"question {asked}", question))
 
-    assert created.memory is None
+        assert created.memory is None, asked

@@ -462,11 +462,13 @@ def test_a_replaced_number_leaves_a_clause_that_holds_another_fact():
          "The user's rent is now 980 €.", "9:30"),
         ("The user takes vitamin B12 tablets every morning. Their B12 level was 180 in March.",
          "The user now takes vitamin D3 tablets every morning.", "Their B12 level was 180"),
+        ("The user's savings goal is 12 500 €. They drive 12 500 km a year.",
+         "The user's savings goal is now 15 000 €.", "They drive 12 500 km a year."),
     ],
 )
 def test_a_replaced_value_leaves_no_other_value(older, newer, kept):
-    """A time that holds the old rent's digits, or a short code said again of another thing,
-    is no old value."""
+    """A time that holds the old rent's digits, a short code said again of another thing, or
+    the same digits of another kind, is no old value."""
     step = update_claims.claimed_update(candidates(older, newer), 1, "r")
     assert step is None or kept in (step.new_content or "")
 

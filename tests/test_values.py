@@ -430,11 +430,12 @@ def test_an_ordinal_date_or_an_abbreviation_ends_no_sentence(written, sentences)
         ("Mi hermana vive en Lima.", True),
         ("Użytkownik ma bardzo silny odruch wymiotny.", False),
         ("Mon fils a 7 ans.", True),
-        ("Ma fille a 12 ans et adore le piano.", True),
+        ("Ma la sera niente caffeina, solo tisane.", False),
     ],
 )
 def test_only_a_capital_i_is_the_first_person(sentence, first_person):
-    """"i" is "and" or "in" in Polish, Czech and the Scandinavian languages, "ma" is "has"."""
+    """"i" is "and" or "in" in Polish, Czech and the Scandinavian languages; "ma" is "has"
+    there and "but" in Italian."""
     assert bool(language.FIRST_PERSON_WRITTEN.search(sentence)) is first_person
 
 
@@ -457,9 +458,18 @@ def test_a_question_with_a_range_or_a_share_is_no_statement(question):
         ("40213", "badge 40213, locker 402-13", "badge …, locker 402-13"),
         ("15", "on 15/04/2024, code 15.", "on 15/04/2024, code …."),
         ("12", "1-2 and 2024-04-12", "1-2 and 2024-04-12"),
+        ("442", "phone 601 442 913, room 442.", "phone 601 442 913, room …."),
     ],
 )
 def test_a_value_is_found_where_a_text_writes_it_and_nowhere_else(value, written, left):
     """An old value is left out where the text writes it in digits, in any grouping, and
     never out of another value: "930" is not "9:30", "15" not a date's day."""
     assert written_forms.written_in_digits(value).sub("…", written) == left
+
+
+@pytest.mark.parametrize(
+    "sentence", ["L'utente beve il caffè solo la mattina.", "L'utilisateur préfère le thé.",
+                 "Il cane dell'utente si chiama Brando."],
+)
+def test_the_user_is_named_after_an_elided_article(sentence):
+    assert language.USER.search(sentence)
