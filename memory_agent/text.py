@@ -53,17 +53,23 @@ _SENTENCE_END = re.compile(TITLES + r"(?<!\d\.\d\d\.)(?<=[.!?])([\"'”’)\]»]
 # Names that need no capital letter: the word after a title or after "name is", days and
 # months.
 _GIVEN_NAME = re.compile(r"\b(?:name is|named|called)\s+([a-z][a-z'-]+)", re.I)
+_TITLE = "|".join(sorted(language.TITLES, key=len, reverse=True))
+# The title next to the name, after any others ("Prof. Dr. Selim Aydın": "dr", "selim").
 _TITLED_NAME = re.compile(
-    r"\b(?:"
-    + "|".join(sorted(language.TITLES, key=len, reverse=True))
-    + r")\.?\s+([^\W\d_][\w'-]+)",
-    re.I,
+    rf"\b(?:(?:{_TITLE})\.?\s+)*({_TITLE})\.?\s+(?!(?:{_TITLE})\b)([^\W\d_][\w'-]+)", re.I
 )
 
 
 def titled_names(text: str) -> frozenset[str]:
     """The names a title stands before ("signora Mezzasalma", "Dr. Patel"): people."""
-    return frozenset(stem(match) for match in _TITLED_NAME.findall(normalise_text(text)))
+    return frozenset(name for _, name in titled_people(text))
+
+
+def titled_people(text: str) -> frozenset[tuple[str, str]]:
+    """Each title and the name it stands before, in lower case, the name stemmed."""
+    return frozenset(
+        (title.lower(), stem(name)) for title, name in _TITLED_NAME.findall(normalise_text(text))
+    )
 
 
 # Capitals inside a word or a word in capitals: a name or an acronym in any language (DHL,
@@ -250,7 +256,7 @@ def names(text: str) -> frozenset[str]:
     """Capitalised words that do not start a sentence (and are not "I"): names and places;
     and, whatever their case, a word after a title (Mrs, Dr), days and months (by their first
     three letters). Each as `stem` gives it, as `vocabulary` holds words."""
-    found = {stem(match) for match in _TITLED_NAME.findall(text)}
+    found = {stem(name) for _, name in _TITLED_NAME.findall(text)}
     found |= {stem(match) for match in _GIVEN_NAME.findall(text)}
     found |= {match.lower()[:3] for match in _CALENDAR_WORD.findall(text)}
     nouns_capitalised = _capitalises_nouns(text)

@@ -146,8 +146,21 @@ def _tied_replaced_values(sentence: str, newer: str) -> frozenset[str]:
         or _owner_named(sentence, newer, replaced)
         or values.reissued(sentence, newer)
         or _one_amount_for_another(sentence, newer, replaced)
+        or _one_person_for_another(sentence, newer, replaced)
     )
     return replaced if tied else frozenset()
+
+
+def _one_person_for_another(sentence: str, newer: str, replaced: frozenset[str]) -> bool:
+    """The sentence names one person by a title, `newer` one other by the same title, in any
+    words ("tez danışmanı Prof. Dr. Selim Aydın", "tezimi artık Doç. Dr. Elif Karaca
+    yönetiyor"): nothing shows the model wrong that one took the other's place. Two people
+    or more on either side tie nothing."""
+    old, new = text.titled_people(sentence), text.titled_people(newer)
+    if len(old) != 1 or len(new) != 1:
+        return False
+    (old_title, old_name), (new_title, new_name) = next(iter(old)), next(iter(new))
+    return old_title == new_title and old_name != new_name and old_name in replaced
 
 
 def _one_amount_for_another(sentence: str, newer: str, replaced: frozenset[str]) -> bool:

@@ -518,3 +518,21 @@ def test_one_amount_for_another_of_its_size_ties_a_claim(older, newer, claim_sta
     amounts far apart, or a new memory of several amounts, tie nothing."""
     step = update_claims.claimed_update(candidates(older, newer), 1, "r")
     assert (step == Step("delete", 1, "r")) is claim_stands
+
+
+@pytest.mark.parametrize(
+    ("older", "newer", "claim_stands"),
+    [
+        ("Kullanıcının tez danışmanı Prof. Dr. Selim Aydın.",
+         "Kullanıcının tezini artık Doç. Dr. Elif Karaca yönetiyor.", True),
+        ("Kullanıcının tez danışmanı Prof. Dr. Selim Aydın.",
+         "Kullanıcı kütüphanede Bayan Elif Karaca ile görüştü.", False),
+        ("Kullanıcının tez danışmanı Prof. Dr. Selim Aydın ve Dr. Can Demir.",
+         "Kullanıcının tezini Doç. Dr. Elif Karaca yönetiyor.", False),
+    ],
+)
+def test_one_titled_person_for_another_ties_a_claim(older, newer, claim_stands):
+    """In any words, one person for one other of the same title may be the new holder of
+    the same role; another title, or two people on either side, ties nothing."""
+    step = update_claims.claimed_update(candidates(older, newer), 1, "r")
+    assert (step is not None) is claim_stands
