@@ -187,7 +187,7 @@ class MemoryWriter:
         if _NOTHING.match(answer) and len(answer) < 40:
             return None  # the model judged that nothing here is worth a memory
         said_all = " ".join(content for _, content in turns)
-        source = text.vocabulary(said_all) | text.spelled_numbers(said_all)
+        source = _grounding_words(said_all)
         # The words of the user's turns and of what the assistant confirmed: a sentence with a
         # value among them is a record of the conversation, even when it does not name the
         # user (an assistant's general advice has values of its own).
@@ -195,31 +195,19 @@ class MemoryWriter:
             " ".join([content for role, content in turns if role == "user"])
             + " " + " ".join(s.text for s in statements)
         )
-        stated = text.vocabulary(stated_text) | text.spelled_numbers(stated_text)
+        stated = _grounding_words(stated_text)
         # Who and what the memories name, not when: a date must come from the conversation.
         known_names = frozenset(
             text.stem(name) for name in text.names(" ".join(known if promising else ()))
         ) - text.CALENDAR_NAMES
         sentences = split_sentences(answer)
-        # What the user asserted (their sentences that ask nothing) and the assistant
-        # confirmed: a model's sentence resting on a question ("Is Canberra the capital?")
-        # records no fact of theirs.
-        asserted_text = " ".join(
-            [
-                sentence
-                for role, content in turns
-                if role == "user"
-                for sentence in text.sentences(content)
-                if not sentence.rstrip().endswith("?")
-            ]
-            + [s.text for s in statements]
-        )
         sources = _Sources(
             source,
             stated,
             known_names,
             text.names(stated_text),
-            asserted=text.vocabulary(asserted_text) | text.spelled_numbers(asserted_text),
+            # Only a model not trusted is held to it (`_said_by_the_speakers`).
+            asserted=frozenset() if trusted else _asserted(turns, statements),
         )
         kept, leaned_on = self._grounded_sentences(
             sentences,
@@ -267,13 +255,13 @@ class MemoryWriter:
             lenient = rejection in _LENIENT_TO_TRUST
             if trusted:
                 passed = rejection is None or lenient
-            elif statements_seen:
-                passed = rejection is None or (
-                    promising and lenient and _said_by_the_speakers(sentence, sources)
-                )
             else:
-                passed = (rejection is None or (promising and lenient)) and (
-                    _said_by_the_speakers(sentence, sources)
+                allowed = rejection is None or (promising and lenient)
+                # The leniency, and any sentence where the checks saw no statement, rest on
+                # what the speakers asserted.
+                held_to_the_speakers = rejection is not None or not statements_seen
+                passed = allowed and (
+                    not held_to_the_speakers or _said_by_the_speakers(sentence, sources)
                 )
             self.sentences_written += 1
             self.sentences_kept += passed
@@ -332,6 +320,28 @@ _LENIENT_TO_TRUST = frozenset({_IMPERSONAL, _PARAPHRASED})
 
 # The model's sentences that hold a fact go last when something must be cut.
 _MODEL_FACT = 10
+
+
+def _grounding_words(said: str) -> frozenset[str]:
+    """What a sentence may rest on: the words and values of `said`, and the digits of the
+    numbers and times it writes out."""
+    return text.vocabulary(said) | text.spelled_numbers(said)
+
+
+def _asserted(
+    turns: Sequence[tuple[str, str]], statements: Sequence[facts.Statement]
+) -> frozenset[str]:
+    """What the user asserted (their sentences that ask nothing) and the assistant confirmed:
+    a model's sentence resting on a question ("Is Canberra the capital?") records no fact of
+    theirs."""
+    asserted = [
+        sentence
+        for role, content in turns
+        if role == "user"
+        for sentence in text.sentences(content)
+        if not sentence.rstrip().endswith("?")
+    ]
+    return _grounding_words(" ".join(asserted + [s.text for s in statements]))
 
 
 def _said_by_the_speakers(sentence: str, sources: _Sources) -> bool:

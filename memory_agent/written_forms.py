@@ -104,6 +104,7 @@ def clock_times(text: str) -> frozenset[str]:
     return frozenset(said | {f"0{time}" for time in said if len(time) == 4})
 
 
+@cached
 def written_in_digits(value: str) -> re.Pattern[str]:
     """Where a text writes the value (as `values.keyed_values` gives it) in digits: a number's
     thousands grouped or not ("601442913" as "601 442 913", "1250" as "$1,250.00"), its
