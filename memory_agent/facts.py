@@ -214,6 +214,8 @@ def statement_score(sentence: str, speaker: str, *, confirming: bool = False) ->
     lasting = words & _LASTING
     strong = significant_numbers(text) + len(names(text)) + len(lasting - FREQUENCY)
     if speaker == "assistant":
+        if text.endswith("?") and not _gives_a_reference(text) and not _CONFIRMATION.search(text):
+            return 0  # it asks ("Would you like a reminder?"): nothing is done or confirmed
         return strong + 1 if strong and (confirming or _CONFIRMATION.search(text)) else 0
     if _asks_about_the_world(text) and not (lasting - FREQUENCY):
         return 0  # a question about the world, not a statement about the user
@@ -236,7 +238,23 @@ def _gives_a_reference(text: str) -> bool:
     """The sentence gives a reference of the user's (an order, a member or policy number),
     which a request often wraps in a question ("my member number is 0457-8812, can you note
     it?"): a statement, in any language."""
-    return bool(issued_codes(text)) or _NUMERIC_REFERENCE.search(text) is not None
+    return bool(record_references(text)) or _NUMERIC_REFERENCE.search(text) is not None
+
+
+def record_references(text: str) -> frozenset[str]:
+    """The references that number records (FC-20931, IT-4738, SMK-114), as `issued_codes`
+    gives them: four digits or more, or three after letters all in capitals; not a product's
+    name or version ("POP3", "Microsoft-365", "Windows-11"), which general advice names as
+    often."""
+    return frozenset(
+        stem(code.lstrip("# "))
+        for code in _CODE.findall(normalise_text(text))
+        if (digits := sum(char.isdigit() for char in code)) >= _RECORD_DIGITS
+        or (digits >= _RECORD_DIGITS - 1 and not any(char.islower() for char in code))
+    )
+
+
+_RECORD_DIGITS = 4
 
 
 # Digits joined by hyphens that are no range: a leading zero, three groups or more, or a
@@ -258,7 +276,7 @@ def key_statements(turns: Sequence[tuple[str, str]], limit: int = 6) -> list[Sta
         # (an order, a ticket): that holds in any language.
         confirming = speaker == "assistant" and (
             _CONFIRMATION.search(content) is not None
-            or bool(issued_codes(content) - users_words)
+            or bool(record_references(content) - users_words)
         )
         previous = ""  # the turn's sentence before, unless it is a statement itself
         for sentence in sentences(content):

@@ -154,6 +154,25 @@ def test_a_reference_the_assistant_issues_is_a_confirmation_in_any_language():
     assert facts.key_statements(advice) == []
 
 
+def test_a_product_name_is_no_reference_and_an_assistants_question_no_statement():
+    """General advice names products with digits ("Microsoft-365", "POP3"): that confirms
+    nothing done. A reference that numbers a record does, in capitals with three digits
+    ("SMK-114") or with four. The assistant's question confirms nothing either, unless it
+    says it did something ("Booked ..., does that suit you?")."""
+    advice = [("user", "Worin unterscheiden sich IMAP und POP3?"),
+              ("assistant", "Bei einem Microsoft-365-Postfach nimmt man am besten ein "
+                            "Exchange-Konto in der Outlook-App.")]
+    assert facts.key_statements(advice) == []
+    tasting = [("user", "Kan vi komme på smaksprøving i mars?"),
+               ("assistant", "Smaksprøvingen er torsdag 6. mars kl. 18:00. Referansen er "
+                             "SMK-114.")]
+    assert any("SMK-114" in s.text for s in facts.key_statements(tasting))
+    asked = "Would you like me to add a reminder about Dr. Penhaligon's sign-off?"
+    assert facts.statement_score(asked, "assistant", confirming=True) == 0
+    booked = "Booked Dr. Penhaligon for Thursday at 8:15, does that suit you?"
+    assert facts.statement_score(booked, "assistant", confirming=True) > 0
+
+
 def test_what_the_assistant_did_in_portuguese_is_a_confirmation():
     """"Marquei!", "Inscrevi", "Comprovante nº": the assistant did something to remember."""
     turns = [("user", "Consegue marcar com alguém do convênio perto da escola?"),
