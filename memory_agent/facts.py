@@ -281,6 +281,8 @@ def key_statements(turns: Sequence[tuple[str, str]], limit: int = 6) -> list[Sta
         previous = ""  # the turn's sentence before, unless it is a statement itself
         for sentence in sentences(content):
             score = statement_score(sentence, speaker, confirming=confirming)
+            if speaker == "assistant" and _only_names_the_user_said(sentence, users_words):
+                score = 0  # "Hello Hannah, what a lovely trip": it confirms nothing new
             if score and sentence.lower() not in seen:
                 seen.add(sentence.lower())
                 found.append(Statement(speaker, _with_its_subject(previous, sentence), score))
@@ -288,6 +290,15 @@ def key_statements(turns: Sequence[tuple[str, str]], limit: int = 6) -> list[Sta
     ranked = sorted(enumerate(found), key=lambda pair: (-pair[1].score, pair[0]))
     # Keep the conversation's order among the best ones: it reads better.
     return [statement for _, statement in sorted(ranked[:limit], key=lambda pair: pair[0])]
+
+
+def _only_names_the_user_said(sentence: str, users_words: Set[str]) -> bool:
+    """The assistant's sentence names only what the user named, with no other value, and
+    does not say it did something: a greeting or a comment, in any language."""
+    if _CONFIRMATION.search(sentence) or numbers(sentence) or references(sentence):
+        return False
+    said = names(sentence)
+    return bool(said) and all(stem(name) in users_words for name in said)
 
 
 def _with_its_subject(previous: str, sentence: str) -> str:

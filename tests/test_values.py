@@ -173,6 +173,19 @@ def test_a_product_name_is_no_reference_and_an_assistants_question_no_statement(
     assert facts.statement_score(booked, "assistant", confirming=True) > 0
 
 
+def test_a_greeting_that_names_the_user_is_no_statement():
+    """"Hello Hannah" beside "I've noted ..." confirms nothing new: it must not take a
+    memory's room from what the user said ("Esme is 9 and Felix is 6"), in any language."""
+    turns = [("user", "I'm Hannah and we travel with the kids. Esme is 9 and Felix is 6."),
+             ("assistant", "Hello Hannah, that sounds lovely. I've noted the booster seat Felix needs in the car.")]
+    found = [s.text for s in facts.key_statements(turns)]
+    assert not any("Hello Hannah" in said for said in found)
+    assert any("Esme is 9" in said for said in found)
+    assert any(said.startswith("I've noted the booster seat") for said in found)
+    hola = [("user", "Soy Lucía, vivo en Burgos."), ("assistant", "¡Hola Lucía! Encantado.")]
+    assert [s.speaker for s in facts.key_statements(hola)] == ["user"]
+
+
 def test_what_the_assistant_did_in_portuguese_is_a_confirmation():
     """"Marquei!", "Inscrevi", "Comprovante nº": the assistant did something to remember."""
     turns = [("user", "Consegue marcar com alguém do convênio perto da escola?"),
