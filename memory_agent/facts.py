@@ -283,6 +283,10 @@ def key_statements(turns: Sequence[tuple[str, str]], limit: int = 6) -> list[Sta
             score = statement_score(sentence, speaker, confirming=confirming)
             if speaker == "assistant" and _only_names_the_user_said(sentence, users_words):
                 score = 0  # "Hello Hannah, what a lovely trip": it confirms nothing new
+            elif score and speaker == "assistant" and _issues_a_number(sentence, users_words):
+                # A number the assistant gives (a confirmation, a case): the one thing the
+                # user cannot find again, so it goes before what they said themselves.
+                score += _ISSUED_NUMBER_WEIGHT
             if score and sentence.lower() not in seen:
                 seen.add(sentence.lower())
                 found.append(Statement(speaker, _with_its_subject(previous, sentence), score))
@@ -299,6 +303,20 @@ def _only_names_the_user_said(sentence: str, users_words: Set[str]) -> bool:
         return False
     said = names(sentence)
     return bool(said) and all(stem(name) in users_words for name in said)
+
+
+def _issues_a_number(sentence: str, users_words: Set[str]) -> bool:
+    """The sentence gives a reference or a number long enough to be one
+    (`values.distinctive`) that the user did not say: "Your confirmation number is 448291"."""
+    return any(
+        value.kind in ("code", "number")
+        and values.distinctive(value)
+        and value.value not in users_words
+        for value in values.keyed_values(sentence)
+    )
+
+
+_ISSUED_NUMBER_WEIGHT = 2
 
 
 def _with_its_subject(previous: str, sentence: str) -> str:

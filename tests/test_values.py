@@ -177,13 +177,34 @@ def test_a_greeting_that_names_the_user_is_no_statement():
     """"Hello Hannah" beside "I've noted ..." confirms nothing new: it must not take a
     memory's room from what the user said ("Esme is 9 and Felix is 6"), in any language."""
     turns = [("user", "I'm Hannah and we travel with the kids. Esme is 9 and Felix is 6."),
-             ("assistant", "Hello Hannah, that sounds lovely. I've noted the booster seat Felix needs in the car.")]
+             ("assistant", "Hello Hannah, that sounds lovely. I've noted the booster seat "
+                           "Felix needs in the car.")]
     found = [s.text for s in facts.key_statements(turns)]
     assert not any("Hello Hannah" in said for said in found)
     assert any("Esme is 9" in said for said in found)
     assert any(said.startswith("I've noted the booster seat") for said in found)
     hola = [("user", "Soy Lucía, vivo en Burgos."), ("assistant", "¡Hola Lucía! Encantado.")]
     assert [s.speaker for s in facts.key_statements(hola)] == ["user"]
+
+
+def test_a_number_the_assistant_issues_goes_before_what_the_user_said():
+    """A confirmation number is the one thing the user cannot find again: when a memory must
+    be cut, it outranks the user's own request and the assistant's chatter."""
+    turns = [("user", "Pick the car up at Nantes airport on the 12th, drop it in Brest on the "
+                      "19th."),
+             ("assistant", "Booked: a compact car from Nantes airport on 12 July to Brest on "
+                           "19 July. Your confirmation number is 448291. The desk is open "
+                           "until 23:00. Rob will need his licence.")]
+    score = {s.text: s.score for s in facts.key_statements(turns)}
+    issued = score["Your confirmation number is 448291."]
+    assert issued >= score["Pick the car up at Nantes airport on the 12th, drop it in Brest on "
+                           "the 19th."]
+    assert issued > score["The desk is open until 23:00."]
+    assert issued > score.get("Rob will need his licence.", 0)
+    said = [("user", "My member number is 448291."), ("assistant", "Noted: member 448291.")]
+    assert facts.statement_score("Noted: member 448291.", "assistant", confirming=True) == max(
+        s.score for s in facts.key_statements(said) if s.speaker == "assistant"
+    )
 
 
 def test_what_the_assistant_did_in_portuguese_is_a_confirmation():
