@@ -287,14 +287,29 @@ class MemoryWriter:
                 facts.covers(sentence, s.text) for s in statements
             )
             pieces.append((_MODEL_FACT if carries and model_first else 0, sentence))
+        names_only: dict[int, frozenset[str]] = {}  # the assistant's quotes that only name
         for statement in statements:
             if not model_first or not facts.covers(model_text, statement.text):
-                pieces.append((min(1 + statement.score, _MODEL_FACT - 1), _quote(statement)))
+                piece = (min(1 + statement.score, _MODEL_FACT - 1), _quote(statement))
+                pieces.append(piece)
+                if statement.speaker == "assistant" and _only_names(statement.text):
+                    names_only[id(piece)] = text.names(statement.text)
         order = {id(piece): index for index, piece in enumerate(pieces)}
+
+        def named_elsewhere(piece: tuple[int, str]) -> bool:
+            """An assistant's quote whose only values, names, the other pieces hold ("Hello
+            Hannah, what a lovely trip" beside her own words): it goes first."""
+            if id(piece) not in names_only:
+                return False
+            others = text.vocabulary(" ".join(o[1] for o in pieces if o is not piece))
+            return all(text.stem(name) in others for name in names_only[id(piece)])
+
         while len(pieces) > 1 and (
             len(pieces) > MAX_SENTENCES or len(" ".join(t for _, t in pieces)) > self._max_chars
         ):
-            pieces.remove(min(pieces, key=lambda p: (p[0], -order[id(p)])))
+            pieces.remove(
+                min(pieces, key=lambda p: (not named_elsewhere(p), p[0], -order[id(p)]))
+            )
         content = " ".join(piece for _, piece in pieces).strip()
         if len(content) > self._max_chars:
             content = content[: self._max_chars - 1].rsplit(" ", 1)[0] + "…"
@@ -303,6 +318,13 @@ class MemoryWriter:
             "statements" if quoted == len(pieces) else "model+statements" if quoted else "model"
         )
         return WrittenMemory(content, source)
+
+
+def _only_names(sentence: str) -> bool:
+    """The sentence's values are names alone: no number, no reference."""
+    return bool(text.names(sentence)) and not (
+        text.numbers(sentence) or text.references(sentence)
+    )
 
 
 # Why a sentence that names neither the user nor a value of theirs is set aside: a small

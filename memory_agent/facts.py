@@ -214,8 +214,6 @@ def statement_score(sentence: str, speaker: str, *, confirming: bool = False) ->
     lasting = words & _LASTING
     strong = significant_numbers(text) + len(names(text)) + len(lasting - FREQUENCY)
     if speaker == "assistant":
-        if text.endswith("?") and not _gives_a_reference(text) and not _CONFIRMATION.search(text):
-            return 0  # it asks ("Would you like a reminder?"): nothing is done or confirmed
         return strong + 1 if strong and (confirming or _CONFIRMATION.search(text)) else 0
     if _asks_about_the_world(text) and not (lasting - FREQUENCY):
         return 0  # a question about the world, not a statement about the user
@@ -242,19 +240,30 @@ def _gives_a_reference(text: str) -> bool:
 
 
 def record_references(text: str) -> frozenset[str]:
-    """The references that number records (FC-20931, IT-4738, SMK-114), as `issued_codes`
-    gives them: four digits or more, or three after letters all in capitals; not a product's
-    name or version ("POP3", "Microsoft-365", "Windows-11"), which general advice names as
-    often."""
+    """The references that number records (FC-20931, SMK-114, X4K9TZ, ord-482), as
+    `issued_codes` gives them; not a product's name or version, nor a form's number, which
+    general advice names as often: a word in capitals and lower case beside a number
+    ("Microsoft-365", "Windows-11", "Sommer2024"), letters with one or two digits ("POP3",
+    "EOIR-28"), or a number joined to what it measures ("180-day")."""
     return frozenset(
         stem(code.lstrip("# "))
         for code in _CODE.findall(normalise_text(text))
-        if (digits := sum(char.isdigit() for char in code)) >= _RECORD_DIGITS
-        or (digits >= _RECORD_DIGITS - 1 and not any(char.islower() for char in code))
+        if not _NAMED_PRODUCT.search(code)
+        and not _MEASURE.fullmatch(code)
+        and (
+            sum(char.isdigit() for char in code) >= _RECORD_DIGITS
+            or len(_DIGIT_GROUP.findall(code)) > 1
+        )
     )
 
 
-_RECORD_DIGITS = 4
+_NAMED_PRODUCT = re.compile(r"[A-Z][a-z]{3,}")
+# A number and what it measures, joined: "180-day", "30-minute".
+_MEASURE = re.compile(r"\d+-[^\W\d_]+")
+# Digits enough to number records ("SMK-114"), or digits among letters as a record locator
+# mixes them ("X4K9TZ", "K7Q2"); not a form or a standard's number ("EOIR-28", "POP3").
+_RECORD_DIGITS = 3
+_DIGIT_GROUP = re.compile(r"\d+")
 
 
 # Digits joined by hyphens that are no range: a leading zero, three groups or more, or a
@@ -281,9 +290,7 @@ def key_statements(turns: Sequence[tuple[str, str]], limit: int = 6) -> list[Sta
         previous = ""  # the turn's sentence before, unless it is a statement itself
         for sentence in sentences(content):
             score = statement_score(sentence, speaker, confirming=confirming)
-            if speaker == "assistant" and _only_names_the_user_said(sentence, users_words):
-                score = 0  # "Hello Hannah, what a lovely trip": it confirms nothing new
-            elif score and speaker == "assistant" and _issues_a_number(sentence, users_words):
+            if score and speaker == "assistant" and _issues_a_number(sentence, users_words):
                 # A number the assistant gives (a confirmation, a case): the one thing the
                 # user cannot find again, so it goes before what they said themselves.
                 score += _ISSUED_NUMBER_WEIGHT
@@ -296,20 +303,15 @@ def key_statements(turns: Sequence[tuple[str, str]], limit: int = 6) -> list[Sta
     return [statement for _, statement in sorted(ranked[:limit], key=lambda pair: pair[0])]
 
 
-def _only_names_the_user_said(sentence: str, users_words: Set[str]) -> bool:
-    """The assistant's sentence names only what the user named, with no other value, and
-    does not say it did something: a greeting or a comment, in any language."""
-    if _CONFIRMATION.search(sentence) or numbers(sentence) or references(sentence):
-        return False
-    said = names(sentence)
-    return bool(said) and all(stem(name) in users_words for name in said)
-
-
 def _issues_a_number(sentence: str, users_words: Set[str]) -> bool:
-    """The sentence gives a reference or a number long enough to be one
-    (`values.distinctive`) that the user did not say: "Your confirmation number is 448291"."""
+    """The sentence gives a reference that numbers a record (`record_references`), or a
+    number long enough to be one (`values.distinctive`) that counts nothing, which the user
+    did not say: "Your confirmation number is 448291", not "12000 reviews"."""
+    if record_references(sentence) - users_words:
+        return True
     return any(
-        value.kind in ("code", "number")
+        value.kind == "number"
+        and not value.unit
         and values.distinctive(value)
         and value.value not in users_words
         for value in values.keyed_values(sentence)

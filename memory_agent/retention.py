@@ -382,15 +382,12 @@ def _updates(older: str, older_context: str, newer: str, newer_context: str) -> 
     same_topic = bool(facts.shared_topics(older_context, newer_context))
     changed = facts.announces_change(newer_context)
     old_codes, new_codes = facts.issued_codes(older_context), facts.issued_codes(newer_context)
-    if old_codes and new_codes and not old_codes & new_codes:
-        if changed and _same_period(older_context, newer_context):
-            # A record for the same dates, announced as a change: it replaces the old one
-            # ("Updated: from 12 to 16 July you're at Mas Cantagrill, ref MC-2207").
-            return True
-        if not changed or not _code_prefixes(old_codes) & _code_prefixes(new_codes):
-            # Two references, two records: a second booking, not a new first one; and two
-            # references of two issuers ("AQ-3316", "MC-2207") whatever is announced.
-            return False
+    if old_codes and new_codes and not old_codes & new_codes and (
+        not changed or not _code_prefixes(old_codes) & _code_prefixes(new_codes)
+    ):
+        # Two references, two records: a second booking, not a new first one; and two
+        # references of two issuers ("AQ-3316", "MC-2207") whatever is announced.
+        return False
     if values.gives_new_value(older_context, newer_context, changed=changed):
         return True  # any language: a value of the same kind beside the same words
     if facts.restates_a_number(older, newer) and (same_topic or changed):
@@ -425,14 +422,6 @@ def _updates(older: str, older_context: str, newer: str, newer_context: str) -> 
 # often another thing of that name ("69003 Lyon", "Lyon 2"), unless it has the same form as
 # the old one (a postcode for a postcode: "69003 Lyon", "69007 Lyon").
 _MOMENTS_AND_AMOUNTS = frozenset({"date", "time", "money", "percent"})
-
-
-def _same_period(older: str, newer: str) -> bool:
-    """Both give the same dates, two or more ("12 to 16 July"): a record for that period."""
-    def dates(text_: str) -> set[str]:
-        return {v.value for v in values.keyed_values(text_) if v.kind == "date"}
-
-    return len(dates(older)) >= 2 and dates(older) == dates(newer)
 
 
 def _code_prefixes(codes: frozenset[str]) -> frozenset[str]:

@@ -211,3 +211,35 @@ def test_a_doubted_models_sentence_that_adds_something_stays_and_no_statement_is
     assert extra not in written.content  # five pieces: the model's sentence went first
     written = writer._compose([extra], said[:2], model_first=False)
     assert extra in written.content and written.content.count("The user said:") == 2
+
+
+def test_a_greeting_goes_first_when_a_memory_must_be_cut():
+    """"Hello Hannah, that sounds like a lovely trip" names only whom the other quotes name:
+    it goes before "Esme is 9 and Felix is 6" when four sentences must be cut to fit. A
+    confirmation that names what no other quote holds stays ("You and Hannah are at Chez
+    Marcel", after a question)."""
+    from memory_agent.creation import MemoryWriter
+    from memory_agent.facts import key_statements
+
+    async def never_asked(messages: list[ChatMessage]) -> ChatReply:
+        raise AssertionError("composing asks no model")
+
+    writer = MemoryWriter(never_asked, max_chars=400, max_transcript_chars=6000)
+    trip = [
+        ("user", "Hi! I'm Hannah Ashdown and I'm planning our family summer holiday in the "
+                 "south of France in July: me, my husband Rob and the two kids. Esme is 9 and "
+                 "Felix is 6, and Felix still needs a booster seat in the car."),
+        ("assistant", "Hello Hannah, that sounds like a lovely trip. I've noted the four of "
+                      "you: you, Rob, Esme and Felix, with a booster seat needed for Felix "
+                      "whenever there's a car involved."),
+    ]
+    written = writer._compose([], key_statements(trip)).content
+    assert "Esme is 9 and Felix is 6" in written
+    assert "Hello Hannah" not in written
+    booked = [
+        ("user", "Can you book Chez Marcel on Friday for me and Hannah?"),
+        ("assistant", "Booked! You and Hannah are at Chez Marcel. Enjoy the evening, and "
+                      "tell Hannah the terrace is lovely in June."),
+    ]
+    written = writer._compose([], key_statements(booked)).content
+    assert "You and Hannah are at Chez Marcel" in written

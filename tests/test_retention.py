@@ -266,20 +266,6 @@ def test_two_flights_are_two_records():
     assert [step.target for step in steps] == [1]  # the outbound flight, not the flight home
 
 
-def test_a_record_for_the_same_dates_announced_as_a_change_replaces_the_old_one():
-    """A stay rebooked elsewhere for the same nights names another reference of another
-    issuer: the same dates and a change announced tie the two. The same dates without a
-    change announced, or other dates, are another record."""
-    miramar = ('The user said: "We sleep at Hotel Miramar from 3 to 7 August, booking code '
-               'HM-4410."')
-    moved = "Changed: from 3 to 7 August you stay at Casa Lupo instead, booking ref CL-9023."
-    car = "Booked: a car from 3 to 7 August, reference CR-5531."
-    ferry = "Changed: the ferry on 3 August is now ref FR-7720."
-    assert retention.stale_sentences(miramar, moved) == [miramar]
-    assert retention.stale_sentences(miramar, car) == []
-    assert retention.stale_sentences(miramar, ferry) == []
-
-
 def test_a_month_is_no_new_value_of_a_weekday():
     """"la roja del domingo" (a past Sunday) is not updated by "a partir de noviembre, los
     domingos en casa ..."."""
