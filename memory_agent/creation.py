@@ -287,17 +287,17 @@ class MemoryWriter:
                 facts.covers(sentence, s.text) for s in statements
             )
             pieces.append((_MODEL_FACT if carries and model_first else 0, sentence))
-        names_only: dict[int, frozenset[str]] = {}  # the assistant's quotes that only name
+        names_only: dict[int, frozenset[str]] = {}  # the assistant's quotes that greet
         for statement in statements:
             if not model_first or not facts.covers(model_text, statement.text):
                 piece = (min(1 + statement.score, _MODEL_FACT - 1), _quote(statement))
                 pieces.append(piece)
-                if statement.speaker == "assistant" and _only_names(statement.text):
+                if statement.speaker == "assistant" and _greets(statement.text):
                     names_only[id(piece)] = text.names(statement.text)
         order = {id(piece): index for index, piece in enumerate(pieces)}
 
         def named_elsewhere(piece: tuple[int, str]) -> bool:
-            """An assistant's quote whose only values, names, the other pieces hold ("Hello
+            """An assistant's quote that greets someone the other pieces name ("Hello
             Hannah, what a lovely trip" beside her own words): it goes first."""
             if id(piece) not in names_only:
                 return False
@@ -320,10 +320,14 @@ class MemoryWriter:
         return WrittenMemory(content, source)
 
 
-def _only_names(sentence: str) -> bool:
-    """The sentence's values are names alone: no number, no reference."""
-    return bool(text.names(sentence)) and not (
-        text.numbers(sentence) or text.references(sentence)
+def _greets(sentence: str) -> bool:
+    """The sentence's one value is one name, and it says nothing was done: a greeting or a
+    comment ("Hello Hannah, what a lovely trip"), in any language. Two names are a fact of
+    who is with whom ("You and Hannah are at Chez Marcel")."""
+    return (
+        len(text.names(sentence)) == 1
+        and not (text.numbers(sentence) or text.references(sentence))
+        and not language.CONFIRMATION.search(sentence)
     )
 
 

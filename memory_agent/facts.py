@@ -240,30 +240,22 @@ def _gives_a_reference(text: str) -> bool:
 
 
 def record_references(text: str) -> frozenset[str]:
-    """The references that number records (FC-20931, SMK-114, X4K9TZ, ord-482), as
-    `issued_codes` gives them; not a product's name or version, nor a form's number, which
-    general advice names as often: a word in capitals and lower case beside a number
-    ("Microsoft-365", "Windows-11", "Sommer2024"), letters with one or two digits ("POP3",
-    "EOIR-28"), or a number joined to what it measures ("180-day")."""
+    """The references of `issued_codes` but a number joined to what it measures ("180-day",
+    "30-minute"): those general advice gives as often as anyone a record."""
     return frozenset(
         stem(code.lstrip("# "))
         for code in _CODE.findall(normalise_text(text))
-        if not _NAMED_PRODUCT.search(code)
-        and not _MEASURE.fullmatch(code)
-        and (
-            sum(char.isdigit() for char in code) >= _RECORD_DIGITS
-            or len(_DIGIT_GROUP.findall(code)) > 1
-        )
+        if not _measures(code)
     )
 
 
-_NAMED_PRODUCT = re.compile(r"[A-Z][a-z]{3,}")
-# A number and what it measures, joined: "180-day", "30-minute".
-_MEASURE = re.compile(r"\d+-[^\W\d_]+")
-# Digits enough to number records ("SMK-114"), or digits among letters as a record locator
-# mixes them ("X4K9TZ", "K7Q2"); not a form or a standard's number ("EOIR-28", "POP3").
-_RECORD_DIGITS = 3
-_DIGIT_GROUP = re.compile(r"\d+")
+def _measures(code: str) -> bool:
+    """A number and what it measures, joined: "180-day", "30-minute" (not "123-ABC")."""
+    match = _NUMBER_AND_WORD.fullmatch(code)
+    return match is not None and match.group(1).islower()
+
+
+_NUMBER_AND_WORD = re.compile(r"\d+-([^\W\d_]+)")
 
 
 # Digits joined by hyphens that are no range: a leading zero, three groups or more, or a
@@ -290,10 +282,6 @@ def key_statements(turns: Sequence[tuple[str, str]], limit: int = 6) -> list[Sta
         previous = ""  # the turn's sentence before, unless it is a statement itself
         for sentence in sentences(content):
             score = statement_score(sentence, speaker, confirming=confirming)
-            if score and speaker == "assistant" and _issues_a_number(sentence, users_words):
-                # A number the assistant gives (a confirmation, a case): the one thing the
-                # user cannot find again, so it goes before what they said themselves.
-                score += _ISSUED_NUMBER_WEIGHT
             if score and sentence.lower() not in seen:
                 seen.add(sentence.lower())
                 found.append(Statement(speaker, _with_its_subject(previous, sentence), score))
@@ -301,24 +289,6 @@ def key_statements(turns: Sequence[tuple[str, str]], limit: int = 6) -> list[Sta
     ranked = sorted(enumerate(found), key=lambda pair: (-pair[1].score, pair[0]))
     # Keep the conversation's order among the best ones: it reads better.
     return [statement for _, statement in sorted(ranked[:limit], key=lambda pair: pair[0])]
-
-
-def _issues_a_number(sentence: str, users_words: Set[str]) -> bool:
-    """The sentence gives a reference that numbers a record (`record_references`), or a
-    number long enough to be one (`values.distinctive`) that counts nothing, which the user
-    did not say: "Your confirmation number is 448291", not "12000 reviews"."""
-    if record_references(sentence) - users_words:
-        return True
-    return any(
-        value.kind == "number"
-        and not value.unit
-        and values.distinctive(value)
-        and value.value not in users_words
-        for value in values.keyed_values(sentence)
-    )
-
-
-_ISSUED_NUMBER_WEIGHT = 2
 
 
 def _with_its_subject(previous: str, sentence: str) -> str:

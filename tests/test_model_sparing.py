@@ -236,10 +236,13 @@ def test_a_greeting_goes_first_when_a_memory_must_be_cut():
     written = writer._compose([], key_statements(trip)).content
     assert "Esme is 9 and Felix is 6" in written
     assert "Hello Hannah" not in written
-    booked = [
-        ("user", "Can you book Chez Marcel on Friday for me and Hannah?"),
-        ("assistant", "Booked! You and Hannah are at Chez Marcel. Enjoy the evening, and "
-                      "tell Hannah the terrace is lovely in June."),
+    anniversary = [
+        ("user", "I'd love to take my wife Hannah to Chez Marcel on Friday for our 10th "
+                 "anniversary, around 8 pm. She is allergic to shellfish, and I use a "
+                 "wheelchair."),
+        ("assistant", "Booked! You and Hannah are at Chez Marcel on Friday. Happy 10 years, "
+                      "Hannah will love it. The table is at 20:00, step-free, and the kitchen "
+                      "knows about the shellfish. Your booking code is CM-48213."),
     ]
-    written = writer._compose([], key_statements(booked)).content
-    assert "You and Hannah are at Chez Marcel" in written
+    written = writer._compose([], key_statements(anniversary)).content
+    assert "You and Hannah are at Chez Marcel on Friday" in written
