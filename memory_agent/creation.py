@@ -287,22 +287,22 @@ class MemoryWriter:
                 facts.covers(sentence, s.text) for s in statements
             )
             pieces.append((_MODEL_FACT if carries and model_first else 0, sentence))
-        names_only: dict[int, frozenset[str]] = {}  # the assistant's quotes that greet
+        greetings: dict[int, frozenset[str]] = {}  # the assistant's quotes that greet: whom
         for statement in statements:
             if not model_first or not facts.covers(model_text, statement.text):
                 piece = (min(1 + statement.score, _MODEL_FACT - 1), _quote(statement))
                 pieces.append(piece)
                 if statement.speaker == "assistant" and _greets(statement.text):
-                    names_only[id(piece)] = text.names(statement.text)
+                    greetings[id(piece)] = text.names(statement.text)
         order = {id(piece): index for index, piece in enumerate(pieces)}
 
         def named_elsewhere(piece: tuple[int, str]) -> bool:
             """An assistant's quote that greets someone the other pieces name ("Hello
             Hannah, what a lovely trip" beside her own words): it goes first."""
-            if id(piece) not in names_only:
+            if id(piece) not in greetings:
                 return False
             others = text.vocabulary(" ".join(o[1] for o in pieces if o is not piece))
-            return all(text.stem(name) in others for name in names_only[id(piece)])
+            return all(text.stem(name) in others for name in greetings[id(piece)])
 
         while len(pieces) > 1 and (
             len(pieces) > MAX_SENTENCES or len(" ".join(t for _, t in pieces)) > self._max_chars

@@ -242,11 +242,7 @@ def _gives_a_reference(text: str) -> bool:
 def record_references(text: str) -> frozenset[str]:
     """The references of `issued_codes` but a number joined to what it measures ("180-day",
     "30-minute"): those general advice gives as often as anyone a record."""
-    return frozenset(
-        stem(code.lstrip("# "))
-        for code in _CODE.findall(normalise_text(text))
-        if not _measures(code)
-    )
+    return _references(text, measures_too=False)
 
 
 def _measures(code: str) -> bool:
@@ -314,8 +310,16 @@ _CODE = re.compile(
 def issued_codes(text: str) -> frozenset[str]:
     """References of letters and digits (FC-20931, RMA-4471, #58213): what an assistant gives
     when it has done something, in any language. Lower case, as `vocabulary` has words."""
+    return _references(text, measures_too=True)
+
+
+def _references(text: str, *, measures_too: bool) -> frozenset[str]:
+    """The codes `_CODE` finds, lower case as `vocabulary` has words; a measure ("180-day")
+    is told by its case, so before it is lowered."""
     return frozenset(
-        stem(code.lstrip("# ")) for code in _CODE.findall(normalise_text(text))
+        stem(code.lstrip("# "))
+        for code in _CODE.findall(normalise_text(text))
+        if measures_too or not _measures(code)
     )
 
 

@@ -225,6 +225,10 @@ def test_a_greeting_goes_first_when_a_memory_must_be_cut():
         raise AssertionError("composing asks no model")
 
     writer = MemoryWriter(never_asked, max_chars=400, max_transcript_chars=6000)
+
+    def composed(turns: list[tuple[str, str]]) -> str:
+        return writer._compose([], key_statements(turns)).content
+
     trip = [
         ("user", "Hi! I'm Hannah Ashdown and I'm planning our family summer holiday in the "
                  "south of France in July: me, my husband Rob and the two kids. Esme is 9 and "
@@ -233,7 +237,7 @@ def test_a_greeting_goes_first_when_a_memory_must_be_cut():
                       "you: you, Rob, Esme and Felix, with a booster seat needed for Felix "
                       "whenever there's a car involved."),
     ]
-    written = writer._compose([], key_statements(trip)).content
+    written = composed(trip)
     assert "Esme is 9 and Felix is 6" in written
     assert "Hello Hannah" not in written
     anniversary = [
@@ -244,5 +248,5 @@ def test_a_greeting_goes_first_when_a_memory_must_be_cut():
                       "Hannah will love it. The table is at 20:00, step-free, and the kitchen "
                       "knows about the shellfish. Your booking code is CM-48213."),
     ]
-    written = writer._compose([], key_statements(anniversary)).content
+    written = composed(anniversary)
     assert "You and Hannah are at Chez Marcel on Friday" in written
