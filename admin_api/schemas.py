@@ -377,6 +377,9 @@ class HealthOut(Reply):
     model: PartHealthOut
     database: PartHealthOut
     memory_worker: PartHealthOut
+    # What an operator should know though every part is ready ("40% of the memory model's
+    # sentences were not grounded ..."); empty when nothing.
+    warnings: list[str] = msgspec.field(default_factory=list)
 
 
 def memory_out(m: Memory, now: str) -> MemoryOut:

@@ -4,7 +4,8 @@ ready or not, with the reason. Asked by `GET /health`."""
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import anyio
 
@@ -30,6 +31,8 @@ class Health:
     model: PartHealth
     database: PartHealth
     memory_worker: PartHealth
+    # What an operator should know though every part is ready (the memory model's record).
+    warnings: tuple[str, ...] = field(default=())
 
     @property
     def ready(self) -> bool:
@@ -38,8 +41,13 @@ class Health:
 
 class HealthChecks:
     def __init__(
-        self, database: Database, models: list[ChatModel], worker: MemoryWorker
+        self,
+        database: Database,
+        models: list[ChatModel],
+        worker: MemoryWorker,
+        warnings: Callable[[], list[str]] = list,
     ) -> None:
+        self._warnings = warnings
         self._database = database
         self._models = list(dict.fromkeys(models))  # the chat and memory models, once each
         self._worker = worker
@@ -47,7 +55,10 @@ class HealthChecks:
         self._model_checked_at = -MODEL_CHECK_EVERY
 
     async def check(self) -> Health:
-        return Health(await self.model(), await self._database_health(), self._worker_health())
+        return Health(
+            await self.model(), await self._database_health(), self._worker_health(),
+            tuple(self._warnings()),
+        )
 
     async def model(self) -> PartHealth:
         if time.monotonic() - self._model_checked_at >= MODEL_CHECK_EVERY:

@@ -15,7 +15,8 @@ from loop.leases import while_renewing
 from loop.metrics import Metrics
 from loop.wakeups import InFlight
 from memory_agent import MemoryCreationRequest, MemorySubAgent
-from memory_agent.agent import ERASE_BATCH, MemoryCreated
+from memory_agent.agent import ERASE_BATCH
+from memory_agent.creation import MemoryCreated
 from memory_agent.errors import MemoryWriteRefused, MnemoloopError
 from memory_agent.ports import Row, SqlTransaction
 

@@ -8,7 +8,8 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, generate_la
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from memory_agent.agent import AgentStats
+from memory_agent.creation import AgentStats
+from memory_agent.model_writer import GroundingRecord
 
 # Litestar adds the charset.
 CONTENT_TYPE = "text/plain; version=0.0.4"
@@ -58,6 +59,7 @@ class Metrics:
         *,
         stats: AgentStats,
         jobs_by_status: dict[str, int],
+        grounding: GroundingRecord | None = None,
         energy_spent: dict[str, int],
         apps_with_memories: int,
         apps: int,
@@ -65,6 +67,7 @@ class Metrics:
         spaces: int = 0,
     ) -> bytes:
         self._snapshot.stats = stats
+        self._snapshot.grounding = grounding
         self._snapshot.jobs = jobs_by_status
         self._snapshot.energy = energy_spent
         self._snapshot.apps = (apps_with_memories, apps)
@@ -77,6 +80,7 @@ class _Snapshot(Collector):
 
     def __init__(self) -> None:
         self.stats = AgentStats()
+        self.grounding: GroundingRecord | None = None
         self.jobs: dict[str, int] = {}
         self.energy: dict[str, int] = {}
         self.apps = (0, 0)
@@ -101,11 +105,24 @@ class _Snapshot(Collector):
         yield nothing
         spared = CounterMetricFamily(
             "mnemoloop_memories_written_without_model",
-            "Memories written from the conversation's statements alone: the model's latest"
-            " memories added next to nothing to them, so it is asked for one in ten.",
+            "Memories written from the conversation's statements alone (the extractive writer).",
         )
         spared.add_metric([], self.stats.written_without_model)
         yield spared
+        if self.grounding is not None:
+            sentences = CounterMetricFamily(
+                "mnemoloop_model_sentences",
+                "The model writer's memory sentences: grounded as first given, grounded when"
+                " asked again, dropped (not grounded twice).",
+                labels=["outcome"],
+            )
+            for outcome, count in (
+                ("grounded", self.grounding.grounded),
+                ("recovered", self.grounding.recovered),
+                ("dropped", self.grounding.dropped),
+            ):
+                sentences.add_metric([outcome], count)
+            yield sentences
         compactions = CounterMetricFamily(
             "mnemoloop_compactions",
             "Compaction steps by outcome: the model's delete or edit, fifo when the retention"
@@ -117,10 +134,11 @@ class _Snapshot(Collector):
         yield compactions
         fallbacks = CounterMetricFamily(
             "mnemoloop_compaction_fallbacks",
-            "Why the retention policy decided instead of the model.",
+            "Why the fallback (FIFO, or the extractive writer's policy) decided instead of the"
+            " model.",
             labels=["cause"],
         )
-        for cause in ("llm_error", "invalid_decision", "overruled", "not_asked"):
+        for cause in ("llm_error", "invalid_decision", "overruled"):
             fallbacks.add_metric([cause], self.stats.fallbacks.get(cause, 0))
         yield fallbacks
         jobs = GaugeMetricFamily(

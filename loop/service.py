@@ -27,6 +27,7 @@ from loop.settings import Settings
 from loop.storage import Engine, database_for
 from loop.wakeups import JOBS_CHANNEL, MESSAGES_CHANNEL
 from memory_agent import ChatModel, MemorySubAgent
+from memory_agent.chat_model import memory_writer_for
 from memory_agent.ports import Clock, SystemClock
 
 log = logging.getLogger("mnemoloop")
@@ -139,6 +140,7 @@ async def open_services(
             tokens_per_energy_unit=settings.tokens_per_energy_unit,
             max_transcript_chars=prompt_budget(settings, memory_model).transcript_chars(),
             grace_seconds=settings.memory_grace_seconds,
+            writer=memory_writer_for(settings.memory_writer, memory_model),
         )
         energy = EnergyBudget(
             database,
@@ -199,7 +201,7 @@ async def open_services(
             central,
             worker,
             AdminToken(database, clock, configured=_configured_token(settings)),
-            HealthChecks(database, [chat_model, memory_model], worker),
+            HealthChecks(database, [chat_model, memory_model], worker, agent.warnings),
             metrics,
         )
     finally:

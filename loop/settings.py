@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -36,6 +36,10 @@ class Settings(BaseSettings):
     port: Annotated[int, Field(ge=0, le=65535)] = 8765
     admin_token: SecretStr | None = None
     memory_limit: Annotated[int, Field(ge=1, le=1000)] = 10
+    # Who writes a memory: the configured model (`model`), the conversation's key statements
+    # in the speakers' words (`extractive`), or `auto`: extractive for the bundled 135M model,
+    # the model for any other. Never switched at run time.
+    memory_writer: Literal["auto", "model", "extractive"] = "auto"
     memory_max_chars: Annotated[int, Field(ge=40, le=10_000)] = 400
     llm_timeout: Annotated[float, Field(gt=0, le=3600)] = 30.0
     energy_capacity: Annotated[float, Field(gt=0, le=1e12)] = 1000.0

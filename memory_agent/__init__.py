@@ -4,7 +4,7 @@ It imports nothing from `loop` or `admin_api`: it receives its database handle, 
 and clock in its constructor (see `ports.py` and `chat_model.py`).
 """
 
-from memory_agent.agent import MemoryCreationRequest, MemorySubAgent
+from memory_agent.agent import MemorySubAgent
 from memory_agent.chat_model import (
     ChatMessage,
     ChatModel,
@@ -13,6 +13,7 @@ from memory_agent.chat_model import (
     ToolCall,
     ToolSpec,
 )
+from memory_agent.creation import MemoryCreationRequest
 from memory_agent.models import CompactionOutcome, Memory
 
 __all__ = [

@@ -1,38 +1,29 @@
-"""The memory sub-agent: writes a memory when a conversation ends and keeps each app at its cap.
-
-Creating a memory is one transaction, whatever the model takes. The memory text is had first
-(a model call, no lock, no transaction). Then one transaction reads the app's memories: when
-the new one fits under the cap (and the model is not to be asked what it updates) it is
-written there and then. When it does not, the model decides on what that transaction read (no
-lock held while it thinks), and the next transaction applies the decision only if the memories
-are still as the decision saw them. Either way the new memory, the compaction, the history
-and the caller's own mark of its job (`commit_guard`) commit together. So the cap holds in
-every committed state, a crash leaves either nothing or everything, and a job cancelled
-meanwhile (purge) cannot write.
-"""
+"""The memory sub-agent: writes a memory when a conversation ends and keeps each space at its
+cap (`creation`, through the operator's writer), and reads, steers, purges and transfers
+memories for the loop, the API and the console."""
 
 from __future__ import annotations
 
 import logging
-from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field, replace
-from datetime import timedelta
 from typing import TypeVar
 
 import anyio
 
 from memory_agent import steering, transfer
 from memory_agent.chat_model import ChatMessage, ChatModel, ChatReply, JsonSchema
-from memory_agent.commit import apply_write
-from memory_agent.compaction import Compactor, DecidedStep
 from memory_agent.context import format_memories_for_context
-from memory_agent.creation import MemoryWriter, WrittenMemory
+from memory_agent.creation import (
+    AgentStats,
+    CommitGuard,
+    MemoryCreated,
+    MemoryCreation,
+    MemoryCreationRequest,
+)
 from memory_agent.energy import EnergyMeter
-from memory_agent.errors import ChatModelTimeout, MemoryWriteRefused, MnemoloopError
-from memory_agent.expiry import remembered_until
+from memory_agent.errors import ChatModelTimeout
+from memory_agent.model_writer import GroundingRecord, ModelWriter
 from memory_agent.models import (
-    CompactionOutcome,
     ImportedMemory,
     Memory,
     MemoryActor,
@@ -43,72 +34,18 @@ from memory_agent.ports import (
     Database,
     SqlTransaction,
     SystemClock,
-    format_timestamp,
     now_text,
 )
-from memory_agent.retention import NEW_MEMORY_ID
 from memory_agent.search import search_terms
-from memory_agent.secrets import redact_text
 from memory_agent.steering import MemoryChange
 from memory_agent.store import EventSource, MemoryState, MemoryStore
+from memory_agent.writing import MemoryWriter, WriterKind
 
 log = logging.getLogger("mnemoloop.memory")
 
-# Decisions made with the model before the policy decides inside the transaction instead:
-# the app's memories changed under the first ones (another writer, an admin delete).
-MODEL_DECISIONS = 2
-NOTHING_WORTH_KEEPING = "nothing worth keeping"
 T = TypeVar("T")
 # Memories the worker erases in one transaction when their grace period is over.
 ERASE_BATCH = 200
-
-
-@dataclass(frozen=True)
-class MemoryCreationRequest:
-    app_id: str
-    conversation_id: str
-    messages: Sequence[ChatMessage]
-    job_id: int | None = None
-    # The space the memory is written to: "" for the app's shared one, else the user's.
-    user_id: str = ""
-    # Written to the app's shared space as well (an app whose users' memories are shared).
-    also_shared: bool = False
-    # The app's default time to live of a new memory, in seconds (None: it lasts). A date the
-    # user gave ("remember this until Friday") comes first.
-    ttl_seconds: int | None = None
-    # When the memory expires, in the stored form (set from the two above); None: never.
-    expires_at: str | None = None
-
-
-@dataclass(frozen=True)
-class MemoryCreated:
-    """What a memory job did: the memory written (None when there was nothing worth keeping,
-    or the new memory was deleted or folded into another), and the compaction steps."""
-
-    memory: Memory | None
-    compactions: list[CompactionOutcome]
-    note: str
-    # The text written for the conversation, even if compaction then deleted or folded it.
-    content: str | None = None
-
-
-CommitGuard = Callable[[SqlTransaction, MemoryCreated], Awaitable[bool]]
-
-
-@dataclass
-class AgentStats:
-    """Running counts for metrics; never reset."""
-
-    memories_created: int = 0
-    nothing_worth_keeping: int = 0
-    # Written from the conversation's statements alone, the model not asked: it adds next to
-    # nothing to them (`TrackRecord.adds_little`).
-    written_without_model: int = 0
-    creation_failures: int = 0
-    compactions: Counter[str] = field(default_factory=Counter)
-    # Why the policy decided instead of the model: llm_error, invalid_decision, overruled,
-    # not_asked.
-    fallbacks: Counter[str] = field(default_factory=Counter)
 
 
 class MemorySubAgent:
@@ -124,6 +61,7 @@ class MemorySubAgent:
         tokens_per_energy_unit: int = 100,
         max_transcript_chars: int = 6000,
         grace_seconds: float = 7 * 24 * 3600,
+        writer: WriterKind = "model",
     ) -> None:
         self._db = database
         self._clock = clock or SystemClock()
@@ -134,25 +72,32 @@ class MemorySubAgent:
         self._max_chars = max_chars
         self._timeout = llm_timeout
         self._meter = EnergyMeter(tokens_per_energy_unit)
-        self._writer = MemoryWriter(
-            self._ask, max_chars=max_chars, max_transcript_chars=max_transcript_chars
-        )
-        self._compactor = Compactor(
-            self._ask_json,
-            limit=memory_limit,
-            max_chars=max_chars,
-            writer_adds_little=lambda: self._writer.adds_little,
+        self._writer = _writer_of(
+            writer, self._ask_json, limit=memory_limit, max_chars=max_chars,
+            max_transcript_chars=max_transcript_chars,
         )
         self.stats = AgentStats()
+        self._creation = MemoryCreation(
+            database, self._store, self._writer, self._clock, self.stats, chat_model.name
+        )
 
     @property
     def memory_limit(self) -> int:
         return self._limit
 
     @property
-    def model_sentences(self) -> tuple[int, int]:
-        """The sentences the model wrote for memories, and those the checks kept."""
-        return self._writer.sentences_written, self._writer.sentences_kept
+    def writer(self) -> WriterKind:
+        return self._writer.kind
+
+    @property
+    def grounding(self) -> GroundingRecord | None:
+        """The model writer's record of its sentences since start (None: extractive)."""
+        return self._writer.record if isinstance(self._writer, ModelWriter) else None
+
+    def warnings(self) -> list[str]:
+        """What an operator should know of the memory work (`GET /health`)."""
+        warning = self.grounding.warning() if self.grounding is not None else None
+        return [warning] if warning else []
 
     # -- creation ---------------------------------------------------------------------------
 
@@ -163,211 +108,12 @@ class MemorySubAgent:
         commit_guard: CommitGuard | None = None,
         shared_guard: CommitGuard | None = None,
     ) -> MemoryCreated:
-        """Write the conversation's memory and keep the app at its cap, in one transaction.
-
-        `commit_guard(tx, result)` runs inside that transaction; when it returns False (the
-        job was cancelled) nothing is written and `MemoryWriteRefused` is raised. Raises
-        `ChatModelError`, `InvalidMemoryText` or `StorageError` when no memory could be
-        written; every failure is logged here once.
-        """
-        try:
-            # The model never reads a secret, and what it writes is checked again.
-            messages = [ChatMessage(m.role, redact_text(m.content)) for m in request.messages]
-            written = await self._writer.write(messages, await self._known_to(request))
-            if written is not None:
-                written = replace(written, content=redact_text(written.content))
-                request = self._with_expiry(request)
-            if written is None:
-                result = MemoryCreated(None, [], NOTHING_WORTH_KEEPING)
-                await self._db.run_transaction(
-                    lambda tx: _check_guard(commit_guard, tx, result)
-                )
-                self.stats.nothing_worth_keeping += 1
-                log.info(
-                    "📝 Nothing worth keeping in conversation %s of app %s",
-                    request.conversation_id,
-                    request.app_id,
-                )
-                return result
-            result = await self._store_with_compaction(request, written, commit_guard)
-            self.stats.written_without_model += not written.asked_model
-        except MnemoloopError as error:
-            self.stats.creation_failures += 1
-            log.error("❌ Memory creation failed for %s: %s", request.conversation_id, error)
-            raise
-        self._log_created(request, result)
-        if request.also_shared and written is not None:
-            await self._write_shared_too(request, written, result, shared_guard)
-        return result
-
-    async def _known_to(self, request: MemoryCreationRequest) -> list[str]:
-        """What the request's space already remembers: a trusted model sees it when it writes
-        (it tells who and what a conversation speaks of), and the names it holds are no
-        invention of a promising model's (`MemoryWriter.write`). Nothing is read for any
-        other model."""
-        if not self._writer.promising:
-            return []
-        memories = await self._store.list_oldest_first(request.app_id, user_id=request.user_id)
-        return [memory.content for memory in memories]
-
-    def _with_expiry(self, request: MemoryCreationRequest) -> MemoryCreationRequest:
-        """The request with its memory's expiry: the one its user asked for ("remember this
-        until Friday"), else the app's default time to live from now, else none."""
-        now = self._clock.now()
-        until = remembered_until(request.messages, now)
-        if until is None and request.ttl_seconds is not None:
-            until = now + timedelta(seconds=request.ttl_seconds)
-        return request if until is None else replace(request, expires_at=format_timestamp(until))
-
-    async def _write_shared_too(
-        self,
-        request: MemoryCreationRequest,
-        written: WrittenMemory,
-        first: MemoryCreated,
-        shared_guard: CommitGuard | None,
-    ) -> None:
-        """The same memory in the app's shared space, after the user's was committed (and
-        the job recorded done with it), if `shared_guard(tx, first)` still allows it in the
-        writing transaction (a purge or an erasure meanwhile does not). A failure here is
-        logged and counted, and leaves the user's memory as it is."""
-        shared = replace(request, user_id="", also_shared=False)
-
-        async def allowed(tx: SqlTransaction, _: MemoryCreated) -> bool:
-            # The user's memory, when one was written, is still there (no purge, erasure or
-            # delete since), and the caller's own conditions hold.
-            if first.memory is not None:
-                kept = await self._store.within(tx).get(request.app_id, first.memory.id)
-                if kept is None or kept.deleted_at is not None:
-                    return False
-            return shared_guard is None or await shared_guard(tx, first)
-
-        try:
-            result = await self._store_with_compaction(shared, written, allowed)
-        except MemoryWriteRefused:
-            log.info("📝 The shared copy of the memory of %s was not written: its user's memory"
-                     " or job is gone", request.conversation_id)
-            return
-        except MnemoloopError as error:
-            self.stats.creation_failures += 1
-            log.error(
-                "❌ The shared copy of the memory of %s was not written: %s",
-                request.conversation_id, error,
-            )
-            return
-        self._log_created(shared, result)
-
-    async def _store_with_compaction(
-        self,
-        request: MemoryCreationRequest,
-        written: WrittenMemory,
-        commit_guard: CommitGuard | None,
-    ) -> MemoryCreated:
-        # Most writes fit under the cap: one transaction reads the app's memories and writes.
-        # When they do not, the model decides on what that transaction read (no lock held
-        # while it thinks), and the next one applies the decision if nothing changed meanwhile.
-        today = now_text(self._clock)[:10]
-        decided: tuple[list[Memory], list[DecidedStep]] | None = None
-        for decisions in range(MODEL_DECISIONS + 1):
-
-            async def apply_or_read(
-                tx: SqlTransaction, decided: tuple[list[Memory], list[DecidedStep]] | None = decided
-            ) -> MemoryCreated | list[Memory]:
-                current = await self._current_memories(tx, request)
-                steps = self._compactor.steps_if_they_fit(
-                    current, written.content, reviews_updates=self._writer.promising
-                )
-                if steps is None and decided and _fingerprint(current) == _fingerprint(decided[0]):
-                    steps = decided[1]
-                if steps is None:
-                    return current  # decide (again) on these
-                return await self._apply(tx, request, written, current, steps, commit_guard)
-
-            outcome = await self._db.run_transaction(apply_or_read)
-            if isinstance(outcome, MemoryCreated):
-                return outcome
-            if decisions < MODEL_DECISIONS:
-                steps = await self._compactor.decide(
-                    outcome,
-                    written.content,
-                    today,
-                    trusted=self._writer.trusted,
-                    reviews_updates=self._writer.promising,
-                )
-                decided = (outcome, steps)
-
-        # Still changing: the policy decides on what is there now, inside the transaction.
-        async def apply_policy(tx: SqlTransaction) -> MemoryCreated:
-            current = await self._current_memories(tx, request)
-            steps = self._compactor.policy_only(current, written.content)
-            return await self._apply(tx, request, written, current, steps, commit_guard)
-
-        return await self._db.run_transaction(apply_policy)
-
-    async def _current_memories(
-        self, tx: SqlTransaction, request: MemoryCreationRequest
-    ) -> list[Memory]:
-        """The space's memories as of now (the cap holds per space), the app's row held so
-        that no other write (from this instance or another) changes them before this
-        transaction ends."""
-        store = self._store.within(tx)
-        await store.lock_app(request.app_id)
-        return await store.list_oldest_first(request.app_id, user_id=request.user_id)
-
-    async def _apply(
-        self,
-        tx: SqlTransaction,
-        request: MemoryCreationRequest,
-        written: WrittenMemory,
-        current: list[Memory],
-        steps: list[DecidedStep],
-        commit_guard: CommitGuard | None,
-    ) -> MemoryCreated:
-        memory, outcomes = await apply_write(
-            self._store.within(tx),
-            app_id=request.app_id,
-            content=written.content,
-            source_conversation_id=request.conversation_id,
-            written_by=written.source,
-            current=current,
-            steps=steps,
-            source=EventSource(
-                now_text(self._clock), request.conversation_id, request.job_id, self._model.name
-            ),
-            user_id=request.user_id,
-            expires_at=request.expires_at,
+        """Write the conversation's memory and keep its space at its cap, in one transaction
+        (`creation.MemoryCreation.create`)."""
+        return await self._creation.create(
+            request, commit_guard=commit_guard, shared_guard=shared_guard
         )
-        note = f"memory {memory.id} written" if memory else _fate_of_new(outcomes)
-        result = MemoryCreated(memory, outcomes, note, written.content)
-        await _check_guard(commit_guard, tx, result)
-        return result
 
-    def _log_created(self, request: MemoryCreationRequest, result: MemoryCreated) -> None:
-        if result.memory is not None:
-            self.stats.memories_created += 1
-            log.info(
-                "📝 Created memory for app %s from conversation %s",
-                request.app_id,
-                request.conversation_id,
-            )
-        else:
-            log.info(
-                "📝 Memory of conversation %s for app %s: %s",
-                request.conversation_id,
-                request.app_id,
-                result.note,
-            )
-        for outcome in result.compactions:
-            self.stats.compactions[outcome.outcome] += 1
-            if outcome.fallback_cause:
-                self.stats.fallbacks[outcome.fallback_cause] += 1
-            log.info(
-                "🗜️  Compacted memories for app %s: %s memory %s (%s%s)",
-                request.app_id,
-                outcome.action,
-                outcome.target_memory_id or "new",
-                outcome.decided_by,
-                f": {outcome.fallback_reason}" if outcome.fallback_reason else "",
-            )
 
     # -- recall -----------------------------------------------------------------------------
 
@@ -595,9 +341,6 @@ class MemorySubAgent:
 
     # -- helpers ----------------------------------------------------------------------------
 
-    async def _ask(self, messages: list[ChatMessage]) -> ChatReply:
-        return await self._ask_json(messages, None)
-
     async def _ask_json(
         self, messages: list[ChatMessage], json_schema: JsonSchema | None
     ) -> ChatReply:
@@ -613,23 +356,19 @@ class MemorySubAgent:
 
 
 
-async def _check_guard(
-    commit_guard: CommitGuard | None, tx: SqlTransaction, result: MemoryCreated
-) -> None:
-    if commit_guard is not None and not await commit_guard(tx, result):
-        raise MemoryWriteRefused(
-            "the memory job is no longer held (cancelled or taken over); nothing was written"
+def _writer_of(
+    kind: WriterKind,
+    ask_json: Callable[[list[ChatMessage], JsonSchema | None], Awaitable[ChatReply]],
+    *,
+    limit: int,
+    max_chars: int,
+    max_transcript_chars: int,
+) -> MemoryWriter:
+    if kind == "model":
+        return ModelWriter(
+            ask_json, limit=limit, max_chars=max_chars, max_transcript_chars=max_transcript_chars
         )
+    # Imported here: the model writer never loads the floor's word lists.
+    from memory_agent.extractive import ExtractiveWriter
 
-
-def _fingerprint(memories: Sequence[Memory]) -> list[tuple[object, ...]]:
-    """What a decision depends on: each memory's version, and how it is steered (a pin or a
-    new importance meanwhile makes the decision stale too)."""
-    return [(m.id, m.updated_at, m.pinned, m.private, m.importance) for m in memories]
-
-
-def _fate_of_new(outcomes: Sequence[CompactionOutcome]) -> str:
-    for outcome in outcomes:
-        if outcome.action == "edit" and outcome.folded_memory_id == NEW_MEMORY_ID:
-            return f"folded into memory {outcome.target_memory_id}"
-    return "the new memory was the one compaction deleted"
+    return ExtractiveWriter(ask_json, limit=limit, max_chars=max_chars)

@@ -62,6 +62,9 @@ class ChatModel(ABC):
     context_tokens: int | None = None
     # Tokens an answer may take.
     answer_tokens: int = 512
+    # The small model that ships with mnemoloop: too small to write memories, so `auto` gives
+    # it the extractive writer (`memory_writer_for`).
+    bundled: bool = False
 
     @abstractmethod
     async def chat(
@@ -116,3 +119,11 @@ class ChatModel(ABC):
     async def aclose(self) -> None:
         """Release what the backend holds (connections, model weights)."""
         return None
+
+
+def memory_writer_for(setting: str, model: ChatModel) -> Literal["model", "extractive"]:
+    """The writer `MNEMOLOOP_MEMORY_WRITER` names; `auto`: the extractive floor for the
+    bundled model, the model writer for any other."""
+    if setting in ("model", "extractive"):
+        return setting  # type: ignore[return-value]
+    return "extractive" if model.bundled else "model"

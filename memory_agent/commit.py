@@ -7,10 +7,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from memory_agent.compaction import DecidedStep
 from memory_agent.models import DEFAULT_IMPORTANCE, CompactionOutcome, Memory
-from memory_agent.retention import NEW_MEMORY_ID
 from memory_agent.secrets import redact_text
+from memory_agent.steps import NEW_MEMORY_ID, DecidedStep
 from memory_agent.store import EventSource, MemoryStore
 
 

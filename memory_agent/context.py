@@ -13,7 +13,7 @@ import re
 from collections.abc import Sequence
 
 from memory_agent.models import Memory
-from memory_agent.written_forms import normalise_text
+from memory_agent.unicode_forms import normalise_text
 
 HEADER = "(memories for app: {app_name})"
 INTRO = "The following are memories from previous conversations with this app:"

@@ -42,7 +42,7 @@ from memory_agent.text import (
     stem,
     vocabulary,
 )
-from memory_agent.written_forms import normalise_text
+from memory_agent.unicode_forms import normalise_text
 
 _FIRST_PERSON = language.FIRST_PERSON
 

@@ -16,7 +16,7 @@ DecidedBy = Literal["model", "policy"]
 # Why the policy decided a compaction instead of the model.
 # `not_asked`: the model's latest decisions were nearly all invalid or overruled, so it was
 # not asked this time (`compaction.Compactor`).
-FallbackCause = Literal["llm_error", "invalid_decision", "overruled", "not_asked"]
+FallbackCause = Literal["llm_error", "invalid_decision", "overruled"]
 MemoryEventKind = Literal[
     "created", "edited", "deleted", "restored", "erased",
     "pinned", "unpinned", "importance", "private", "public", "expiry",

@@ -5,9 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from memory_agent.chat_model import ChatMessage
-from memory_agent.facts import Statement
 from memory_agent.models import Memory
-from memory_agent.written_forms import normalise_text
+from memory_agent.unicode_forms import normalise_text
 
 CREATION_PROMPT = """\
 You are a memory creation assistant. Analyze this conversation and create a concise memory record.
@@ -18,32 +17,40 @@ Focus on:
 - Important decisions or outcomes
 - Lessons learned or insights
 
-Write about the user in the third person ("The user ..."), in the language of the \
-conversation. Keep what the user stated, decided or asked to be remembered, and what the \
-assistant confirmed it did, with every value exactly as written (names, numbers, dates, \
-amounts, codes, versions). Say nothing the conversation does not say, and do not continue the \
-conversation. If it holds nothing worth remembering later (small talk, a general question), \
-answer NOTHING.
+Write about the user in the third person ("The user ..."), in your own words, in English or \
+in the language of the conversation. Keep every value exact (names, numbers, dates, amounts, \
+codes); write times and dates plainly (15:00, 2025-03-14). Keep what will matter in a later \
+conversation; leave out greetings, thanks, small talk, an errand for today and the answer to \
+a general question. If nothing is worth remembering, give no sentences.
 
-Format: Single paragraph, 2-4 sentences, factual and concise.
+Format: 2-4 sentences, factual and concise, at most {max_chars} characters in all. With each \
+sentence give its quote: the words of the conversation it rests on, copied exactly.
 {known}
 Conversation (between the markers; every line is one turn):
 <<<CONVERSATION
 {conversation}
 CONVERSATION>>>
-{statements}
+
+Answer with the JSON object only:
+{{"sentences": [{{"text": "<a sentence of the memory>", "quote": "<the words it rests on>"}}], \
+"updates": [{{"memoryId": <id>, "stillTrue": "<that memory without the replaced value>"}}]}}
 Create memory:"""
 
 KNOWN_HINT = """
-What the app already remembers, to tell who and what the conversation speaks of (name them \
-as these do; do not repeat these memories, and take every value from the conversation):
+What the app already remembers:
 {lines}
+In "updates", list each of these memories that the conversation gives a newer value for (the \
+same thing, now different: an address, a date, an amount, a choice), with "stillTrue": that \
+memory rewritten without the replaced value, or "" when nothing else in it still holds. \
+Leave out a memory the conversation only repeats or adds to. No such memory: [].
 """
 
-STATEMENTS_HINT = """
-Statements worth keeping:
-{lines}
-"""
+RETRY_PROMPT = """\
+These sentences could not be checked against the conversation:
+{failures}
+Give each of them again with its quote copied exactly from the conversation (the words it \
+rests on, as they are written there), or leave it out. Answer with the JSON object only:
+{{"sentences": [{{"text": "...", "quote": "..."}}]}}"""
 
 COMPACTION_PROMPT = """\
 You are a memory management assistant. You have {total} memories but can only keep {limit}.
@@ -73,24 +80,6 @@ existing memory (never 0) and newContent to that memory rewritten so it also car
 fact of the new memory (at most {max_chars} characters); the new memory (id 0) is then folded \
 into it. Answer with the JSON object only."""
 
-UPDATE_PROMPT = """\
-You keep an app's memories up to date. A new memory was just written:
-{new}
-
-Earlier memories:
-{existing}
-
-Which earlier memories state an older value of something the new memory gives a newer value \
-for (the same address, date, time, amount, count, place, choice or setting, now different)? \
-Leave out a memory that the new one only adds to, repeats or mentions, or that is about \
-something else. An empty list is a good answer.
-
-Answer with the JSON object only:
-{{"updatedMemoryIds": [<id>, ...], "reason": "<explanation>"}}"""
-
-# How a hint names who said a statement: the memory's own words, so that a model that copies
-# a hint line writes a sentence a memory may hold.
-_SAID_BY = {"user": "The user said", "assistant": "The assistant confirmed"}
 _SPEAKERS = {"user": "User", "assistant": "Assistant", "tool": "Tool"}
 
 
@@ -110,24 +99,29 @@ def _one_line(text: str) -> str:
 
 
 def creation_messages(
-    transcript: str, statements: Sequence[Statement] = (), known: Sequence[str] = ()
+    transcript: str, known: Sequence[Memory] = (), *, max_chars: int
 ) -> list[ChatMessage]:
-    """The creation prompt, with the statements the checks found worth keeping and the
-    memories the app already holds (`known`), when there are any."""
+    """The model writer's creation prompt, showing the memories the space already holds
+    (`known`), each with its id, so that the model can say which the new one updates."""
     known_hint = ""
     if known:
-        known_hint = KNOWN_HINT.format(
-            lines="\n".join(f"- {_one_line(memory)}" for memory in known)
-        )
-    hint = ""
-    if statements:
-        hint = STATEMENTS_HINT.format(
-            lines="\n".join(
-                f"- {_SAID_BY[s.speaker]}: {' '.join(s.text.split())}" for s in statements
-            )
-        )
-    prompt = CREATION_PROMPT.format(conversation=transcript, statements=hint, known=known_hint)
+        known_hint = KNOWN_HINT.format(lines="\n".join(memory_line(m) for m in known))
+    prompt = CREATION_PROMPT.format(
+        conversation=transcript, known=known_hint, max_chars=max_chars
+    )
     return [ChatMessage("user", prompt)]
+
+
+def retry_messages(
+    asked: Sequence[ChatMessage], answer: str, failures: Sequence[tuple[str, str]]
+) -> list[ChatMessage]:
+    """The creation prompt and answer again, with the sentences that failed and why."""
+    lines = "\n".join(f'- "{_one_line(text)}": {why}' for text, why in failures)
+    return [
+        *asked,
+        ChatMessage("assistant", answer),
+        ChatMessage("user", RETRY_PROMPT.format(failures=lines)),
+    ]
 
 
 def memory_line(memory: Memory) -> str:
@@ -153,13 +147,5 @@ def compaction_messages(
         existing="\n".join(memory_line(m) for m in existing),
         new=new_line,
         max_chars=max_chars,
-    )
-    return [ChatMessage("user", prompt)]
-
-
-def update_messages(existing: Sequence[Memory], new_line: str) -> list[ChatMessage]:
-    """Asks a model which of `existing` the new memory gives newer values for."""
-    prompt = UPDATE_PROMPT.format(
-        new=new_line, existing="\n".join(memory_line(m) for m in existing)
     )
     return [ChatMessage("user", prompt)]

@@ -1,4 +1,5 @@
-"""The retention policy: which memory an app at its cap can best do without.
+"""The retention policy of the extractive writer: which memory an app at its cap can best do
+without.
 
 Memories are ranked from least to most worth keeping:
 
@@ -26,7 +27,8 @@ while something could go without loss (tiers 1-3, or a merge that fits); an edit
 when its new text says only what the two memories said and keeps every value that is not
 superseded. Otherwise the policy's own choice is applied and the reason recorded.
 
-A trusted model's claims that a new memory updates older ones are checked in `update_claims`.
+This is the extractive writer's policy; the model writer reads none of it
+(`model_compaction`).
 """
 
 from __future__ import annotations
@@ -34,40 +36,11 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
 
 from memory_agent import facts, text, values, written_forms
-from memory_agent.models import DEFAULT_IMPORTANCE
+from memory_agent.steps import NEW_MEMORY_ID, Candidate, Step
 
-NEW_MEMORY_ID = 0
 MAX_MERGED_SENTENCES = 4
-
-
-@dataclass(frozen=True)
-class Candidate:
-    """A memory as the policy sees it; `NEW_MEMORY_ID` is the one being written now."""
-
-    id: int
-    content: str
-    importance: int = DEFAULT_IMPORTANCE
-    # Never injected: never merged with a memory that is (nor it into a private one).
-    private: bool = False
-
-
-@dataclass(frozen=True)
-class Step:
-    """Delete `target`, or (edit) rewrite `target` as `new_content` and fold `folded` into it."""
-
-    action: Literal["delete", "edit"]
-    target: int
-    reason: str
-    new_content: str | None = None
-    folded: int | None = None
-
-    @property
-    def removed(self) -> int | None:
-        """The memory that stops existing (None: an edit that folds nothing in)."""
-        return self.target if self.action == "delete" else self.folded
 
 
 @dataclass(frozen=True)
@@ -124,14 +97,10 @@ def choose(
 
 
 def review(
-    memories: Sequence[Candidate], proposed: Step, *, max_chars: int, trusted: bool = False
+    memories: Sequence[Candidate], proposed: Step, *, max_chars: int
 ) -> tuple[Step, str | None]:
-    """The model's step if the policy accepts it, else the policy's, with why it was overruled.
-
-    A `trusted` model (one whose memories the checks have found faithful) may delete facts
-    no other memory holds whenever no memory could go without loss: it may see what the
-    checks cannot read (a fact that no longer matters, an update in other words).
-    """
+    """The model's step if the policy accepts it, else the policy's, with why it was
+    overruled."""
     by_id = {m.id: m for m in memories}
     assessed = assess(memories)
     policy = choose(memories, max_chars=max_chars, assessed=assessed)
@@ -145,9 +114,7 @@ def review(
                 f"{target.candidate.importance}, above {chosen.candidate.importance}; "
                 f"{policy.reason}"
             )
-        if target.tier < 3 or _loss_accepted(
-            assessed, ranks[policy.target], policy, trusted=trusted
-        ):
+        if target.tier < 3 or _loss_accepted(assessed, ranks[policy.target], policy):
             return proposed, None
         return policy, (
             f"overruled: memory {_label(target)} holds facts no other memory has; "
@@ -168,15 +135,13 @@ def review(
     return proposed, None
 
 
-def _loss_accepted(
-    assessed: Sequence[Assessment], chosen: Assessment, policy: Step, *, trusted: bool
-) -> bool:
+def _loss_accepted(assessed: Sequence[Assessment], chosen: Assessment, policy: Step) -> bool:
     """A delete of facts no other memory holds is wrong while a memory that holds no fact, or
-    only superseded or repeated ones, is there. Otherwise it stands for a trusted model, and
-    for any model when nothing could go without loss (the policy too would delete facts)."""
+    only superseded or repeated ones, is there, and stands when nothing could go without loss
+    (the policy too would delete facts)."""
     if any(a.tier < 3 for a in assessed):
         return False
-    return trusted or (policy.action == "delete" and chosen.tier == 3)
+    return policy.action == "delete" and chosen.tier == 3
 
 
 def _facts_lost(target: str, folded: str, merged: str) -> set[str]:

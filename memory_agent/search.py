@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from memory_agent.errors import InvalidSearchQuery
-from memory_agent.written_forms import normalise_text
+from memory_agent.unicode_forms import normalise_text
 
 MAX_QUERY_CHARS = 500
 MAX_TERMS = 32

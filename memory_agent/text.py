@@ -13,8 +13,9 @@ from functools import lru_cache
 from types import MappingProxyType
 
 from memory_agent import language
+from memory_agent.unicode_forms import normalise_text
 from memory_agent.written_forms import cached as _cached
-from memory_agent.written_forms import clock_times, normalise_text, reading_form
+from memory_agent.written_forms import clock_times, reading_form
 
 # A word may hold digits (B12, 6b, Alice2): only a token of digits alone is a number. Letters
 # are any script's.
@@ -184,7 +185,7 @@ SPELLED_NUMBERS = {
 # twelve, as before the classes held more.
 _COUNT_WORDS = {
     word: str(n)
-    for word, n in language.numbered("numbers", 2, of=language.ENGLISH).items()
+    for word, n in language.numbered("numbers", 2, of=language.LANGUAGES["en"]).items()
     if n <= 12
 }
 

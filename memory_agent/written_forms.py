@@ -10,11 +10,11 @@ written in a text (`written_in_digits`), so that an old value can be left out of
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Mapping
 from functools import lru_cache, partial
 
 from memory_agent import language
+from memory_agent.unicode_forms import normalise_text
 
 # The checks read the same few texts again and again (each memory against each other one):
 # they are pure functions of the text, so they are computed once and shared, as immutable
@@ -23,14 +23,6 @@ cached = lru_cache(maxsize=8192)
 
 
 @cached
-def normalise_text(text: str) -> str:
-    """NFKC, invisible format characters removed: what every check here reads."""
-    if text.isascii():
-        return text  # NFKC leaves ASCII alone, and every format character lies beyond it
-    text = unicodedata.normalize("NFKC", text)
-    return "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
-
-
 def _clock_patterns() -> tuple[tuple[re.Pattern[str], int, dict[str, int]], ...]:
     """Each language's times of day in words (`language.Words.clock`), with the minutes each
     adds to its hour and the language's hours in words."""

@@ -68,10 +68,11 @@ async def serve(settings: Settings) -> None:
     try:
         async with open_services(settings) as services, claimed(services):
             log.info(
-                "mnemoloop: %s, model %s, memory model %s",
+                "mnemoloop: %s, model %s, memory model %s (%s writer)",
                 services.database.describe(),
                 services.models.chat.name,
                 services.models.memory.name,
+                services.stores.agent.writer,
             )
             model = await services.health.model()
             if not model.ready:
@@ -146,9 +147,10 @@ async def run_worker(settings: Settings) -> None:
         services
     ):
         log.info(
-            "mnemoloop worker: %s, memory model %s",
+            "mnemoloop worker: %s, memory model %s (%s writer)",
             services.database.describe(),
             services.models.memory.name,
+            services.stores.agent.writer,
         )
         worker = services.worker
         async with anyio.create_task_group() as group:

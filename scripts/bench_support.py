@@ -97,8 +97,15 @@ def seed_ended_conversations(db: Path, *, apps: int, per_app: int) -> None:
 def scripted_answer(messages: Sequence[ChatMessage]) -> str:
     prompt = messages[0].content
     if prompt.startswith("You are a memory creation assistant."):
+        # The model writer's answer: each sentence with the words of the conversation it
+        # rests on.
         note = re.search(r"note (\d+)", prompt)
-        return f"The user asked to remember note {note.group(1) if note else 0}. It was kept."
+        number = note.group(1) if note else "0"
+        quote = f"note {number}"
+        return json.dumps({"sentences": [
+            {"text": f"The user asked to remember note {number}.", "quote": quote},
+            {"text": "It was kept.", "quote": quote},
+        ], "updates": []})
     if prompt.startswith("You are a memory management assistant."):
         first = re.search(r"\[id=(\d+)\]", prompt)
         return json.dumps({"action": "delete", "targetMemoryId": int(first.group(1)) if first

@@ -11,6 +11,7 @@ FIFO baseline that keeps the newest `--limit` of the same memories. One JSON obj
     .venv/bin/python scripts/eval.py --quick      # the first app only
     .venv/bin/python scripts/eval.py --stories other.json
     .venv/bin/python scripts/eval.py --model oracle  # a scripted model that knows the facts
+    .venv/bin/python scripts/eval.py --writer extractive  # the writer (default: the setting's)
 
 Fact kinds: `durable` (stated once, early), `confirmed` (only the assistant's turn says it),
 `superseded` (an old value) and `update` (its new value, stated later). An app may name its
@@ -47,16 +48,17 @@ from memory_agent import (
     MemorySubAgent,
     ToolSpec,
 )
-from memory_agent.chat_model import JsonSchema
+from memory_agent.chat_model import JsonSchema, memory_writer_for
 from memory_agent.errors import MnemoloopError
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from eval_oracle import OracleModel, is_update_review, oracle_facts
+from eval_oracle import OracleModel, is_memory_answer, oracle_facts
 
 DEFAULT_STORIES = Path(__file__).with_name("eval_stories.json")
 # Every key the JSON answer carries (the test checks them).
 KEYS = (
     "model",
+    "writer",
     "stories",
     "apps",
     "conversations",
@@ -67,20 +69,21 @@ KEYS = (
     "stale_rate",
     "stale_alone",
     "no_fact_share",
+    "chars_per_fact",
+    "quote_share",
     "fifo",
     "groups",
     "memories_written",
     "nothing_worth_keeping",
     "jobs_failed",
-    "model_spared",
     "compaction_calls",
-    "update_reviews",
+    "updates_by_model",
     "invalid_decisions",
     "invalid_decision_rate",
     "overruled_decisions",
     "decisions_applied",
     "compaction_outcomes",
-    "model_sentences_kept",
+    "model_sentences",
     "model_calls_per_conversation",
     "tokens_per_conversation",
     "wall_time_s",
@@ -96,6 +99,9 @@ class Fact:
 
     def held_by(self, text: str) -> bool:
         return all(pattern.search(text) for pattern in self.patterns)
+
+    def matches_in(self, text: str) -> int:
+        return sum(1 for pattern in self.patterns if pattern.search(text))
 
 
 @dataclass
@@ -116,7 +122,6 @@ class CountingModel(ChatModel):
         self._inner = inner
         self.calls = 0
         self.decision_calls = 0
-        self.review_calls = 0  # asking a trusted model which memories a new one updates
         self.tokens = 0
 
     async def chat(
@@ -127,10 +132,7 @@ class CountingModel(ChatModel):
         json_schema: JsonSchema | None = None,
     ) -> ChatReply:
         self.calls += 1
-        if json_schema is not None and is_update_review(json_schema):
-            self.review_calls += 1
-        else:
-            self.decision_calls += json_schema is not None
+        self.decision_calls += json_schema is not None and not is_memory_answer(json_schema)
         reply = await self._inner.chat(messages, tools=tools, json_schema=json_schema)
         self.tokens += reply.usage.total
         return reply
@@ -168,10 +170,16 @@ async def run_app(
 ) -> AppRun:
     facts, stated = parse_facts(app)
     run = AppRun(app.get("group", "other"), facts, stated)
-    known = oracle_facts(app, lambda fact_id, text: facts[fact_id].held_by(text))
+    known = oracle_facts(
+        app,
+        lambda fact_id, text: facts[fact_id].held_by(text),
+        lambda fact_id, text: facts[fact_id].matches_in(text),
+    )
     for index, conversation in enumerate(app["conversations"]):
         if oracle is not None:
-            oracle.showing(known, conversation["facts"])
+            oracle.showing(
+                known, conversation["facts"], [m["content"] for m in conversation["messages"]]
+            )
         messages = [ChatMessage(m["role"], m["content"]) for m in conversation["messages"]]
         request = MemoryCreationRequest(app["appId"], f"{app['appId']}-{index}", messages)
         try:
@@ -212,10 +220,12 @@ def score(runs: Sequence[AppRun], final_of: Any) -> dict[str, Any]:
     """
     held = Counter[str]()
     totals = Counter[str]()
-    no_fact = memories = stale_alone = 0
+    no_fact = memories = stale_alone = chars = quotes = 0
     for run in runs:
         final = final_of(run)
         memories += len(final)
+        chars += sum(len(text) for text in final)
+        quotes += sum(1 for text in final if _QUOTE.search(text))
         no_fact += sum(1 for text in final if not any(f.held_by(text) for f in run.facts.values()))
         for fact in run.facts.values():
             totals[fact.kind] += 1
@@ -224,14 +234,23 @@ def score(runs: Sequence[AppRun], final_of: Any) -> dict[str, Any]:
             if fact.kind == "update" and old is not None:
                 stale_alone += any(old.held_by(t) and not fact.held_by(t) for t in final)
     key = totals["durable"] + totals["confirmed"]
+    kept = held["durable"] + held["confirmed"] + held["update"]
     return {
         "recall": _share(held["durable"] + held["confirmed"], key),
         "update_recall": _share(held["update"], totals["update"]),
         "stale_rate": _share(held["superseded"], totals["superseded"]),
         "stale_alone": _share(stale_alone, totals["update"]),
         "no_fact_share": _share(no_fact, memories),
+        # Characters of final memory for each key fact it keeps (durable, confirmed, update):
+        # everything a later conversation is shown, per fact worth showing it.
+        "chars_per_fact": round(chars / kept, 1) if kept else None,
+        # Final memories that quote the conversation (`The user said: "…"`).
+        "quote_share": _share(quotes, memories),
         "final_memories": memories,
     }
+
+
+_QUOTE = re.compile(r'(?:The user said|The assistant confirmed): "')
 
 
 def capture(runs: Sequence[AppRun]) -> float | None:
@@ -298,6 +317,7 @@ async def evaluate(args: argparse.Namespace) -> dict[str, Any]:
                     memory_limit=args.limit,
                     max_chars=settings.memory_max_chars,
                     llm_timeout=settings.llm_timeout,
+                    writer=memory_writer_for(args.writer or settings.memory_writer, inner),
                 )
                 for app in apps:
                     async with database.transaction() as tx:
@@ -319,8 +339,10 @@ async def evaluate(args: argparse.Namespace) -> dict[str, Any]:
     invalid = outcomes["fifo:invalid_decision"]
     llm_errors = outcomes["fifo:llm_error"]
     overruled = outcomes["fifo:overruled"]
+    grounding = agent.grounding
     return {
         "model": model.name,
+        "writer": agent.writer,
         "stories": str(args.stories),
         "apps": len(runs),
         "conversations": conversations,
@@ -331,24 +353,17 @@ async def evaluate(args: argparse.Namespace) -> dict[str, Any]:
         "stale_rate": ours["stale_rate"],
         "stale_alone": ours["stale_alone"],
         "no_fact_share": ours["no_fact_share"],
+        "chars_per_fact": ours["chars_per_fact"],
+        "quote_share": ours["quote_share"],
         "fifo": score(runs, fifo_final(args.limit)),
         "groups": by_group(runs, args.limit),
         "memories_written": sum(1 for run in runs for text in run.written if text),
         "nothing_worth_keeping": agent.stats.nothing_worth_keeping,
         "jobs_failed": failures,
-        # Work written or decided without asking a model whose latest memories or decisions
-        # added next to nothing (it is asked one time in ten).
-        "model_spared": {
-            "memories": agent.stats.written_without_model,
-            "decisions": outcomes["fifo:not_asked"],
-        },
         "compaction_calls": model.decision_calls,
-        # A trusted model asked which memories a new one gives newer values for, and the
-        # memories its answers retired (beside the checks' own updates, "update").
-        "update_reviews": {
-            "calls": model.review_calls,
-            "memories_retired": outcomes["update by model"],
-        },
+        # Older memories the model writer's answers retired or rewrote as updated (the
+        # extractive writer's rules retire theirs as "update").
+        "updates_by_model": outcomes["update by model"],
         "invalid_decisions": {
             "total": invalid + llm_errors,
             "llm_error": llm_errors,
@@ -363,9 +378,15 @@ async def evaluate(args: argparse.Namespace) -> dict[str, Any]:
         "compaction_outcomes": {
             label: n for label, n in sorted(outcomes.items()) if not label.startswith("invalid:")
         },
-        # The share of the model's memory sentences the checks kept (the rest were replaced
-        # by the speakers' own words).
-        "model_sentences_kept": _share(agent.model_sentences[1], agent.model_sentences[0]),
+        # The model writer's sentences: written, grounded as first given, grounded when asked
+        # again, dropped (None: the extractive writer asks no model for sentences).
+        "model_sentences": None if grounding is None else {
+            "written": grounding.written,
+            "grounded": grounding.grounded,
+            "recovered_by_retry": grounding.recovered,
+            "dropped": grounding.dropped,
+            "grounded_share": _share(grounding.grounded + grounding.recovered, grounding.written),
+        },
         "model_calls_per_conversation": round(model.calls / max(conversations, 1), 3),
         "tokens_per_conversation": round(model.tokens / max(conversations, 1), 1),
         "wall_time_s": round(wall, 1),
@@ -393,6 +414,11 @@ def main() -> None:
         choices=("configured", "oracle"),
         default="configured",
         help="the configured memory model (default), or a scripted one that knows the facts",
+    )
+    parser.add_argument(
+        "--writer",
+        choices=("auto", "model", "extractive"),
+        help="who writes memories (default: MNEMOLOOP_MEMORY_WRITER, else auto)",
     )
     parser.add_argument("--apps", help="only these apps (comma-separated ids)")
     parser.add_argument("--limit", type=int, default=10, help="memories kept per app")

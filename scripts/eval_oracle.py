@@ -1,11 +1,15 @@
 """The oracle for `eval.py --model oracle`: a scripted model that knows each story's facts.
 
-It answers the creation prompt with the descriptions of the labelled facts of the conversation
-it is shown (NOTHING when there are none), the update review with the memories that hold a fact
-the new memory holds the update of, and the compaction prompt by deleting a memory that
-holds no labelled fact or only superseded values, else by merging the new memory into the
-shortest memory it fits beside, else by deleting the memory with the fewest facts. It shows
-whether the pipeline lets a good model's work through: what it loses, the checks cost.
+It writes as a capable model writes. It answers the creation prompt with the descriptions of
+the labelled facts of the conversation it is shown, each exactly as its story file gives it
+(a French conversation may be described in English, with "15:00" for "3 pm"), each quoting
+the turn in which the story's patterns find the fact; no sentences when the conversation
+states none. It names as updated each memory shown that holds a fact the conversation gives
+the update of, with that memory's other sentences as what still holds. It answers the
+compaction prompt by deleting a memory that holds no labelled fact or only superseded values,
+else by merging the new memory into the shortest memory it fits beside, else by deleting the
+memory with the fewest facts. It shows whether the pipeline lets a good model's work through:
+what it loses, the checks cost.
 """
 
 from __future__ import annotations
@@ -30,6 +34,8 @@ class OracleFact:
     description: str
     held_by: Callable[[str], bool]
     supersedes: str | None = None
+    # How many of the fact's patterns a text matches.
+    matches_in: Callable[[str], int] = lambda text: 0
 
 
 class OracleModel(ChatModel):
@@ -39,11 +45,16 @@ class OracleModel(ChatModel):
     def __init__(self) -> None:
         self._facts: dict[str, OracleFact] = {}
         self._stated: list[str] = []
+        self._turns: list[str] = []
 
-    def showing(self, facts: dict[str, OracleFact], stated: Sequence[str]) -> None:
-        """The story's facts, and the ids of those the conversation now shown states."""
+    def showing(
+        self, facts: dict[str, OracleFact], stated: Sequence[str], turns: Sequence[str]
+    ) -> None:
+        """The story's facts, the ids of those the conversation now shown states, and the
+        conversation's turns."""
         self._facts = facts
         self._stated = list(stated)
+        self._turns = list(turns)
 
     async def chat(
         self,
@@ -52,35 +63,34 @@ class OracleModel(ChatModel):
         tools: Sequence[ToolSpec] = (),
         json_schema: JsonSchema | None = None,
     ) -> ChatReply:
-        prompt = messages[-1].content
+        prompt = messages[0].content
         if json_schema is None:
-            answer = self._write()
-        elif is_update_review(json_schema):
-            answer = self._updated(prompt)
+            answer = "Sure."
+        elif is_memory_answer(json_schema):
+            answer = self._write(prompt)
         else:
             answer = self._decide(prompt)
         return ChatReply(answer, usage=TokenUsage(len(prompt) // 4, len(answer) // 4))
 
-    def _write(self) -> str:
-        sentences = [_sentence(self._facts[fact_id].description) for fact_id in self._stated]
-        return " ".join(sentences) if sentences else "NOTHING"
-
-    def _updated(self, prompt: str) -> str:
-        """The shown memories that hold a fact of which the new memory (id 0) holds the
-        update."""
-        memories = _memories(prompt)
-        new = memories.pop(0, "")
-        replaced = {
-            fact.supersedes
-            for fact in self._facts.values()
-            if fact.supersedes and fact.held_by(new)
-        }
-        updated = [
-            memory_id
-            for memory_id, content in memories.items()
-            if any(self._facts[f].held_by(content) for f in replaced if f in self._facts)
+    def _write(self, prompt: str) -> str:
+        stated = [self._facts[fact_id] for fact_id in self._stated]
+        sentences = [
+            {"text": _sentence(fact.description), "quote": self._turn_stating(fact)}
+            for fact in stated
         ]
-        return json.dumps({"updatedMemoryIds": updated, "reason": "newer values of its facts"})
+        replaced = {fact.supersedes for fact in stated if fact.supersedes in self._facts}
+        updates = []
+        for memory_id, content in _memories(prompt).items():
+            old = [self._facts[f] for f in replaced if self._facts[f].held_by(content)]
+            if old:
+                rest = [s for s in _sentences(content) if not any(f.held_by(s) for f in old)]
+                updates.append({"memoryId": memory_id, "stillTrue": " ".join(rest)})
+        return json.dumps({"sentences": sentences, "updates": updates})
+
+    def _turn_stating(self, fact: OracleFact) -> str:
+        """The turn in which the story's patterns find the fact (the one most of them match
+        in, when no turn holds them all)."""
+        return max(self._turns, key=lambda turn: fact.matches_in(turn), default="")
 
     def _decide(self, prompt: str) -> str:
         memories = _memories(prompt)
@@ -108,9 +118,9 @@ class OracleModel(ChatModel):
         return _decision("delete", poorest, "nothing fits together; it holds the fewest facts")
 
 
-def is_update_review(json_schema: JsonSchema) -> bool:
-    """The call asks which memories a new one updates (not for a compaction decision)."""
-    return "updatedMemoryIds" in json_schema.get("properties", {})
+def is_memory_answer(json_schema: JsonSchema) -> bool:
+    """The call asks for a memory (the model writer's creation prompt), not a decision."""
+    return "sentences" in json_schema.get("properties", {})
 
 
 def _memories(prompt: str) -> dict[int, str]:
@@ -119,9 +129,12 @@ def _memories(prompt: str) -> dict[int, str]:
 
 
 def oracle_facts(
-    app: dict[str, Any], held_by: Callable[[str, str], bool]
+    app: dict[str, Any],
+    held_by: Callable[[str, str], bool],
+    matches_in: Callable[[str, str], int],
 ) -> dict[str, OracleFact]:
-    """The app's facts as the oracle knows them; `held_by(fact_id, text)` is eval's check."""
+    """The app's facts as the oracle knows them; `held_by(fact_id, text)` is eval's check,
+    `matches_in(fact_id, text)` how many of the fact's patterns `text` matches."""
     facts: dict[str, OracleFact] = {}
     for fact in app["facts"]:
         facts[fact["id"]] = OracleFact(
@@ -130,6 +143,7 @@ def oracle_facts(
             fact.get("description", fact["id"]),
             lambda text, fact_id=fact["id"]: held_by(fact_id, text),
             fact.get("supersedes"),
+            lambda text, fact_id=fact["id"]: matches_in(fact_id, text),
         )
     return facts
 
@@ -138,6 +152,10 @@ def _sentence(description: str) -> str:
     text = " ".join(description.split())
     text = text[:1].upper() + text[1:]
     return text if text.endswith((".", "!", "?")) else text + "."
+
+
+def _sentences(text: str) -> list[str]:
+    return [s for s in re.split(r"(?<=[.!?])\s+", text.strip()) if s]
 
 
 def _sentence_count(text: str) -> int:

@@ -26,11 +26,17 @@ SLOW_SECONDS = 2.0
 def answer_for(body: dict[str, Any]) -> str:
     prompt = body["messages"][0]["content"]
     if prompt.startswith("You are a memory creation assistant."):
+        # The model writer's answer: the sentence, and the words it rests on.
         friend = re.findall(r"My friend (\w+) lives in (\w+)", prompt)
         if friend:
-            return f"The user's friend {friend[-1][0]} lives in {friend[-1][1]}."
-        code = re.findall(r"locker code is (\d+)", prompt)
-        return f"The user's locker code is {code[-1] if code else 0}."
+            name, city = friend[-1]
+            sentence = f"The user's friend {name} lives in {city}."
+            quote = f"My friend {name} lives in {city}"
+        else:
+            code = re.findall(r"locker code is (\d+)", prompt)
+            sentence = f"The user's locker code is {code[-1] if code else 0}."
+            quote = f"locker code is {code[-1]}" if code else "User:"
+        return json.dumps({"sentences": [{"text": sentence, "quote": quote}], "updates": []})
     if prompt.startswith("You are a memory management assistant."):
         ids = re.findall(r"\[id=(\d+)\]", prompt)
         return json.dumps({"action": "delete", "targetMemoryId": int(ids[0]), "reason": "old"})

@@ -22,8 +22,6 @@ from memory_agent.chat_model import (
 
 CREATION_PREFIX = "You are a memory creation assistant."
 COMPACTION_PREFIX = "You are a memory management assistant."
-UPDATE_PREFIX = "You keep an app's memories up to date."
-NO_UPDATES = json.dumps({"updatedMemoryIds": [], "reason": "nothing is updated"})
 
 
 @dataclass(frozen=True)
@@ -99,21 +97,49 @@ def decision(action: str, target: Any, new_content: str | None = None, reason: s
 def memory_model(
     memory: str | Callable[[ModelCall], Answer] = "The user likes tea. They drink it at noon.",
     compaction: Callable[[ModelCall], Answer | Awaitable[Answer]] | str = "not json",
-    updates: Callable[[ModelCall], Answer] | str = NO_UPDATES,
 ) -> FunctionModel:
-    """A model that writes `memory` when asked to create, answers `compaction` to compact,
-    and `updates` when asked which memories a new one updates (none, unless told)."""
+    """A model that writes `memory` when asked to create (plain text is answered in the model
+    writer's JSON, each sentence quoting the conversation's first user turn: `quoted`), and
+    answers `compaction` to compact."""
 
     def answer(call: ModelCall) -> Answer | Awaitable[Answer]:
         if call.prompt.startswith(COMPACTION_PREFIX):
             return compaction(call) if callable(compaction) else compaction
-        if call.prompt.startswith(UPDATE_PREFIX):
-            return updates(call) if callable(updates) else updates
         if call.prompt.startswith(CREATION_PREFIX):
-            return memory(call) if callable(memory) else memory
+            written = memory(call) if callable(memory) else memory
+            if isinstance(written, str) and not written.lstrip().startswith("{"):
+                return quoted(written, call)
+            return written
         return "Sure."
 
     return FunctionModel(answer)
+
+
+def transcript_turns(call: ModelCall) -> list[str]:
+    """The turns of the conversation shown in a creation prompt, without their labels."""
+    import re
+
+    shown = call.prompt.split("<<<CONVERSATION\n", 1)[-1].split("\nCONVERSATION>>>", 1)[0]
+    return [re.sub(r"^(User|Assistant|Tool): ", "", line) for line in shown.splitlines()]
+
+
+def quoted(
+    text: str, call: ModelCall, *, quote: str | None = None,
+    updates: Sequence[tuple[int, str]] = (),
+) -> str:
+    """`text` as the model writer's answer: each sentence quoting `quote` (by default the
+    conversation's first user turn), and `updates` as (memory id, what still holds)."""
+    import re
+
+    turns = transcript_turns(call)
+    evidence = quote if quote is not None else (turns[0] if turns else "")
+    sentences = [s for s in re.split(r"(?<=[.!?])\s+", text.strip()) if s]
+    if text.strip().upper() == "NOTHING":
+        sentences = []
+    return json.dumps({
+        "sentences": [{"text": s, "quote": evidence} for s in sentences],
+        "updates": [{"memoryId": i, "stillTrue": rest} for i, rest in updates],
+    })
 
 
 def ids_in_prompt(call: ModelCall) -> list[int]:

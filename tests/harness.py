@@ -17,7 +17,7 @@ from loop.service import Services, open_services
 from loop.settings import Settings
 from memory_agent import ChatModel, ChatReply, ToolCall
 from mnemoloop.runner import http_server, listening_socket
-from tests.fakes import COMPACTION_PREFIX, CREATION_PREFIX, FunctionModel, ModelCall
+from tests.fakes import COMPACTION_PREFIX, CREATION_PREFIX, FunctionModel, ModelCall, quoted
 
 
 def http_client(services: Services, admin_token: str | None = None) -> AsyncClient:
@@ -73,14 +73,18 @@ def assistant_model(
     memory: str = 'The user said: "{topic}."',
     end_on: str | None = None,
     compaction: Callable[[ModelCall], str] | None = None,
+    small_talk: str | None = None,
 ) -> FunctionModel:
     """Answers conversations with `reply` (calling end_conversation when the last user message
-    contains `end_on`), writes memories naming the conversation's first user message."""
+    contains `end_on`), writes memories naming the conversation's first user message, and
+    finds nothing worth keeping where that message starts with `small_talk`."""
 
     def answer(call: ModelCall) -> str | ChatReply:
         if call.prompt.startswith(CREATION_PREFIX):
             topic = call.prompt.split("User: ", 1)[1].split("\n")[0].rstrip(".")
-            return memory.format(topic=topic)
+            if small_talk and topic.startswith(small_talk):
+                return quoted("NOTHING", call)
+            return quoted(memory.format(topic=topic), call)
         if call.prompt.startswith(COMPACTION_PREFIX):
             return compaction(call) if compaction else "no decision"
         last = call.messages[-1].content

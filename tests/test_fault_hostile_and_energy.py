@@ -3,13 +3,14 @@ defers memory work and never stops conversations."""
 
 from __future__ import annotations
 
+import json
 import random
 
 import anyio
 import pytest
 
 from memory_agent import ChatReply, TokenUsage
-from tests.fakes import CREATION_PREFIX, FunctionModel, ModelCall, friend_fact
+from tests.fakes import CREATION_PREFIX, FunctionModel, ModelCall, friend_fact, quoted
 from tests.harness import conversation_calls, eventually, running, service
 
 pytestmark = [pytest.mark.fault, pytest.mark.anyio]
@@ -25,7 +26,8 @@ HOSTILE = (
 def parrot(call: ModelCall) -> str:
     """A model that obeys too well: its 'memory' is what the user said, verbatim."""
     if call.prompt.startswith(CREATION_PREFIX):
-        return call.prompt.split("User: ", 1)[1].split("\nAssistant:")[0]
+        said = call.prompt.split("User: ", 1)[1].split("\nAssistant:")[0]
+        return json.dumps({"sentences": [{"text": said, "quote": said}], "updates": []})
     return "OK."
 
 
@@ -60,7 +62,7 @@ async def test_a_planted_instruction_is_injected_as_data(db_path):
 
 
 async def test_at_zero_energy_conversations_are_answered_and_memory_waits(db_path):
-    model = FunctionModel(lambda call: "The user said a thing. It was noted."
+    model = FunctionModel(lambda call: quoted("The user said a thing. It was noted.", call)
                           if call.prompt.startswith(CREATION_PREFIX) else ChatReply("Answer."))
     async with service(db_path, model, energy_capacity=100,
                        energy_refill_per_second=0) as services, running(services):
@@ -108,7 +110,8 @@ async def test_a_memory_job_stopped_at_any_point_spends_its_energy_once(db_path)
     async def costed(call: ModelCall) -> ChatReply:
         await anyio.sleep(0.001)
         answered.append(call)
-        return ChatReply("Memory one is here. It is short.", usage=TokenUsage(250, 50))
+        return ChatReply(quoted("Memory one is here. It is short.", call),
+                         usage=TokenUsage(250, 50))
 
     rng = random.Random(5)
     async with service(db_path, FunctionModel(costed), tokens_per_energy_unit=100) as services:

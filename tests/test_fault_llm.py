@@ -21,7 +21,9 @@ pytestmark = [pytest.mark.fault, pytest.mark.anyio,
               pytest.mark.usefixtures("allow_model_requests")]
 HOST = "http://ollama.fault:11434"
 ADMIN = {"Authorization": "Bearer admin"}
-MEMORY = "The user said something new. It was recorded."
+# The model writer's answer, grounded in what the user says ("My friend Alice lives in Oslo.").
+MEMORY = json.dumps({"sentences": [{"text": "The user's friend Alice lives in Oslo.",
+                                    "quote": "My friend Alice lives in Oslo"}], "updates": []})
 
 
 def first_id(prompt: str) -> int:

@@ -79,8 +79,21 @@ async def test_health_needs_no_token_and_tells_each_part(client):
     ready = {"ready": True, "reason": None}
     assert response.status_code == 200
     assert response.json() == {
-        "status": "ok", "model": ready, "database": ready, "memoryWorker": ready
+        "status": "ok", "model": ready, "database": ready, "memoryWorker": ready,
+        "warnings": [],
     }
+
+
+async def test_health_warns_when_the_memory_models_sentences_are_dropped(client, services):
+    record = services.stores.agent.grounding
+    record.written, record.grounded, record.dropped = 40, 30, 10
+    body = (await client.get("/health")).json()
+    assert body["status"] == "ok"  # a warning: every part is still ready
+    assert body["warnings"] == [
+        "25% of the memory model's sentences were not grounded in their conversations and "
+        "were dropped: a model that quotes the conversation keeps more, and "
+        "MNEMOLOOP_MEMORY_WRITER=extractive keeps the speakers' own words"
+    ]
 
 
 async def test_openapi_is_open_and_describes_every_route(client):

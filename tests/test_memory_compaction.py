@@ -8,7 +8,6 @@ from memory_agent.errors import ChatModelResponseError, MemoryWriteRefused
 from memory_agent.store import EventSource, MemoryStore
 from tests.conftest import install_app
 from tests.fakes import (
-    CITIES,
     COMPACTION_PREFIX,
     FRIENDS,
     ModelCall,
@@ -18,6 +17,7 @@ from tests.fakes import (
     friend_memory,
     memory_lines,
     memory_model,
+    quoted,
 )
 
 pytestmark = pytest.mark.anyio
@@ -111,19 +111,18 @@ async def test_an_edit_to_no_text_is_read_as_a_delete_and_checked_as_one(databas
     assert len(await contents(agent)) == 10 and every_friend_kept(await contents(agent), 10)
 
 
-async def test_a_delete_of_a_unique_fact_is_overruled_and_nothing_is_lost(database, clock):
-    """A model a third of whose memory sentences the checks reject is not trusted (though it
-    adds to the statements, and so is asked): it may not delete a fact that no other memory
-    holds while two memories can be merged without loss."""
+async def test_with_the_extractive_writer_a_delete_of_a_unique_fact_is_overruled(
+    database, clock
+):
+    """The floor's policy checks the model's decision: a fact no other memory holds is not
+    deleted while two memories can be merged without loss."""
     await install_app(database, "app")
-    faithful = friend_memories()
-    model = memory_model(
-        lambda call: f"{faithful(call)} The user wants reminders short. The user is 25 years old.",
-        lambda call: decision("delete", sorted(memory_lines(call))[1]),
+    agent = agent_with(
+        database, clock, lambda call: decision("delete", sorted(memory_lines(call))[1]),
+        writer="extractive",
     )
-    agent = MemorySubAgent(database, model, clock=clock)
     for n in range(1, 12):
-        await agent.create_memory(req(n, text=f"{friend_fact(n)} keep reminders short please"))
+        await agent.create_memory(req(n, text=f"{friend_fact(n)} Keep reminders short please."))
 
     remaining = await contents(agent)
     assert len(remaining) == 10
@@ -132,11 +131,10 @@ async def test_a_delete_of_a_unique_fact_is_overruled_and_nothing_is_lost(databa
     assert agent.stats.fallbacks["overruled"] == 1
 
 
-async def test_a_trusted_model_may_delete_a_unique_fact_when_nothing_goes_without_loss(
+async def test_with_the_model_writer_the_models_delete_of_a_unique_fact_is_applied(
     database, clock
 ):
-    """A model whose memories have all passed the checks decides which fact to give up when
-    every memory holds one: the policy cannot show its choice wrong."""
+    """Which fact to give up is the model's decision: no rule overrules it."""
     await install_app(database, "app")
     agent = agent_with(
         database, clock, lambda call: decision("delete", sorted(memory_lines(call))[1])
@@ -174,29 +172,64 @@ async def test_an_edit_that_keeps_both_facts_is_applied(database, clock):
     assert len(await contents(agent)) == 10
 
 
+def _drops(lines: dict[int, str]) -> str:
+    return lines[0]
+
+
+def _invents(lines: dict[int, str]) -> str:
+    return f"{lines[sorted(lines)[2]]} {lines[0]} They also went hiking in the Dolomites."
+
+
 @pytest.mark.parametrize(
     ("new_content", "why"),
-    [
-        (lambda lines: lines[0], "drops"),
-        (
-            lambda lines: f"{lines[sorted(lines)[2]]} {lines[0]} They also visited {CITIES[30]}.",
-            "says what neither",
-        ),
-    ],
+    [(_drops, "drops"), (_invents, "says what neither")],
     ids=["drops-a-fact", "invents"],
 )
-async def test_an_edit_that_loses_or_invents_is_overruled(database, clock, new_content, why):
+async def test_with_the_extractive_writer_an_edit_that_loses_or_invents_is_overruled(
+    database, clock, new_content, why
+):
     await install_app(database, "app")
 
     def edit(call: ModelCall) -> str:
         lines = memory_lines(call)
         return decision("edit", sorted(lines)[2], new_content(lines))
 
-    agent = agent_with(database, clock, edit)
+    agent = agent_with(database, clock, edit, writer="extractive")
     await fill(agent, 11)
     [step] = (await agent.create_memory(req(12))).compactions
     assert step.decided_by == "policy" and why in (step.fallback_reason or "")
     assert every_friend_kept(await contents(agent), upto=12)
+
+
+async def test_with_the_model_writer_an_edit_that_drops_a_fact_is_the_models_call(
+    database, clock
+):
+    await install_app(database, "app")
+    agent = agent_with(
+        database, clock, lambda call: decision("edit", sorted(memory_lines(call))[2],
+                                               _drops(memory_lines(call)))
+    )
+    await fill(agent, 11)
+    [step] = (await agent.create_memory(req(12))).compactions
+    assert (step.action, step.decided_by, step.fallback_reason) == ("edit", "model", None)
+
+
+async def test_with_the_model_writer_an_edit_grounded_in_neither_memory_falls_back_to_fifo(
+    database, clock
+):
+    await install_app(database, "app")
+    agent = agent_with(
+        database, clock, lambda call: decision("edit", sorted(memory_lines(call))[2],
+                                               _invents(memory_lines(call)))
+    )
+    await fill(agent, 11)
+    oldest = (await agent.list_memories("app"))[-1]
+    [step] = (await agent.create_memory(req(12))).compactions
+    assert (step.action, step.target_memory_id, step.decided_by) == ("delete", oldest.id, "policy")
+    assert step.fallback_cause == "invalid_decision"
+    assert '"They also went hiking in the Dolomites." is grounded in neither memory' in (
+        step.fallback_reason
+    )
 
 
 def unknown_action(call: ModelCall) -> str:
@@ -240,9 +273,9 @@ async def too_slow(call: ModelCall) -> str:
         (lambda call: '{"action": "delete",}', "not valid JSON"),
         (lambda call: '{"action": "delete", "targetMemoryId": 0, "reason": "a\nb"}', None),
         (unknown_action, "action"),
-        (missing_id, "not one of this app's memories"),
+        (missing_id, "not one of those shown"),
         (string_id, "targetMemoryId"),
-        (long_edit, "newContent"),
+        (long_edit, "newContent is 469 characters, the limit is 400"),
         (edit_of_new, "existing memory"),
         (llm_error, "LLM error"),
         (truncated, "cut off"),
@@ -262,12 +295,13 @@ async def too_slow(call: ModelCall) -> str:
         "timeout",
     ],
 )
-async def test_a_failed_decision_falls_back_to_the_retention_policy(database, clock, answer, why):
+async def test_a_failed_decision_falls_back_to_fifo_with_its_reason(database, clock, answer, why):
     await install_app(database, "other")
     await install_app(database, "app")
     agent = agent_with(database, clock, answer, llm_timeout=0.3)
     await agent.create_memory(req(0, "other"))
     await fill(agent, 10)
+    oldest = (await agent.list_memories("app"))[-1]
 
     created = await agent.create_memory(req(11))
 
@@ -278,9 +312,12 @@ async def test_a_failed_decision_falls_back_to_the_retention_policy(database, cl
         assert (outcome.decided_by, outcome.target_memory_id) == ("model", 0)
     else:
         assert (outcome.decided_by, outcome.outcome) == ("policy", "fifo")
+        assert outcome.target_memory_id == oldest.id
         assert why in (outcome.fallback_reason or "")
         assert agent.stats.compactions["fifo"] == 1
-        assert every_friend_kept(remaining)
+        assert FRIENDS[1] not in " ".join(remaining) and FRIENDS[11] in " ".join(remaining)
+        events = await agent.history("app", memory_id=oldest.id)
+        assert why in (events[-1].reason or "")
     assert await agent.get_memory_count("other") == 1
 
 
@@ -321,9 +358,11 @@ async def test_the_cap_holds_when_many_memories_are_created_at_once(database, cl
     assert sum(agent.stats.compactions.values()) == 20
 
 
-async def test_a_newer_value_retires_the_old_one_below_the_cap(database, clock):
+async def test_with_the_extractive_writer_a_newer_value_retires_the_old_one_below_the_cap(
+    database, clock
+):
     await install_app(database, "app")
-    agent = MemorySubAgent(database, memory_model(""), clock=clock)
+    agent = MemorySubAgent(database, memory_model(""), clock=clock, writer="extractive")
     await agent.create_memory(req(1, text="My rent is 1650 dollars a month."))
     await agent.create_memory(req(2, text="I work as a nurse at St Mary's."))
     created = await agent.create_memory(
@@ -339,11 +378,13 @@ async def test_a_newer_value_retires_the_old_one_below_the_cap(database, clock):
     assert "1650" in (events[-1].content_before or "")
 
 
-async def test_a_memory_without_facts_goes_before_any_fact(database, clock):
+async def test_with_the_extractive_writer_a_memory_without_facts_goes_before_any_fact(
+    database, clock
+):
     await install_app(database, "app")
     store = MemoryStore(database)
     await store.insert("app", "The user said hello.", created_at="2025-09-01T00:00:00.000000Z")
-    agent = agent_with(database, clock, lambda call: "not json")
+    agent = agent_with(database, clock, lambda call: "not json", writer="extractive")
     await fill(agent, 10)
 
     remaining = await contents(agent)
@@ -434,3 +475,55 @@ async def test_purge_erases_text_from_history_and_leaves_other_apps(database, cl
         ("deleted", "admin"), ("deleted", "purge"), ("deleted", "purge"), ("erased", "purge")]
     assert all(e.erased and e.content_before is None and e.content_after is None for e in events)
     assert all(not e.erased for e in await agent.history("b"))
+
+
+async def test_with_the_model_writer_no_rule_retires_a_memory_below_the_cap(database, clock):
+    """Memories a rule would read as updates of each other ("The user shared the facts f00.",
+    "… f01.") all stay until the cap: then the model's DELETE is applied."""
+    await install_app(database, "app")
+    model = memory_model(
+        lambda call: quoted(f"The user shared the facts f{len(model.calls):02d}.", call),
+        lambda call: decision("delete", sorted(memory_lines(call))[1], reason="oldest"),
+    )
+    agent = MemorySubAgent(database, model, clock=clock)
+    for n in range(10):
+        created = await agent.create_memory(req(n))
+        assert created.compactions == []
+    assert await agent.get_memory_count("app") == 10
+
+    created = await agent.create_memory(req(10))
+
+    [step] = created.compactions
+    assert (step.action, step.decided_by, step.outcome) == ("delete", "model", "delete")
+    assert await agent.get_memory_count("app") == 10
+
+
+def test_the_model_writer_reads_no_word_list():
+    """The model path's modules import none of the floor's word-based modules, at any depth
+    within memory_agent."""
+    import ast
+    from pathlib import Path
+
+    package = Path(__file__).resolve().parent.parent / "memory_agent"
+    word_based = {"language", "text", "facts", "values", "retention", "written_forms",
+                  "extractive", "compaction", "validation", "expiry"}
+
+    def imports(module: str) -> set[str]:
+        tree = ast.parse((package / f"{module}.py").read_text(encoding="utf-8"))
+        found = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module == "memory_agent":
+                found |= {alias.name for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
+                "memory_agent."
+            ):
+                found.add(node.module.split(".")[1])
+        return {name for name in found if (package / f"{name}.py").exists()}
+
+    seen, todo = set(), ["model_writer", "model_compaction"]
+    while todo:
+        module = todo.pop()
+        if module not in seen:
+            seen.add(module)
+            todo.extend(imports(module))
+    assert seen & word_based == set(), seen & word_based

@@ -10,7 +10,7 @@ import pytest
 
 from loop.jobs import ClaimedJob
 from memory_agent import ChatMessage, MemoryCreationRequest
-from tests.fakes import CREATION_PREFIX, FunctionModel, ModelCall, friend_fact
+from tests.fakes import CREATION_PREFIX, FunctionModel, ModelCall, friend_fact, quoted
 from tests.harness import assistant_model, eventually, http_client, running, service
 
 pytestmark = pytest.mark.anyio
@@ -72,7 +72,7 @@ async def test_history_routes_page_through_every_change(db_path):
 
 
 async def test_memory_jobs_show_what_they_wrote_and_their_compaction_steps(db_path):
-    model = assistant_model(compaction=lambda call: "I cannot decide.")
+    model = assistant_model(compaction=lambda call: "I cannot decide.", small_talk="Hi,")
     async with service(db_path, model) as services, running(services), \
             http_client(services, "admin") as client:
         await services.stores.registry.install("cal", "Calendar")
@@ -94,7 +94,7 @@ async def test_memory_jobs_show_what_they_wrote_and_their_compaction_steps(db_pa
         assert step["reason"]
         nothing = by_conversation[small_talk]
         assert (nothing["status"], nothing["note"], nothing["memoryId"]) == (
-            "done", "nothing worth keeping", None)
+            "done", "the model found nothing worth keeping", None)
 
         metrics = (await client.get("/metrics", headers=ADMIN)).text
         assert 'mnemoloop_compactions_total{outcome="fifo"} 1.0' in metrics
@@ -110,7 +110,7 @@ async def test_purge_cancels_jobs_and_a_job_talking_to_the_model_writes_nothing(
         if call.prompt.startswith(CREATION_PREFIX):
             writing.set()
             await release.wait()
-            return "The user's friend Alice lives in Oslo."
+            return quoted("The user's friend Alice lives in Oslo.", call)
         return "Noted."
 
     async with service(db_path, FunctionModel(slow_memory), max_concurrent_memory_jobs=1) \
@@ -146,8 +146,9 @@ async def test_purge_answers_the_true_count(db_path):
 @pytest.mark.sqlite_only
 async def test_purged_text_leaves_no_byte_in_the_database_files(db_path):
     secret = "Zanzibar Quokka 7781"
-    model = FunctionModel(lambda call: "" if call.prompt.startswith(CREATION_PREFIX) else "no")
-    async with service(db_path, model) as services:
+    # The extractive writer keeps the speakers' words, and retires the old rent by its rules.
+    model = FunctionModel(lambda call: "no")
+    async with service(db_path, model, memory_writer="extractive") as services:
         await services.stores.registry.install("vault", "Vault")
         for n, text in enumerate([f"My vault phrase is {secret} and my rent is 1650 a month.",
                                   "I work as a nurse at St Mary's.",
@@ -177,6 +178,7 @@ async def test_a_stale_claim_cannot_commit_after_the_job_was_claimed_again(db_pa
     async def slow_memory(call: ModelCall) -> str:
         if call.prompt.startswith(CREATION_PREFIX):
             await release.wait()
+            return quoted("The user's friend Bruno lives in Porto.", call)
         return "Noted."
 
     async with service(db_path, FunctionModel(slow_memory)) as services:

@@ -10,8 +10,8 @@ import respx
 
 from loop.llm.ollama import OllamaChatModel
 from memory_agent import ChatMessage, MemoryCreationRequest, MemorySubAgent, ToolSpec
+from memory_agent.answers import decision_schema
 from memory_agent.errors import ChatModelResponseError, ChatModelTimeout, ChatModelUnavailable
-from memory_agent.validation import decision_schema
 from tests.conftest import install_app
 from tests.fakes import FRIENDS, ModelCall, friend_fact, friend_memory, memory_lines
 
@@ -144,23 +144,16 @@ async def test_has_model_reads_the_pulled_models(model):
 
 
 @respx.mock
-async def test_sub_agent_compacts_through_ollama(model, database):
-    """Creation and a structured edit decision, end to end over the Ollama wire."""
+async def test_sub_agent_writes_and_compacts_through_ollama(model, database):
+    """The model writer's memory and a structured edit decision, end to end over the Ollama
+    wire: each call's JSON schema goes as `format`."""
     await install_app(database, "app")
     agent = MemorySubAgent(database, model)
-
-    reviews = []
+    shown: list[list[int]] = []
 
     def answer(request: httpx.Request) -> httpx.Response:
         body = json.loads(request.content)
         prompt = body["messages"][0]["content"]
-        if prompt.startswith("You keep an app's memories up to date."):
-            # Faithful from its first memories, the model is asked what the new one updates,
-            # with the ids as its `format`.
-            reviews.append(body["format"]["properties"]["updatedMemoryIds"]["items"]["enum"])
-            nothing = {"updatedMemoryIds": [], "reason": "other friends"}
-            reply = chat_body(json.dumps(nothing), prompt=80, completion=20)
-            return httpx.Response(200, json=reply)
         if prompt.startswith("You are a memory management assistant."):
             lines = memory_lines(ModelCall([ChatMessage("user", prompt)], [], None))
             delete, _ = body["format"]["anyOf"]
@@ -172,11 +165,14 @@ async def test_sub_agent_compacts_through_ollama(model, database):
             return httpx.Response(
                 200, json=chat_body(json.dumps(decision), prompt=150, completion=50)
             )
+        # The memory: its schema lists the space's ids as those an update may name.
+        updates = body["format"]["properties"]["updates"]
+        shown.append(updates.get("items", {}).get("properties", {}).get("memoryId", {})
+                     .get("enum", []))
         name = prompt.split("User: My friend ")[1].split()[0]
-        return httpx.Response(
-            200,
-            json=chat_body(friend_memory(FRIENDS.index(name)), prompt=180, completion=20),
-        )
+        written = {"sentences": [{"text": friend_memory(FRIENDS.index(name)),
+                                  "quote": friend_fact(FRIENDS.index(name))}], "updates": []}
+        return httpx.Response(200, json=chat_body(json.dumps(written), prompt=180, completion=20))
 
     respx.post(f"{HOST}/api/chat").mock(side_effect=answer)
     for n in range(11):
@@ -185,12 +181,9 @@ async def test_sub_agent_compacts_through_ollama(model, database):
         )
     assert await agent.get_memory_count("app") == 10
     assert agent.stats.compactions["edit"] == 1
-    # On its way to trust once its first three sentences passed: asked about the third
-    # memory and every one after it, each time with the earlier ones.
-    assert [len(ids) for ids in reviews] == list(range(2, 11))
-    # 11 creations at ceil(200/100)=2 units, one decision at ceil((150+50)/100)=2 units, nine
-    # reviews at ceil((80+20)/100)=1 unit
-    assert agent.get_energy_consumed_since_last_poll() == 33
+    assert [len(ids) for ids in shown] == list(range(11))
+    # 11 memories at ceil(200/100)=2 units, one decision at ceil((150+50)/100)=2 units
+    assert agent.get_energy_consumed_since_last_poll() == 24
 
 
 def ndjson(*chunks: dict) -> bytes:

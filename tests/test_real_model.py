@@ -33,6 +33,7 @@ class Recording(ChatModel):
 
     def __init__(self, inner: ChatModel) -> None:
         self.name = inner.name
+        self.bundled = inner.bundled  # the bundled model gets the extractive writer
         self._inner = inner
         self.sent: list[list[ChatMessage]] = []
 

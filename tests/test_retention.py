@@ -161,17 +161,6 @@ def test_a_model_delete_of_a_unique_fact_is_overruled():
     assert step.action == "edit" and why is not None and why.startswith("overruled")
 
 
-def test_a_trusted_model_may_delete_a_unique_fact_only_when_nothing_goes_without_loss():
-    proposed = Step("delete", 2, "no longer matters")
-    assert retention.review(memories(*FACTS), proposed, max_chars=400, trusted=True) == (
-        proposed,
-        None,
-    )
-    with_small_talk = memories(FACTS[0], FACTS[1], "The user said hello.", FACTS[2])
-    step, why = retention.review(with_small_talk, proposed, max_chars=400, trusted=True)
-    assert (step.action, step.target) == ("delete", 3) and (why or "").startswith("overruled")
-
-
 def test_a_model_delete_of_a_fact_free_memory_stands():
     candidates = memories(FACTS[0], "The user said hello.", FACTS[1])
     proposed = Step("delete", 2, "small talk")

@@ -20,7 +20,7 @@ from memory_agent.secrets import (
     redact,
 )
 from tests.db_query import query
-from tests.fakes import CREATION_PREFIX, FunctionModel, ModelCall
+from tests.fakes import CREATION_PREFIX, FunctionModel, ModelCall, quoted
 from tests.harness import eventually, running, service
 
 FOUND = [
@@ -109,7 +109,7 @@ def _memory_model() -> FunctionModel:
     def answer(call: ModelCall) -> str:
         if call.prompt.startswith(CREATION_PREFIX):
             said = call.prompt.split("User: ", 1)[1].split("\n")[0].rstrip(".")
-            return f'The user said: "{said}."'
+            return quoted(f'The user said: "{said}."', call)
         return "Noted."
 
     return FunctionModel(answer)

@@ -19,6 +19,7 @@ from tests.fakes import (
     decision,
     friend_fact,
     ids_in_prompt,
+    quoted,
 )
 from tests.harness import assistant_model, conversation_calls, eventually, running, service
 
@@ -104,20 +105,30 @@ async def test_memories_are_in_the_context_of_the_same_app_only(db_path):
     assert all("Phoenix" not in m.content for m in other_app.messages)
 
 
-async def test_the_eleventh_memory_compacts_the_app_back_to_ten(db_path):
-    # A model whose memories say what the conversations do not is not trusted to decide
-    # which fact to lose.
-    model = assistant_model(
-        memory="The user is 25 years old.",
-        compaction=lambda call: decision("delete", ids_in_prompt(call)[0]),
-    )
+async def test_the_eleventh_memory_compacts_the_app_back_to_ten_as_the_model_decides(db_path):
+    model = assistant_model(compaction=lambda call: decision("delete", ids_in_prompt(call)[0]))
     async with service(db_path, model) as services, running(services):
         await services.stores.registry.install("cal", "Calendar")
         ids = [await talk(services, "cal", friend_fact(n)) for n in range(11)]
         for conversation_id in ids:
             await eventually(lambda c=conversation_id: settled(services, c))
         assert await services.stores.agent.get_memory_count("cal") == 10
-        # Deleting a friend's only record would lose a fact: the policy merges two instead.
+        assert services.stores.agent.stats.compactions["delete"] == 1
+        contents = " ".join(m.content for m in await services.stores.agent.get_memories("cal"))
+        assert FRIENDS[0] not in contents  # the first memory shown, as the model chose
+        assert all(FRIENDS[n] in contents for n in range(1, 11))
+
+
+async def test_with_the_extractive_writer_the_policy_keeps_every_fact(db_path):
+    # Deleting a friend's only record would lose a fact: the policy merges two instead.
+    model = assistant_model(compaction=lambda call: decision("delete", ids_in_prompt(call)[0]))
+    async with service(db_path, model, memory_writer="extractive") as services, \
+            running(services):
+        await services.stores.registry.install("cal", "Calendar")
+        ids = [await talk(services, "cal", friend_fact(n)) for n in range(11)]
+        for conversation_id in ids:
+            await eventually(lambda c=conversation_id: settled(services, c))
+        assert await services.stores.agent.get_memory_count("cal") == 10
         assert services.stores.agent.stats.compactions["fifo"] == 1
         contents = " ".join(m.content for m in await services.stores.agent.get_memories("cal"))
         assert all(FRIENDS[n] in contents for n in range(11))
@@ -263,7 +274,7 @@ async def test_answering_never_waits_for_memory_work(db_path):
     async def slow_memory(call: ModelCall) -> str | ChatReply:
         if call.prompt.startswith("You are a memory creation assistant."):
             await release.wait()
-            return "A slow memory was written. It took a while."
+            return quoted("A slow memory was written. It took a while.", call)
         return "Quick answer."
 
     model = FunctionModel(slow_memory)
@@ -317,6 +328,8 @@ async def test_a_slow_or_unreachable_model_is_retried_with_back_off_then_writes(
         if call.prompt.startswith("You are a memory creation assistant.") and failures:
             failures -= 1
             raise ChatModelTimeout("no answer within 30 s")
+        if call.prompt.startswith("You are a memory creation assistant."):
+            return quoted("The user's friend Bruno lives in Porto.", call)
         return "Fine."
 
     async with service(db_path, FunctionModel(flaky), memory_retry_base_seconds=0.2) as services, \
@@ -352,7 +365,8 @@ async def test_conversation_and_memory_spending_are_charged_separately(db_path):
         from memory_agent import TokenUsage
 
         if call.prompt.startswith("You are a memory creation assistant."):
-            return ChatReply("Memory one is here. It is short.", usage=TokenUsage(250, 50))
+            return ChatReply(quoted("Memory one is here. It is short.", call),
+                             usage=TokenUsage(250, 50))
         return ChatReply("Answer.", usage=TokenUsage(90, 20))
 
     async with service(db_path, FunctionModel(costed), tokens_per_energy_unit=100) as services, \

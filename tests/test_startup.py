@@ -97,7 +97,7 @@ def test_serving_on_the_real_port_and_one_admin_token_kept_until_rotated(db_path
         health = httpx.get(url + "/health").json()
         assert health == {"status": "ok", "model": {"ready": True, "reason": None},
                           "database": {"ready": True, "reason": None},
-                          "memoryWorker": {"ready": True, "reason": None}}
+                          "memoryWorker": {"ready": True, "reason": None}, "warnings": []}
         assert first.stop() == 0
 
         again = Serve(db_path, **settings)

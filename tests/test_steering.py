@@ -137,16 +137,20 @@ async def test_a_private_memory_is_never_merged_into_an_injected_one(database, c
     private = (await agent.list_memories("app"))[-1].id
     await agent.steer_memory("app", private, MemoryChange(private=True))
 
+    private_text = (await agent.get_memory("app", private)).content
+
     created = await agent.create_memory(request(3))
 
+    # Refused, and the fallback (FIFO) decides; nothing private is injected.
     assert merges and created.compactions[0].decided_by == "policy"
     assert "private" in (created.compactions[0].fallback_reason or "")
     injected = " ".join(m.content for m in await agent.get_memories("app"))
-    kept_private = await agent.get_memory("app", private)
-    assert kept_private is not None and kept_private.content not in injected
+    assert private_text not in injected
 
 
-async def test_importance_weighs_which_memory_compaction_gives_up(database, clock):
+async def test_with_the_extractive_writer_importance_weighs_what_the_policy_gives_up(
+    database, clock
+):
     await install_app(database, "app")
     shown: list[str] = []
 
@@ -157,7 +161,7 @@ async def test_importance_weighs_which_memory_compaction_gives_up(database, cloc
     # Memories too long to merge two into one: the policy must delete one with facts.
     agent = MemorySubAgent(
         database, memory_model(written, delete_the_important_one), clock=clock,
-        memory_limit=3, max_chars=80,
+        memory_limit=3, max_chars=80, writer="extractive",
     )
     for n in range(3):
         await agent.create_memory(request(n))
@@ -177,6 +181,33 @@ async def test_importance_weighs_which_memory_compaction_gives_up(database, cloc
     assert oldest in remaining and second not in remaining
     events = [(e.event, e.reason) for e in await agent.history("app", memory_id=second)]
     assert ("importance", "importance 5 → 3: tagged irrelevant: never asked about") in events
+
+
+async def test_the_fifo_fallback_gives_up_the_least_important_memory_first(database, clock):
+    """The model writer's fallback is the seed's FIFO, least important first: a failed
+    decision does not take the oldest memory when an operator weighed it up."""
+    await install_app(database, "app")
+    shown: list[str] = []
+
+    def no_decision(call: ModelCall) -> str:
+        shown.append(call.prompt)
+        return "I cannot decide."
+
+    agent = MemorySubAgent(database, memory_model(written, no_decision), clock=clock,
+                           memory_limit=3)
+    for n in range(3):
+        await agent.create_memory(request(n))
+    oldest, second, _ = [m.id for m in reversed(await agent.list_memories("app"))]
+    await agent.steer_memory("app", oldest, MemoryChange(importance=9, reason="the boss"))
+    await agent.tag_memory("app", second, relevant=False, reason="never asked about")
+
+    created = await agent.create_memory(request(3))
+
+    [step] = created.compactions
+    assert (step.target_memory_id, step.decided_by, step.outcome) == (second, "policy", "fifo")
+    assert "importance 9/10" in shown[0] and "importance 3/10" in shown[0]
+    remaining = {m.id for m in await agent.list_memories("app")}
+    assert oldest in remaining and second not in remaining
 
 
 @pytest.fixture

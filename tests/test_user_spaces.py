@@ -21,6 +21,7 @@ from tests.fakes import (
     FRIENDS,
     FunctionModel,
     ModelCall,
+    quoted,
 )
 from tests.harness import eventually, http_client, running, service
 from tests.test_multi_instance import HEADERS, Instances
@@ -36,7 +37,7 @@ def prompt_echoing_model() -> FunctionModel:
     def answer(call: ModelCall) -> str:
         if call.prompt.startswith(CREATION_PREFIX):
             said = call.prompt.split("User: ", 1)[1].split("\n")[0].rstrip(".")
-            return f'The user said: "{said}."'
+            return quoted(f'The user said: "{said}."', call)
         if call.prompt.startswith(COMPACTION_PREFIX):
             return "no decision"
         if call.messages[-1].content == SHOW_PROMPT:

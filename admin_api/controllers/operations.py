@@ -43,6 +43,7 @@ async def health(health_checks: Provided[HealthChecks]) -> Response[HealthOut]:
         _part(checked.model),
         _part(checked.database),
         _part(checked.memory_worker),
+        list(checked.warnings),
     )
     return Response(body, status_code=200 if checked.ready else 503)
 
@@ -96,6 +97,7 @@ class OperationsController(Controller):
         spaces_with_memories, spaces = await stores.registry.space_counts()
         text = metrics.render(
             stats=stores.agent.stats,
+            grounding=stores.agent.grounding,
             jobs_by_status=await stores.jobs.counts_by_status(),
             energy_spent={"memory": energy.memory_spent, "conversation": energy.conversation_spent},
             apps_with_memories=sum(1 for app in apps if app.memory_count),

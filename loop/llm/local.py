@@ -85,6 +85,8 @@ class LocalChatModel(ChatModel):
                 "llama-cpp-python is not installed: pip install 'mnemoloop[local]'"
             ) from None
         self.name = f"local:{path.stem}"
+        bundled = bundled_model_path()
+        self.bundled = bundled is not None and path.resolve() == bundled.resolve()
         self._llama = Llama(
             model_path=str(path),
             n_ctx=context_tokens,

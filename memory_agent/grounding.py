@@ -1,0 +1,100 @@
+"""Whether a model's sentence rests on something, by checks that hold in any language and script.
+
+Nothing here knows a word of any language. A text is folded to what it says: Unicode's
+compatibility forms (full-width letters and digits become plain ones), lower case, the digits
+of every script as 0-9, and nothing but letters, marks and digits (no spaces, no punctuation).
+Two checks compare folded texts with each other, as LangExtract aligns an extraction with its
+source:
+
+- `quote_found`: the words a model quotes are in the transcript (each part of a quote cut by
+  an ellipsis on its own). This grounds a memory sentence, whatever words the sentence itself
+  uses: a translation, "15:00" for "3 pm", a date for "last Friday".
+- `shares_enough`: enough of a text's character trigrams are in another text. This grounds a
+  merged memory (an EDIT) in the two memories it merges, where there is no transcript.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+# A quote shorter than this (folded: letters and digits only) grounds nothing, unless it is a
+# whole turn ("Yes", "OK"): four characters are a word in a Latin script and a phrase in Chinese.
+MIN_QUOTE_CHARS = 4
+# The share of a merged sentence's trigrams that must be in the memories it merges: a merge
+# reuses their words, reordered; an invented sentence shares few.
+MIN_TRIGRAM_SHARE = 0.4
+_ELLIPSIS = re.compile(r"\.\.\.+|…|\[\.\.\.\]|\(\.\.\.\)")
+
+
+def folded(text: str) -> str:
+    """`text` as the checks compare it: NFKC, case-folded, every script's digits as 0-9, and
+    only letters, marks and digits."""
+    kept: list[str] = []
+    for char in unicodedata.normalize("NFKC", text).casefold():
+        category = unicodedata.category(char)
+        if category == "Nd":
+            kept.append(str(unicodedata.digit(char)))
+        elif category[0] in "LMN":
+            kept.append(char)
+    return "".join(kept)
+
+
+def quote_found(quote: str, source: str, *, turns: tuple[str, ...] = ()) -> str | None:
+    """None when every part of `quote` (cut at ellipses) is in `source`; else why not. A
+    quote too short to ground anything passes only when it is a whole one of `turns`."""
+    whole = folded(quote)
+    if not whole:
+        return "it quotes nothing"
+    in_source = folded(source)
+    if len(whole) < MIN_QUOTE_CHARS and whole not in {folded(turn) for turn in turns}:
+        return "its quote is too short to show what it rests on"
+    for part in _ELLIPSIS.split(quote):
+        piece = folded(part)
+        if piece and piece not in in_source:
+            return f'its quote "{_shown(part)}" is not in the conversation'
+    return None
+
+
+def shares_enough(text: str, source: str, share: float = MIN_TRIGRAM_SHARE) -> bool:
+    """At least `share` of `text`'s character trigrams (folded) are in `source`'s; a text too
+    short for a trigram must be in `source` whole."""
+    mine = _trigrams(folded(text))
+    if not mine:
+        return folded(text) in folded(source)
+    theirs = _trigrams(folded(source))
+    return len(mine & theirs) >= share * len(mine)
+
+
+def _trigrams(text: str) -> set[str]:
+    return {text[i : i + 3] for i in range(len(text) - 2)}
+
+
+def _shown(part: str) -> str:
+    text = " ".join(part.split())
+    return text if len(text) <= 80 else text[:79] + "…"
+
+
+# Where a sentence ends in any script: after . ! ? and their full-width, Devanagari, Arabic
+# and Ethiopic forms, before a space or the end; after 。！？ even without one.
+_SENTENCE_END = re.compile(r"(?<=[.!?।॥؟።])\s+|(?<=[。！？])\s*")
+
+
+def sentences_of(text: str) -> list[str]:
+    """`text` cut into sentences by their end marks alone (no abbreviation is known here: "Dr."
+    ends one, which only makes the pieces a check reads smaller)."""
+    return [piece for piece in (p.strip() for p in _SENTENCE_END.split(text)) if piece]
+
+
+def ends_as_a_sentence(text: str) -> str:
+    """`text` on one line, with a full stop added when it ends in no punctuation."""
+    text = " ".join(text.split())
+    if text and not unicodedata.category(text[-1]).startswith("P"):
+        text += "."
+    return text
+
+
+def joined_as_clauses(sentences: list[str]) -> str:
+    """The sentences as one, each but the last without its end mark, joined by "; "."""
+    clauses = [s.rstrip(".!?。！？।؟ ") for s in sentences[:-1]]
+    return "; ".join([*clauses, sentences[-1]])
