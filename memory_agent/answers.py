@@ -91,13 +91,15 @@ def decision_schema(memory_ids: list[int], *, max_chars: int) -> dict[str, Any]:
 def memory_schema(memory_ids: list[int], *, max_chars: int) -> dict[str, Any]:
     """The model writer's answer: at most four sentences with their quotes, and updates of
     the memories shown (`memory_ids`; none shown, none allowed)."""
+    # The quote comes first: a model copies the conversation's words, then writes what they
+    # tell (a grammar holds it to this order).
     sentence = {
         "type": "object",
         "properties": {
-            "text": {"type": "string", "maxLength": max_chars},
             "quote": {"type": "string", "maxLength": max_chars},
+            "text": {"type": "string", "maxLength": max_chars},
         },
-        "required": ["text", "quote"],
+        "required": ["quote", "text"],
     }
     update = {
         "type": "object",

@@ -10,12 +10,11 @@ from typing import Any, Literal
 # The largest memory id anything accepts: the largest integer every JSON reader holds exactly.
 MAX_MEMORY_ID = 2**53 - 1
 CompactionAction = Literal["delete", "edit"]
-# Who chose a compaction step: the model (its decision passed the retention policy's check),
-# or the retention policy (the model failed, gave an invalid decision, or was overruled).
+# Who chose a compaction step: the model (its decision was applied), or the writer's fallback,
+# "policy" (FIFO for the model writer, the retention policy for the extractive writer: the
+# model failed, gave an invalid decision, or, with the extractive writer, was overruled).
 DecidedBy = Literal["model", "policy"]
-# Why the policy decided a compaction instead of the model.
-# `not_asked`: the model's latest decisions were nearly all invalid or overruled, so it was
-# not asked this time (`compaction.Compactor`).
+# Why the fallback decided a compaction instead of the model.
 FallbackCause = Literal["llm_error", "invalid_decision", "overruled"]
 MemoryEventKind = Literal[
     "created", "edited", "deleted", "restored", "erased",

@@ -23,8 +23,9 @@ codes); write times and dates plainly (15:00, 2025-03-14). Keep what will matter
 conversation; leave out greetings, thanks, small talk, an errand for today and the answer to \
 a general question. If nothing is worth remembering, give no sentences.
 
-Format: 2-4 sentences, factual and concise, at most {max_chars} characters in all. With each \
-sentence give its quote: the words of the conversation it rests on, copied exactly.
+Format: 2-4 sentences, factual and concise, at most {max_chars} characters in all. For each \
+sentence, first copy its quote: the words of the conversation it rests on, exactly as written \
+there; then write the sentence.
 {known}
 Conversation (between the markers; every line is one turn):
 <<<CONVERSATION
@@ -32,8 +33,8 @@ Conversation (between the markers; every line is one turn):
 CONVERSATION>>>
 
 Answer with the JSON object only:
-{{"sentences": [{{"text": "<a sentence of the memory>", "quote": "<the words it rests on>"}}], \
-"updates": [{{"memoryId": <id>, "stillTrue": "<that memory without the replaced value>"}}]}}
+{{"sentences": [{{"quote": "<words copied from the conversation>", "text": "<what they tell, \
+as a memory sentence>"}}], "updates": []}}
 Create memory:"""
 
 KNOWN_HINT = """
@@ -41,8 +42,9 @@ What the app already remembers:
 {lines}
 In "updates", list each of these memories that the conversation gives a newer value for (the \
 same thing, now different: an address, a date, an amount, a choice), with "stillTrue": that \
-memory rewritten without the replaced value, or "" when nothing else in it still holds. \
-Leave out a memory the conversation only repeats or adds to. No such memory: [].
+memory rewritten without the replaced value, or "" when nothing else in it still holds: \
+{{"memoryId": <its id>, "stillTrue": "<what still holds>"}}. Leave out a memory the \
+conversation only repeats or adds to. No such memory: [].
 """
 
 RETRY_PROMPT = """\
@@ -50,7 +52,7 @@ These sentences could not be checked against the conversation:
 {failures}
 Give each of them again with its quote copied exactly from the conversation (the words it \
 rests on, as they are written there), or leave it out. Answer with the JSON object only:
-{{"sentences": [{{"text": "...", "quote": "..."}}]}}"""
+{{"sentences": [{{"quote": "...", "text": "..."}}]}}"""
 
 COMPACTION_PROMPT = """\
 You are a memory management assistant. You have {total} memories but can only keep {limit}.

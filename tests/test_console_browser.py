@@ -110,12 +110,11 @@ async def _job_settled(services: Any, conversation_id: str) -> bool:
 
 
 def _model() -> Any:
-    # The model would delete a friend's only record. Its memories say what the conversations
-    # do not, so it is not trusted with that: the policy keeps every fact and merges instead
-    # (FIFO), and the history shows a compaction with its fallback reason.
+    # The model names a memory that is not one of those shown: the fallback (FIFO) decides,
+    # and the history shows a compaction with its fallback reason.
     return assistant_model(
-        memory="The user is 25 years old.",
-        compaction=lambda call: decision("delete", ids_in_prompt(call)[0], reason="least useful"),
+        compaction=lambda call: decision("delete", max(ids_in_prompt(call)) + 1000,
+                                         reason="least useful"),
     )
 
 

@@ -74,7 +74,7 @@ async def test_creation_prompt_is_the_seeds_with_the_transcript_and_a_json_schem
     schema = call.json_schema
     assert schema["required"] == ["sentences", "updates"]
     assert schema["properties"]["sentences"]["maxItems"] == 4
-    assert schema["properties"]["sentences"]["items"]["required"] == ["text", "quote"]
+    assert schema["properties"]["sentences"]["items"]["required"] == ["quote", "text"]
     # An empty space shows no memory, and allows no update.
     assert schema["properties"]["updates"]["maxItems"] == 0
 

@@ -36,6 +36,8 @@ from memory_agent.errors import ChatModelError
 
 T = TypeVar("T")
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+# A JSON answer may take this many times a chat answer's tokens.
+JSON_ANSWER_TOKENS_FACTOR = 3
 _TOOL_CALL = re.compile(r"^\s*CALL\s+([A-Za-z_][A-Za-z0-9_]*)\s*$", re.MULTILINE)
 # What the start of a `CALL <tool>` line may look like while it is being written.
 _TOOL_CALL_START = re.compile(r"[ \t]*(C(A(L(L([ \t]+([A-Za-z_][A-Za-z0-9_]*[ \t]*)?)?)?)?)?)?")
@@ -113,6 +115,9 @@ class LocalChatModel(ChatModel):
         options = self._options(messages, tools)
         if json_schema is not None:
             options["response_format"] = {"type": "json_object", "schema": json_schema}
+            # A memory of four sentences, each with its quote, runs past a chat answer's
+            # tokens; the grammar ends the JSON as soon as it is whole.
+            options["max_tokens"] = JSON_ANSWER_TOKENS_FACTOR * self._max_answer_tokens
         text, finish_reason, usage = await self._stoppable(self._generate, options, None)
         return _reply(text, tools, usage, truncated=finish_reason == "length")
 
