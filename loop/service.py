@@ -138,7 +138,11 @@ async def open_services(
             max_chars=settings.memory_max_chars,
             llm_timeout=settings.llm_timeout,
             tokens_per_energy_unit=settings.tokens_per_energy_unit,
-            max_transcript_chars=prompt_budget(settings, memory_model).transcript_chars(),
+            # The memory prompt's own text, and the room a JSON answer takes beyond a chat
+            # answer's, which the budget already leaves.
+            max_transcript_chars=prompt_budget(settings, memory_model).transcript_chars(
+                700 + memory_model.json_answer_tokens - memory_model.answer_tokens
+            ),
             grace_seconds=settings.memory_grace_seconds,
             writer=memory_writer_for(settings.memory_writer, memory_model),
         )

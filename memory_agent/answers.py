@@ -53,7 +53,8 @@ class ClaimedUpdate(_Strict):
 
 class MemoryAnswer(_Strict):
     """The model writer's memory: its sentences, each with the words it rests on, and the
-    older memories it gives newer values for. No sentences: nothing worth keeping."""
+    older memories it gives newer values for. No sentences: nothing worth keeping. A claim
+    that is not of the shape asked for is left out (`parse_memory_answer`), not the answer."""
 
     sentences: list[QuotedSentence]
     updates: list[ClaimedUpdate] = Field(default_factory=list)
@@ -130,10 +131,20 @@ def parse_compaction_decision(raw: str) -> CompactionDecision:
 def parse_memory_answer(raw: str) -> MemoryAnswer:
     """Read the memory out of the model's answer, or raise `InvalidMemoryText`."""
     data = _json_object(raw, InvalidMemoryText)
+    if isinstance(data, dict) and isinstance(data.get("updates"), list):
+        data["updates"] = [claim for claim in data["updates"] if _is_claim(claim)]
     try:
         return MemoryAnswer.model_validate(data)
     except ValidationError as error:
         raise InvalidMemoryText(_first_error(error)) from None
+
+
+def _is_claim(value: Any) -> bool:
+    try:
+        ClaimedUpdate.model_validate(value)
+    except ValidationError:
+        return False
+    return True
 
 
 Answer = TypeVar("Answer", bound=BaseModel)

@@ -60,8 +60,12 @@ class ChatModel(ABC):
     name: str
     # Tokens the model takes in one call (prompt and answer), when the backend knows it.
     context_tokens: int | None = None
-    # Tokens an answer may take.
+    # Tokens an answer may take, and a JSON answer (a memory with its quotes).
     answer_tokens: int = 512
+
+    @property
+    def json_answer_tokens(self) -> int:
+        return self.answer_tokens
     # The small model that ships with mnemoloop: too small to write memories, so `auto` gives
     # it the extractive writer (`memory_writer_for`).
     bundled: bool = False

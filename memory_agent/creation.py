@@ -185,7 +185,9 @@ class MemoryCreation:
             return shared_guard is None or await shared_guard(tx, first)
 
         try:
-            result = await self._store_with_compaction(shared, written, allowed)
+            # The model's updates name memories of the user's space, not of the shared one.
+            copy = replace(written, updates=())
+            result = await self._store_with_compaction(shared, copy, allowed)
         except MemoryWriteRefused:
             log.info("📝 The shared copy of the memory of %s was not written: its user's memory"
                      " or job is gone", request.conversation_id)

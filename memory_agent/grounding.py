@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Sequence
 
 # A quote shorter than this (folded: letters and digits only) grounds nothing, unless it is a
 # whole turn ("Yes", "OK"): four characters are a word in a Latin script and a phrase in Chinese.
@@ -24,14 +25,18 @@ MIN_QUOTE_CHARS = 4
 # The share of a merged sentence's trigrams that must be in the memories it merges: a merge
 # reuses their words, reordered; an invented sentence shares few.
 MIN_TRIGRAM_SHARE = 0.4
-_ELLIPSIS = re.compile(r"\.\.\.+|…|\[\.\.\.\]|\(\.\.\.\)")
+_ELLIPSIS = re.compile(r"\[\.\.\.\]|\(\.\.\.\)|\.\.\.+|…")
+# The transcript's own labels, which a model may copy with a quote.
+_LABEL = re.compile(r"^\s*(?:User|Assistant|Tool)\s*:\s*")
 
 
 def folded(text: str) -> str:
     """`text` as the checks compare it: NFKC, case-folded, every script's digits as 0-9, and
     only letters, marks and digits."""
     kept: list[str] = []
-    for char in unicodedata.normalize("NFKC", text).casefold():
+    # Case-folding writes "İ" as "i" and a combining dot above: the dot goes, so that
+    # "İstanbul" and "istanbul" read alike.
+    for char in unicodedata.normalize("NFKC", text).casefold().replace("\u0307", ""):
         category = unicodedata.category(char)
         if category == "Nd":
             kept.append(str(unicodedata.digit(char)))
@@ -40,28 +45,31 @@ def folded(text: str) -> str:
     return "".join(kept)
 
 
-def quote_found(quote: str, source: str, *, turns: tuple[str, ...] = ()) -> str | None:
-    """None when every part of `quote` (cut at ellipses) is in `source`; else why not. A
-    quote too short to ground anything passes only when it is a whole one of `turns`."""
-    whole = folded(quote)
-    if not whole:
+def quote_found(quote: str, turns: Sequence[str]) -> str | None:
+    """None when every part of `quote` (cut at ellipses) is in one of the conversation's
+    `turns`; else why not. A part shorter than `MIN_QUOTE_CHARS` grounds nothing unless it is
+    a whole turn ("Yes", "OK"), and a transcript label before a part ("User: ") is no part of
+    what was said."""
+    in_turns = [folded(turn) for turn in turns]
+    parts = [_LABEL.sub("", part) for part in _ELLIPSIS.split(quote)]
+    pieces = [(part, folded(part)) for part in parts if folded(part)]
+    if not pieces:
         return "it quotes nothing"
-    in_source = folded(source)
-    if len(whole) < MIN_QUOTE_CHARS and whole not in {folded(turn) for turn in turns}:
-        return "its quote is too short to show what it rests on"
-    for part in _ELLIPSIS.split(quote):
-        piece = folded(part)
-        if piece and piece not in in_source:
+    for part, piece in pieces:
+        if not any(piece in turn for turn in in_turns):
             return f'its quote "{_shown(part)}" is not in the conversation'
+        if len(piece) < MIN_QUOTE_CHARS and piece not in in_turns:
+            return f'its quote "{_shown(part)}" is too short to show what it rests on'
     return None
 
 
 def shares_enough(text: str, source: str, share: float = MIN_TRIGRAM_SHARE) -> bool:
     """At least `share` of `text`'s character trigrams (folded) are in `source`'s; a text too
     short for a trigram must be in `source` whole."""
-    mine = _trigrams(folded(text))
+    whole = folded(text)
+    mine = _trigrams(whole)
     if not mine:
-        return folded(text) in folded(source)
+        return bool(whole) and whole in folded(source)
     theirs = _trigrams(folded(source))
     return len(mine & theirs) >= share * len(mine)
 
@@ -77,7 +85,7 @@ def _shown(part: str) -> str:
 
 # Where a sentence ends in any script: after . ! ? and their full-width, Devanagari, Arabic
 # and Ethiopic forms, before a space or the end; after 。！？ even without one.
-_SENTENCE_END = re.compile(r"(?<=[.!?।॥؟።])\s+|(?<=[。！？])\s*")
+_SENTENCE_END = re.compile(r"(?<=[.!?।॥؟።])\s+|(?<=[。！？])[」』）\"”]*\s*")
 
 
 def sentences_of(text: str) -> list[str]:
@@ -96,5 +104,5 @@ def ends_as_a_sentence(text: str) -> str:
 
 def joined_as_clauses(sentences: list[str]) -> str:
     """The sentences as one, each but the last without its end mark, joined by "; "."""
-    clauses = [s.rstrip(".!?。！？।؟ ") for s in sentences[:-1]]
-    return "; ".join([*clauses, sentences[-1]])
+    clauses = [s.rstrip(".!?。！？।॥؟።… ") for s in sentences[:-1]]
+    return "; ".join([c for c in clauses if folded(c)] + [sentences[-1]])

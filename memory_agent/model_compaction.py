@@ -38,7 +38,7 @@ from memory_agent.steps import (
     fifo_step,
     movable,
 )
-from memory_agent.writing import WrittenMemory
+from memory_agent.writing import UpdateClaim, WrittenMemory
 
 log = logging.getLogger("mnemoloop.memory")
 
@@ -61,7 +61,7 @@ class ModelCompactor:
         if len(candidates) <= room:
             return updates
         try:
-            step = await self._model_step(current, candidates, today, room)
+            step = await self._model_step(current, candidates, today, room, bool(updates))
             first = DecidedStep(step, "model")
         except DecisionRefused as refused:
             log.warning("⚠️ The model's compaction decision was not applied: %s", refused.reason)
@@ -97,7 +97,7 @@ class ModelCompactor:
         steps = []
         for claim in written.updates:
             memory = by_id.get(claim.memory_id)
-            why = self._claim_invalid(memory, claim.still_true)
+            why = self._claim_invalid(memory, claim)
             if why is not None:
                 log.info("📝 Not applied: the model's word that the new memory updates memory"
                          " %s (%s)", claim.memory_id, why)
@@ -113,43 +113,61 @@ class ModelCompactor:
             candidates = after(candidates, step)
         return steps, candidates, room
 
-    def _claim_invalid(self, memory: Memory | None, still_true: str) -> str | None:
-        if memory is None:
-            return "not a memory of this space that may change (unknown, or pinned)"
-        if len(still_true) > self._max_chars:
+    def _claim_invalid(self, memory: Memory | None, claim: UpdateClaim) -> str | None:
+        if memory is None or memory.private:
+            return "not a memory of this space that may change (unknown, pinned or private)"
+        if claim.seen_at and memory.updated_at != claim.seen_at:
+            return "it changed after the model read it"
+        if len(claim.still_true) > self._max_chars:
             return f"what still holds is over the {self._max_chars}-character limit"
-        return _ungrounded(still_true, memory.content)
+        return _ungrounded(claim.still_true, memory.content)
 
     async def _model_step(
-        self, current: Sequence[Memory], candidates: list[Candidate], today: str, room: int
+        self,
+        current: Sequence[Memory],
+        candidates: list[Candidate],
+        today: str,
+        room: int,
+        updated: bool,
     ) -> Step:
         shown = as_memories(current, [c for c in candidates if c.id != NEW_MEMORY_ID])
         decision = await ask_for_decision(
             self._ask_json, shown, candidates[-1].content, today, room=room,
             max_chars=self._max_chars,
         )
-        return self._checked(decision, {c.id: c for c in candidates})
+        return self._checked(decision, {c.id: c for c in candidates}, updated=updated)
 
-    def _checked(self, decision: CompactionDecision, by_id: dict[int, Candidate]) -> Step:
+    def _checked(
+        self, decision: CompactionDecision, by_id: dict[int, Candidate], *, updated: bool
+    ) -> Step:
+        """The decision as a step, or `DecisionRefused`. `updated`: the new memory has
+        retired older values, so it may not go itself (both values would be lost)."""
         target = by_id[decision.target_memory_id]
         reason = reason_given(decision)
         content = " ".join(strip_reasoning(decision.new_content or "").split())
-        if decision.action == "delete":
-            return Step("delete", target.id, reason)
-        if not content:
-            # An edit that leaves its target no text is that memory's delete.
-            return Step("delete", target.id, f"{reason} (an edit to no text)")
-        if target.id == NEW_MEMORY_ID:
+        if decision.action == "edit" and target.id == NEW_MEMORY_ID:
             raise invalid("an edit must name an existing memory, not the new one")
+        if decision.action == "edit" and not content:
+            # An edit that leaves its target no text is that memory's delete.
+            decision = decision.model_copy(update={"action": "delete"})
+            reason = f"{reason} (an edit to no text)"
+        if decision.action == "delete":
+            if target.id == NEW_MEMORY_ID and updated:
+                raise invalid("the new memory holds the newer values of the memories it "
+                              "updated: it is not deleted")
+            return Step("delete", target.id, reason)
         if target.private:
             raise invalid(f"memory {target.id} is private: the new memory, which is "
                            "injected, is not merged into it")
         if len(content) > self._max_chars:
             raise invalid(f"newContent is {len(content)} characters, the limit is "
                            f"{self._max_chars}")
-        why = _ungrounded(content, f"{target.content}\n{by_id[NEW_MEMORY_ID].content}")
+        new = by_id[NEW_MEMORY_ID].content
+        why = _ungrounded(content, f"{target.content}\n{new}")
         if why is not None:
             raise invalid(f"newContent: {why}")
+        if _ungrounded(new, content) is not None:
+            raise invalid("newContent leaves out the new memory it folds in")
         return Step("edit", target.id, reason, content, NEW_MEMORY_ID)
 
 

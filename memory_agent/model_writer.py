@@ -30,7 +30,7 @@ from memory_agent.answers import (
 )
 from memory_agent.asking import AskJson
 from memory_agent.chat_model import ChatMessage
-from memory_agent.errors import InvalidMemoryText
+from memory_agent.errors import ChatModelError, InvalidMemoryText
 from memory_agent.model_compaction import ModelCompactor
 from memory_agent.models import Memory
 from memory_agent.steps import DecidedStep
@@ -101,80 +101,88 @@ class ModelWriter(MemoryWriter):
         turns = tuple(m.content for m in messages if m.role != "system" and m.content.strip())
         if not turns:
             raise InvalidMemoryText("the conversation has no messages to remember")
+        # Private memories are never shown to a model (nor pinned ones, which nothing may
+        # change); the newest that fit a third of the room, the transcript the rest.
+        shown = _newest_within(
+            [m for m in space if not m.private and not m.pinned][-self._limit :],
+            self._max_transcript_chars // 3,
+        )
+        room = self._max_transcript_chars - sum(len(m.content) + 40 for m in shown)
         transcript = prompts.format_transcript(messages)
-        if len(transcript) > self._max_transcript_chars:
+        if len(transcript) > room:
             # The end of a conversation holds its outcome; keep that part.
-            transcript = "[earlier turns omitted]\n" + transcript[-self._max_transcript_chars :]
-        shown = list(space)[-self._limit :]
+            transcript = "[earlier turns omitted]\n" + transcript[-room:]
         asked = prompts.creation_messages(transcript, shown, max_chars=self._max_chars)
         schema = memory_schema([m.id for m in shown], max_chars=self._max_chars)
         reply = await self._ask_json(asked, schema)
         try:
             answer = parse_memory_answer(reply.text)
         except InvalidMemoryText as error:
-            # Asked again once with the reason; a second miss fails the job, with it.
+            # Asked again once with the reason; a second miss ends the job with it.
             log.info("📝 The model's memory was not the JSON asked for (%s); asked again", error)
             reply = await self._ask_json(
-                prompts.retry_messages(asked, reply.text, [("(the answer)", error.reason)]),
-                schema,
+                prompts.json_retry_messages(asked, reply.text, error.reason), schema
             )
             answer = parse_memory_answer(reply.text)
-        source = "\n".join((transcript, *turns))
-        checked = self._checked(answer, source, turns)
-        self.record.written += len(checked.kept) + len(checked.failures)
-        self.record.grounded += len(checked.kept)
-        kept = checked.kept
-        dropped = checked.failures
-        if checked.failures:
-            retried = await self._asked_again(asked, reply.text, checked.failures, source, turns)
-            self.record.recovered += len(retried.kept)
-            kept = kept + retried.kept
-            dropped = retried.failures
+        checked = self._checked(answer, turns)
+        kept, failed = checked.kept, checked.failures
+        recovered: list[str] = []
+        if failed:
+            recovered = await self._asked_again(asked, reply.text, failed, kept, turns)
+        dropped = len(failed) - len(recovered)
+        self.record.written += len(kept) + len(failed)
+        self.record.grounded += len(kept)
+        self.record.recovered += len(recovered)
+        self.record.dropped += dropped
         if dropped:
-            self.record.dropped += len(dropped)
-            for sentence, why in dropped:
-                log.warning("📝 Dropped a sentence of the model's memory (%s): %s", why, sentence)
-        content = self._within_limits(kept)
-        note = f"{len(dropped)} sentence(s) not grounded, dropped" if dropped else ""
+            for sentence, why in failed:
+                log.warning("📝 A sentence of the model's memory failed (%s): %s", why, sentence)
+            log.warning("📝 Dropped %d of them after asking again", dropped)
+        content = self._within_limits(kept + recovered)
+        note = f"{dropped} sentence(s) not grounded, dropped" if dropped else ""
         if not content:
             return NothingToKeep(note or "the model found nothing worth keeping")
-        claims = tuple(
-            UpdateClaim(claim.memory_id, " ".join(claim.still_true.split()))
-            for claim in {c.memory_id: c for c in answer.updates}.values()
-        )
-        return WrittenMemory(content, "model", updates=claims, note=note)
+        shown_at = {m.id: m.updated_at for m in shown}
+        claims: dict[int, UpdateClaim] = {}
+        if not dropped:
+            # A claim rests on the memory's sentences: with one dropped, none is applied.
+            for claim in answer.updates:
+                if claim.memory_id in shown_at:  # the first claim of an id stands
+                    claims.setdefault(claim.memory_id, UpdateClaim(
+                        claim.memory_id, " ".join(claim.still_true.split()),
+                        shown_at[claim.memory_id],
+                    ))
+        return WrittenMemory(content, "model", updates=tuple(claims.values()), note=note)
 
     async def _asked_again(
         self,
         asked: list[ChatMessage],
         answer: str,
         failures: list[tuple[str, str]],
-        source: str,
+        kept: list[str],
         turns: tuple[str, ...],
-    ) -> _Checked:
-        """The failed sentences asked for again once, checked as the first were. A failed call
-        or an answer that is not the JSON asked for recovers nothing."""
+    ) -> list[str]:
+        """The sentences grounded when the failed ones are asked for again once (at most as
+        many as failed, none already kept): a failed call or an answer that is not the JSON
+        recovers nothing, and the sentences kept so far stand."""
         schema = memory_schema([], max_chars=self._max_chars)
-        reply = await self._ask_json(prompts.retry_messages(asked, answer, failures), schema)
         try:
+            reply = await self._ask_json(prompts.retry_messages(asked, answer, failures), schema)
             again = parse_memory_answer(reply.text)
-        except InvalidMemoryText as error:
-            return _Checked([], [(text, f"{why}; asked again: {error.reason}")
-                                 for text, why in failures])
-        checked = self._checked(again, source, turns)
-        # Only as many as failed: the retry is no room for new sentences.
-        recovered = checked.kept[: len(failures)]
-        still = failures[len(recovered):]
-        return _Checked(recovered, still)
+        except (ChatModelError, InvalidMemoryText) as error:
+            log.warning("📝 Asking again for the model's failed sentences failed: %s", error)
+            return []
+        new = [s for s in self._checked(again, turns).kept if s not in kept]
+        return list(dict.fromkeys(new))[: len(failures)]
 
-    def _checked(self, answer: MemoryAnswer, source: str, turns: tuple[str, ...]) -> _Checked:
+    def _checked(self, answer: MemoryAnswer, turns: tuple[str, ...]) -> _Checked:
         kept: list[str] = []
         failures: list[tuple[str, str]] = []
         for given in answer.sentences:
             sentence = grounding.ends_as_a_sentence(given.text)
-            if not sentence:
-                continue
-            why = grounding.quote_found(given.quote, source, turns=turns)
+            if not grounding.folded(sentence):
+                continue  # no letter nor digit: nothing to keep
+            why = grounding.quote_found(given.quote, turns)
             if why is None and len(sentence) > self._max_chars:
                 why = f"it is longer than the {self._max_chars}-character limit"
             if why is None:
@@ -213,3 +221,16 @@ class ModelWriter(MemoryWriter):
         self, current: Sequence[Memory], written: WrittenMemory, reason: str
     ) -> list[DecidedStep]:
         return self._compactor.fallback(current, written, reason)
+
+
+def _newest_within(memories: Sequence[Memory], max_chars: int) -> list[Memory]:
+    """The newest of `memories` (oldest first) whose text fits within `max_chars`, oldest
+    first: a full space must not crowd the conversation out of the model's context."""
+    kept: list[Memory] = []
+    used = 0
+    for memory in reversed(memories):
+        used += len(memory.content) + 40
+        if used > max_chars:
+            break
+        kept.append(memory)
+    return kept[::-1]

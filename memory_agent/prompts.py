@@ -47,6 +47,11 @@ memory rewritten without the replaced value, or "" when nothing else in it still
 conversation only repeats or adds to. No such memory: [].
 """
 
+JSON_RETRY_PROMPT = """\
+Your answer was not the JSON object asked for ({reason}). Answer again with the JSON object \
+only:
+{{"sentences": [{{"quote": "...", "text": "..."}}], "updates": [...]}}"""
+
 RETRY_PROMPT = """\
 These sentences could not be checked against the conversation:
 {failures}
@@ -123,6 +128,17 @@ def retry_messages(
         *asked,
         ChatMessage("assistant", answer),
         ChatMessage("user", RETRY_PROMPT.format(failures=lines)),
+    ]
+
+
+def json_retry_messages(
+    asked: Sequence[ChatMessage], answer: str, reason: str
+) -> list[ChatMessage]:
+    """The creation prompt and an answer that was not the JSON, with why."""
+    return [
+        *asked,
+        ChatMessage("assistant", answer),
+        ChatMessage("user", JSON_RETRY_PROMPT.format(reason=reason)),
     ]
 
 

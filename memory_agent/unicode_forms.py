@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import unicodedata
+from functools import lru_cache
 
 
+# Read again and again (each memory against each other one): computed once per text.
+@lru_cache(maxsize=8192)
 def normalise_text(text: str) -> str:
     """NFKC, invisible format characters removed: what every check here reads."""
     if text.isascii():

@@ -40,6 +40,9 @@ class UpdateClaim:
 
     memory_id: int
     still_true: str = ""
+    # The memory's `updated_at` when the model was shown it: a memory changed since (an admin
+    # edit) is not rewritten from a stale reading.
+    seen_at: str = ""
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,6 @@ from memory_agent.unicode_forms import normalise_text
 cached = lru_cache(maxsize=8192)
 
 
-@cached
 def _clock_patterns() -> tuple[tuple[re.Pattern[str], int, dict[str, int]], ...]:
     """Each language's times of day in words (`language.Words.clock`), with the minutes each
     adds to its hour and the language's hours in words."""

@@ -31,5 +31,7 @@ def test_bench_quick_prints_every_key():
     measured = {key for key in KEYS if figures[key] is not None}
     assert {"retrieval_p99_ms", "jobs_per_s", "overhead_pct", "http_rps", "rss_mb"} <= measured
     assert figures["http_errors"] == 0 and figures["pg_http_errors"] == 0
-    # The energy workload's conversations hold facts, so memory work spends some energy.
-    assert figures["energy_memory_share"] > 0
+    # Measured: the share of energy memory work spent (with the embedded model's extractive
+    # writer a memory costs no call, so one quick conversation may spend none on memory).
+    assert 0 <= figures["energy_memory_share"] < 1
+    assert figures["jobs_per_s_extractive"] > 0

@@ -527,3 +527,47 @@ def test_the_model_writer_reads_no_word_list():
             seen.add(module)
             todo.extend(imports(module))
     assert seen & word_based == set(), seen & word_based
+
+
+async def test_the_new_memory_that_updated_another_is_not_deleted_by_the_model(database, clock):
+    """Its update retired the old value: deleting it too would lose both. The fallback
+    decides instead."""
+    await install_app(database, "app")
+
+    def write(call: ModelCall) -> str:
+        if "moved to Lima" in call.prompt:
+            stale = next(i for i, t in memory_lines(call).items() if "Bruno" in t)
+            return quoted("The user's friend Bruno moved to Lima.", call,
+                          updates=[(stale, "The user has a friend Bruno.")])
+        return friend_memories()(call)
+
+    agent = MemorySubAgent(database, memory_model(write, lambda call: decision("delete", 0)),
+                           clock=clock, memory_limit=3)
+    await fill(agent, 3)
+    created = await agent.create_memory(req(1, text="My friend Bruno moved to Lima."))
+
+    update, step = created.compactions
+    assert (update.update, update.action, update.decided_by) == (True, "edit", "model")
+    assert (step.decided_by, step.fallback_cause) == ("policy", "invalid_decision")
+    assert "it is not deleted" in step.fallback_reason
+    assert "Lima" in " ".join(await contents(agent))
+
+
+async def test_an_edit_that_leaves_out_the_new_memory_falls_back_to_fifo(database, clock):
+    await install_app(database, "app")
+
+    def write(call: ModelCall) -> str:
+        if "locker" in call.prompt:
+            return quoted("The user's locker code is 4471.", call)
+        return friend_memories()(call)
+
+    def keep_only_the_target(call: ModelCall) -> str:
+        lines = memory_lines(call)
+        target = sorted(lines)[1]
+        return decision("edit", target, lines[target])
+
+    agent = MemorySubAgent(database, memory_model(write, keep_only_the_target), clock=clock)
+    await fill(agent, 10)
+    [step] = (await agent.create_memory(req(12, text="My locker code is 4471."))).compactions
+    assert step.decided_by == "policy"
+    assert "leaves out the new memory" in step.fallback_reason

@@ -205,7 +205,8 @@ async def test_a_sentence_ungrounded_twice_is_dropped_counted_and_logged(databas
     assert created.memory.content == ONE_SENTENCE
     assert "1 sentence(s) not grounded, dropped" in created.note
     assert agent.grounding.dropped == 1
-    assert "Dropped a sentence of the model's memory" in caplog.text
+    assert "A sentence of the model's memory failed" in caplog.text
+    assert "Dropped 1 of them after asking again" in caplog.text
 
 
 async def test_no_grounded_sentence_writes_nothing_and_says_why(database, clock):
@@ -364,3 +365,113 @@ async def test_a_model_whose_sentences_are_often_dropped_is_warned_of_never_swit
     [warning] = agent.warnings()
     assert warning.startswith("100% of the memory model's sentences were not grounded")
     assert agent.writer == "model"  # a warning, never a switch
+
+
+async def test_a_failed_call_asking_again_keeps_the_sentences_already_grounded(database, clock):
+    await install_app(database, "calendar")
+    first = answer_of((ONE_SENTENCE, "after 2pm"), ("The user is 25 years old.", "I am 25"))
+
+    def answer(call: ModelCall) -> str:
+        if len(call.messages) > 1:
+            raise ChatModelUnavailable("connection refused")
+        return first
+
+    agent = MemorySubAgent(database, FunctionModel(answer), clock=clock)
+    created = await agent.create_memory(request())
+    assert created.memory.content == ONE_SENTENCE
+    record = agent.grounding
+    assert (record.written, record.grounded, record.recovered, record.dropped) == (2, 1, 0, 1)
+
+
+@pytest.mark.parametrize(
+    ("quote", "why"),
+    [
+        ("e … a … i", "too short"),
+        ("mornings are busy. Noted", "not in the conversation"),  # across two turns
+        ("!!!", "quotes nothing"),
+    ],
+    ids=["short-pieces", "across-turns", "punctuation"],
+)
+async def test_a_quote_must_show_what_a_sentence_rests_on(database, clock, quote, why):
+    await install_app(database, "calendar")
+    model = memory_model(answer_of((ONE_SENTENCE, quote)))
+    agent = MemorySubAgent(database, model, clock=clock)
+    created = await agent.create_memory(request())
+    assert created.memory is None
+    assert why in model.calls[1].messages[2].content
+
+
+async def test_a_transcript_label_before_a_quote_is_no_part_of_it(database, clock):
+    await install_app(database, "calendar")
+    model = memory_model(answer_of((ONE_SENTENCE, "User: Please book meetings after 2pm")))
+    created = await MemorySubAgent(database, model, clock=clock).create_memory(request())
+    assert created.memory.content == ONE_SENTENCE
+
+
+async def test_a_sentence_of_punctuation_alone_is_no_sentence(database, clock):
+    await install_app(database, "calendar")
+    model = memory_model(answer_of(("...", "after 2pm"), (ONE_SENTENCE, "after 2pm")))
+    created = await MemorySubAgent(database, model, clock=clock).create_memory(request())
+    assert created.memory.content == ONE_SENTENCE
+
+
+async def test_private_and_pinned_memories_are_not_shown_to_the_model(database, clock):
+    await install_app(database, "app")
+    from memory_agent.steering import MemoryChange
+
+    model = memory_model()
+    agent = MemorySubAgent(database, model, clock=clock)
+    for n, said in enumerate(["My PIN hint is the cat.", "I love tea.", "I live in Oslo."]):
+        await agent.create_memory(request("app", f"c{n}", [ChatMessage("user", said)]))
+    private, pinned, shown = (m.id for m in reversed(await agent.list_memories("app")))
+    await agent.steer_memory("app", private, MemoryChange(private=True))
+    await agent.steer_memory("app", pinned, MemoryChange(pinned=True))
+    await agent.create_memory(request("app", "c3", [ChatMessage("user", "I moved.")]))
+    prompt = model.calls[-1].prompt
+    assert f"[id={shown}]" in prompt
+    assert f"[id={private}]" not in prompt and f"[id={pinned}]" not in prompt
+
+
+async def test_no_update_is_applied_when_a_sentence_of_the_memory_was_dropped(database, clock):
+    await install_app(database, "app")
+    said = [ChatMessage("user", "I live in Oslo."), ChatMessage("assistant", "Ok.")]
+    moved = [ChatMessage("user", "We moved to Porto."), ChatMessage("assistant", "Ok.")]
+
+    def write(call: ModelCall) -> str:
+        if "Porto" not in call.prompt:
+            return quoted("The user lives in Oslo.", call)
+        return answer_of(("The user lives in Porto.", "moved to Porto"),
+                         ("The user lives in Hamburg.", "Hamburg"),
+                         updates=[{"memoryId": 1, "stillTrue": ""}])
+
+    agent = MemorySubAgent(database, memory_model(write), clock=clock)
+    await agent.create_memory(request("app", "c1", said))
+    created = await agent.create_memory(request("app", "c2", moved))
+    assert created.compactions == []  # the claim rested on a sentence that was dropped
+    assert await agent.get_memory_count("app") == 2
+
+
+async def test_an_update_of_a_memory_changed_since_the_model_read_it_is_not_applied(
+    database, clock
+):
+    await install_app(database, "app")
+    said = [ChatMessage("user", "I live in Oslo."), ChatMessage("assistant", "Ok.")]
+    moved = [ChatMessage("user", "We moved to Porto."), ChatMessage("assistant", "Ok.")]
+
+    async def write(call: ModelCall) -> str:
+        if "Porto" not in call.prompt:
+            return quoted("The user lives in Oslo.", call)
+        # Another job rewrites the memory while the model writes.
+        from memory_agent.store import MemoryStore
+
+        await MemoryStore(database).update_content(
+            "app", 1, "The user lives in Oslo, and the dog is Rex.",
+            updated_at="2026-01-01T00:00:00.000000Z", metadata={},
+        )
+        return quoted("The user lives in Porto.", call, updates=[(1, "")])
+
+    agent = MemorySubAgent(database, FunctionModel(write), clock=clock)
+    await agent.create_memory(request("app", "c1", said))
+    created = await agent.create_memory(request("app", "c2", moved))
+    assert created.compactions == []
+    assert "the dog is Rex" in (await agent.get_memory("app", 1)).content

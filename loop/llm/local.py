@@ -104,6 +104,10 @@ class LocalChatModel(ChatModel):
         # (timeout) cannot let the next call into llama.cpp while the first still runs.
         self._serial = threading.Lock()
 
+    @property
+    def json_answer_tokens(self) -> int:
+        return JSON_ANSWER_TOKENS_FACTOR * self._max_answer_tokens
+
     async def chat(
         self,
         messages: Sequence[ChatMessage],
@@ -117,7 +121,7 @@ class LocalChatModel(ChatModel):
             options["response_format"] = {"type": "json_object", "schema": json_schema}
             # A memory of four sentences, each with its quote, runs past a chat answer's
             # tokens; the grammar ends the JSON as soon as it is whole.
-            options["max_tokens"] = JSON_ANSWER_TOKENS_FACTOR * self._max_answer_tokens
+            options["max_tokens"] = self.json_answer_tokens
         text, finish_reason, usage = await self._stoppable(self._generate, options, None)
         return _reply(text, tools, usage, truncated=finish_reason == "length")
 
