@@ -54,7 +54,7 @@ class Compactor:
             return updates
         shown = as_memories(existing, [c for c in candidates if c.id != NEW_MEMORY_ID])
         first = await self._model_step(shown, candidates, new_content, created_date, room)
-        rest = self._policy_steps(_after(candidates, first.step), first.fallback_reason, room)
+        rest = self._policy_steps(after(candidates, first.step), first.fallback_reason, room)
         return [*updates, first, *rest]
 
     async def _model_step(
@@ -105,7 +105,7 @@ class Compactor:
         while len(candidates) > room:
             step = self.policy_step(candidates)
             steps.append(DecidedStep(step, "policy", reason or "more than one over the cap"))
-            candidates = _after(candidates, step)
+            candidates = after(candidates, step)
         return steps
 
     async def _ask_model(
@@ -157,8 +157,7 @@ def _refreshed(
     candidates = candidates_of(existing, new_content)
     updates = [DecidedStep(s, "policy", update=True) for s in retention.refresh(candidates)]
     for decided in updates:
-        candidates = _after(candidates, decided.step)
+        candidates = after(candidates, decided.step)
     return updates, candidates
 
 
-_after = after
