@@ -95,6 +95,7 @@ class AnswerClaims:
         *,
         answers_up_to: int,
         usage: TokenUsage | None = None,
+        written_by: str | None = None,
     ) -> StoredAnswer | None:
         """Store the reply (if any) to the messages up to `answers_up_to` and end the
         conversation (if `end_reason`), in one transaction, if this instance still holds the
@@ -116,7 +117,7 @@ class AnswerClaims:
             if text is not None:
                 message_id = await insert_message(
                     tx, conversation_id, "assistant", text, now, in_reply_to=answers_up_to,
-                    usage=usage,
+                    usage=usage, written_by=written_by,
                 )
             ended = end_reason is not None and await end_within(
                 tx, conversation_id, end_reason, now

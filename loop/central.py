@@ -49,6 +49,8 @@ class Answer:
     text: str
     ended: bool
     usage: TokenUsage = field(default_factory=TokenUsage)
+    # The model that wrote it (its name), stored with the reply.
+    written_by: str | None = None
 
 
 @dataclass
@@ -257,7 +259,7 @@ class CentralLoop:
         reply = answer.text or (None if answer.ended else "(the model gave no answer)")
         stored = await self._answers.store(
             conversation_id, reply, end_reason, answers_up_to=answering.answers_up_to,
-            usage=answer.usage,
+            usage=answer.usage, written_by=answer.written_by,
         )
         if not stored:
             if await self._conversations.is_open(conversation_id):
@@ -289,7 +291,7 @@ class CentralLoop:
         )
         await self._energy.charge("conversation", energy_cost(reply.usage, self._tokens_per_unit))
         ends = any(call.name == END_CONVERSATION_TOOL.name for call in reply.tool_calls)
-        return Answer(reply.text.strip(), ends, reply.usage)
+        return Answer(reply.text.strip(), ends, reply.usage, written_by=model.name)
 
     def _settled(
         self, answering: _Answering, error: str | None = None, *, final: bool = True

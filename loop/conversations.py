@@ -11,6 +11,7 @@ from datetime import timedelta
 
 from loop.errors import AppNotFound, AppNotInstalled, ConversationEnded, ConversationNotFound
 from loop.jobs import ClaimedJob, MemoryJob
+from loop.llm.local import BUNDLED_MODEL
 from loop.reply_feed import ReplyFeed
 from loop.storage import Engine
 from loop.wakeups import JOBS_CHANNEL, MESSAGES_CHANNEL, Wakeup
@@ -409,12 +410,17 @@ async def _chat_messages(
     """The conversation's messages; without the turns carried from a client's history when
     `carried` is False (what its memory job reads)."""
     rows = await session.fetch_all(
-        "SELECT role, content FROM messages WHERE conversation_id = ?"
+        "SELECT role, content, written_by FROM messages WHERE conversation_id = ?"
         + ("" if carried else " AND carried = 0")
         + _IN_ORDER,
         (conversation_id,),
     )
-    return [ChatMessage(row["role"], row["content"]) for row in rows]
+    return [
+        ChatMessage(
+            row["role"], row["content"], from_bundled_model=row["written_by"] == BUNDLED_MODEL
+        )
+        for row in rows
+    ]
 
 
 async def insert_message(
@@ -426,16 +432,18 @@ async def insert_message(
     in_reply_to: int | None = None,
     usage: TokenUsage | None = None,
     carried: bool = False,
+    written_by: str | None = None,
 ) -> int:
     """`carried`: a turn of a client's history, left out of the memory job (see
-    loop/client_threads.py)."""
+    loop/client_threads.py); `written_by`: the model that wrote a reply (None: the app or
+    the client did)."""
     row = await tx.fetch_one(
         "INSERT INTO messages (conversation_id, role, content, created_at, in_reply_to,"
-        " prompt_tokens, completion_tokens, carried) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
-        " RETURNING id",
+        " prompt_tokens, completion_tokens, carried, written_by)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
         (conversation_id, role, content, now, in_reply_to,
          usage.prompt_tokens if usage else None, usage.completion_tokens if usage else None,
-         int(carried)),
+         int(carried), written_by),
     )
     assert row is not None
     return int(row[0])

@@ -4,9 +4,9 @@ as the pydantic models that read them. No language's words: both writers read th
 from __future__ import annotations
 
 import json
-import re
 from typing import Any, Literal, TypeVar
 
+import regex as re
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from memory_agent.errors import InvalidCompactionDecision, InvalidMemoryText

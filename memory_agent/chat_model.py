@@ -20,6 +20,9 @@ TextSink = Callable[[str], None]
 class ChatMessage:
     role: Role
     content: str
+    # An assistant reply the bundled 135M model wrote: the memory writers never take it for
+    # a confirmation of something done (it is often made up).
+    from_bundled_model: bool = False
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,9 @@ marked as quoted.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
+
+import regex as re
 
 from memory_agent.models import Memory
 from memory_agent.unicode_forms import normalise_text

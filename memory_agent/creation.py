@@ -118,7 +118,7 @@ class MemoryCreation:
         """
         try:
             # The model never reads a secret, and what it writes is checked again.
-            messages = [ChatMessage(m.role, redact_text(m.content)) for m in request.messages]
+            messages = [replace(m, content=redact_text(m.content)) for m in request.messages]
             written = await self._writer.write(messages, await self._space_of(request))
             if isinstance(written, NothingToKeep):
                 result = MemoryCreated(None, [], written.why)

@@ -13,9 +13,10 @@ another is added there (its `until`, `months` and `weekdays`).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from datetime import UTC, date, datetime, time, timedelta
+
+import regex as re
 
 from memory_agent import language, text
 from memory_agent.chat_model import ChatMessage

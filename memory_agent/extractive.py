@@ -15,7 +15,8 @@ cap is brought back to it by the model's DELETE/EDIT, checked by the same policy
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
 
 from memory_agent import facts, language, text
 from memory_agent.answers import MAX_SENTENCES
@@ -23,6 +24,7 @@ from memory_agent.asking import AskJson
 from memory_agent.chat_model import ChatMessage
 from memory_agent.compaction import Compactor
 from memory_agent.errors import InvalidMemoryText
+from memory_agent.grounding import ends_as_a_sentence
 from memory_agent.models import Memory
 from memory_agent.steps import DecidedStep
 from memory_agent.writing import MemoryWriter, NothingToKeep, WrittenMemory
@@ -38,11 +40,23 @@ class ExtractiveWriter(MemoryWriter):
     async def write(
         self, messages: Sequence[ChatMessage], space: Sequence[Memory]
     ) -> WrittenMemory | NothingToKeep:
-        turns = [(m.role, m.content) for m in messages if m.role in ("user", "assistant")]
-        if not any(content.strip() for _, content in turns):
+        if not any(m.content.strip() for m in messages if m.role in ("user", "assistant")):
             raise InvalidMemoryText("the conversation has no messages to remember")
+        # What the bundled model replied is never a confirmation of something done: it
+        # often makes up what it says it did.
+        turns = [
+            (m.role, m.content)
+            for m in messages
+            if m.role == "user" or (m.role == "assistant" and not m.from_bundled_model)
+        ]
         content = compose(facts.key_statements(turns), self._max_chars)
         if not content:
+            users_text = " ".join(c for role, c in turns if role == "user")
+            if not facts.readable(users_text):
+                return NothingToKeep(
+                    "no language file covers the conversation's language, and no statement of"
+                    " the user carries a value or is long enough to keep"
+                )
             return NothingToKeep()
         return WrittenMemory(content, "statements", asked_model=False)
 
@@ -65,28 +79,29 @@ class ExtractiveWriter(MemoryWriter):
 def compose(statements: Sequence[facts.Statement], max_chars: int) -> str:
     """The statements quoted, the best within four sentences and `max_chars`: the lowest
     scored go first, and before them an assistant's quote that greets someone the others
-    name ("Hello Hannah, what a lovely trip" beside her own words)."""
-    pieces: list[tuple[int, str]] = []  # (priority: lower goes first when cutting, text)
+    name ("Hello Hannah, what a lovely trip" beside her own words). A long sentence keeps only
+    its clauses that hold a fact; the statements one speaker made in a row share one quote."""
+    pieces: list[tuple[int, facts.Statement]] = []  # (priority: lower goes first, statement)
     greetings: dict[int, frozenset[str]] = {}  # the assistant's quotes that greet: whom
     for statement in statements:
         # Scores over 8 weigh alike: among them the latest goes first.
-        piece = (min(1 + statement.score, 9), _quote(statement))
+        piece = (min(1 + statement.score, 9), _trimmed(statement))
         pieces.append(piece)
         if statement.speaker == "assistant" and _greets(statement.text):
             greetings[id(piece)] = text.names(statement.text)
     order = {id(piece): index for index, piece in enumerate(pieces)}
 
-    def named_elsewhere(piece: tuple[int, str]) -> bool:
+    def named_elsewhere(piece: tuple[int, facts.Statement]) -> bool:
         if id(piece) not in greetings:
             return False
-        others = text.vocabulary(" ".join(o[1] for o in pieces if o is not piece))
+        others = text.vocabulary(" ".join(o[1].text for o in pieces if o is not piece))
         return all(text.stem(name) in others for name in greetings[id(piece)])
 
     while len(pieces) > 1 and (
-        len(pieces) > MAX_SENTENCES or len(" ".join(t for _, t in pieces)) > max_chars
+        len(pieces) > MAX_SENTENCES or len(_quoted(p for _, p in pieces)) > max_chars
     ):
         pieces.remove(min(pieces, key=lambda p: (not named_elsewhere(p), p[0], -order[id(p)])))
-    content = " ".join(piece for _, piece in pieces).strip()
+    content = _quoted(p for _, p in pieces)
     if len(content) > max_chars:
         content = content[: max_chars - 1].rsplit(" ", 1)[0] + "…"
     return content
@@ -103,9 +118,48 @@ def _greets(sentence: str) -> bool:
     )
 
 
-def _quote(statement: facts.Statement) -> str:
-    said = " ".join(statement.text.split()).replace('"', "'")
-    if said[-1] not in ".!?":
-        said += "."
-    verb = "The user said" if statement.speaker == "user" else "The assistant confirmed"
-    return f'{verb}: "{said}"'
+# A sentence longer than this keeps only its clauses that hold a fact.
+_LONG_SENTENCE = 90
+
+
+def _trimmed(statement: facts.Statement) -> facts.Statement:
+    """The statement without its clauses of chat: a greeting or a thanks, a question to the
+    other speaker, an errand for today, words that say nothing ("Hi! Thanks for the help last
+    time, so my daughter Mia turns 7 on May 3, can you plan it?" keeps "my daughter Mia turns
+    7 on May 3"), "…" where they were. A clause of content is never cut: whether it holds a
+    fact cannot be told from its words alone ("critical should go to opsgenie")."""
+    if len(statement.text) <= _LONG_SENTENCE:
+        return statement
+    parts = text.clauses(statement.text)
+    kept = [part for part in parts if not _chat_clause(part)]
+    if not kept or len(kept) == len(parts):
+        return statement
+    trimmed = " … ".join(part.rstrip(",;: ") for part in kept)
+    if parts[0] is not kept[0]:
+        trimmed = "… " + trimmed
+    return replace(statement, text=trimmed)
+
+
+def _chat_clause(clause: str) -> bool:
+    return (
+        facts.is_chat(clause)
+        or facts.is_errand(clause)
+        or clause.rstrip().endswith("?")
+        or not (text.content_words(clause) or text.numbers(clause))
+    )
+
+
+def _quoted(statements: Iterable[facts.Statement]) -> str:
+    """The statements in quotes, those one speaker made in a row in one:
+    `The user said: "…" The assistant confirmed: "…"`."""
+    runs: list[tuple[str, list[str]]] = []
+    for statement in statements:
+        said = ends_as_a_sentence(statement.text.replace('"', "'"))
+        if runs and runs[-1][0] == statement.speaker:
+            runs[-1][1].append(said)
+        else:
+            runs.append((statement.speaker, [said]))
+    return " ".join(
+        f'{"The user said" if speaker == "user" else "The assistant confirmed"}: "{" ".join(said)}"'
+        for speaker, said in runs
+    )

@@ -19,10 +19,11 @@ one sentence that mattered. These checks keep memory grounded whatever the model
 from __future__ import annotations
 
 import itertools
-import re
 from collections.abc import Sequence, Set
 from dataclasses import dataclass
 from functools import lru_cache
+
+import regex as re
 
 from memory_agent import language, values
 from memory_agent.text import (
@@ -48,12 +49,19 @@ _FIRST_PERSON = language.FIRST_PERSON
 
 
 def _asks_about_the_world(text: str) -> bool:
-    """A question that starts with a question word ("what", "qué", "wie"); chat often leaves
-    out the question mark after the plainest of them ("whats the difference between ...")."""
+    """A question that starts with a question word ("what", "qué", "wie"), or, in a script
+    written without spaces, ends with a question mark and holds one ("何を食べたらいいですか？");
+    chat often leaves out the question mark after the plainest of them ("whats the
+    difference between ...")."""
+    asked = text.rstrip().endswith("?")
     first = WORD.findall(text.lstrip("¿¡ \"'"))[:1]
     if not first or first[0].lower() not in language.QUESTION_STARTS:
-        return False
-    return text.rstrip().endswith("?") or first[0].lower() in _PLAIN_QUESTION_WORDS
+        return (
+            asked
+            and _UNSPACED.search(text) is not None
+            and language.QUESTION_FOUND.search(text) is not None
+        )
+    return asked or first[0].lower() in _PLAIN_QUESTION_WORDS
 
 
 _PLAIN_QUESTION_WORDS = frozenset(
@@ -76,7 +84,8 @@ _GENERIC_WORDS = values.GENERIC_WORDS
 # Words that mark a lasting personal fact (health, family, home, work, money, preferences)
 # without a value, in the languages `language` covers. One of them in a first-person sentence
 # makes it worth remembering; a value does so in any language.
-_LASTING = language.LASTING
+def lasting_words(text: str) -> frozenset[str]:
+    return language.found_in(language.LASTING_FOUND, text)
 
 
 _CHANGE = language.CHANGE
@@ -124,13 +133,16 @@ class Statement:
 
 _SIGNIFICANT_NUMBER = re.compile(
     # money, either side of the amount, and percentages
-    r"[$€£¥]\s?\d|\d\s?(?:[$€£¥%]|percent|per cent|por ciento|pour cent|prozent|k\b)"
+    r"\p{Sc}\s?\d|\d\s?(?:\p{Sc}|%|percent|per cent|por ciento|pour cent|prozent|k\b)"
     r"|\d\s?(?:eur|euros?|usd|gbp|chf|dollars?|pounds?)\b"
     # an amount in thousands (77 grand, 40 mille, 80 Tausend: `THOUSANDS`)
     rf"|\d\s?(?:{'|'.join(THOUSANDS)})\b(?!\s+(?-i:[A-Z]))"
     # times of day and dates: 7pm, 16:00, 16h30, 15.04., 12/03, 2025-03-12, 3rd
     r"|\d\s?(?:am|pm)\b|\d:\d\d|\b\d{1,2}h\d\d\b|\b\d{1,2}[./]\d{1,2}(?:[./]\d{2,4})?\b"
     r"|\d{3,}|#\s?\d|\d+(?:st|nd|rd|th|º|ª|er|e|ème)\b"
+    # a number and the counter or unit joined to it in Chinese, Japanese and Korean (3時,
+    # 5万円, 2匹, 3월, 15일), which say what it counts as a measure does
+    r"|\d[\p{Han}\p{Katakana}\p{Hangul}]"
     # a measurement or a duration
     r"|\d\s?(?:kg|g|lbs?|km|miles?|mi|cm|mm|m|ft|feet|inch(?:es)?|l|ml|mg|oz|gb|mb|tb|ms|s|"
     r"sec|seconds?|min|minutes?|minutos?|minuten|h|hours?|horas?|heures?|stunden?|std|days?|"
@@ -210,15 +222,22 @@ def statement_score(sentence: str, speaker: str, *, confirming: bool = False) ->
     value and `confirming` (its message confirms something done) or says so itself.
     """
     text = normalise_text(sentence)
+    if is_chat(text) or is_errand(text):
+        return 0
     words = {word.lower() for word in WORD.findall(text)}
-    lasting = words & _LASTING
+    lasting = lasting_words(text)
     strong = significant_numbers(text) + len(names(text)) + len(lasting - FREQUENCY)
     if speaker == "assistant":
         return strong + 1 if strong and (confirming or _CONFIRMATION.search(text)) else 0
     if _asks_about_the_world(text) and not (lasting - FREQUENCY):
         return 0  # a question about the world, not a statement about the user
     standing = 2 if _STANDING.search(text) else 0
-    if not _FIRST_PERSON.search(text):
+    own = _FIRST_PERSON.search(text) or (
+        _mostly_other_scripts(text)
+        and not text.endswith("?")
+        and len(WORD.findall(text)) + len(_UNSPACED.findall(text)) // 2 >= 4
+    )
+    if not own:
         # Without the first person, only a value makes a statement ("rent 1650.", "failover
         # takes about 4 minutes"); a word of a lasting kind alone is chat ("ok lets plan it").
         valued = strong - len(lasting - FREQUENCY)
@@ -230,6 +249,85 @@ def statement_score(sentence: str, speaker: str, *, confirming: bool = False) ->
     about = content_words(text) - {stem(w) for w in weak}
     markers += len(weak) if weak and about and (markers or len(words) < 25) else 0
     return markers
+
+
+def _mostly_other_scripts(text: str) -> bool:
+    """Most of the text's letters are of a script other than Latin. Chat in those languages
+    (Chinese, Japanese, Korean, Hindi, Arabic, Russian, ...) often leaves out the "I" a
+    statement about oneself has in English ("あの子卵アレルギーやから", "朵朵有哮喘",
+    "ابني عنده ربو"): there a lasting word in a statement of four words counts without it. In
+    Latin script it does not: "ok lets plan it" is chat."""
+    letters = _LETTER.findall(text)
+    return len(letters) > 2 * len(_LATIN_LETTER.findall(text))
+
+
+_LETTER = re.compile(r"\p{L}")
+_LATIN_LETTER = re.compile(r"\p{Latin}")
+
+
+def is_chat(text: str) -> bool:
+    """Greetings, thanks or goodbyes and names, nothing else ("Hey Melanie!", "Thanks, Mel!",
+    "¡Gracias, Ana!"): chat, whoever says it."""
+    rest = language.GREETINGS.sub(" ", text)
+    if rest == text:
+        return False
+    # Any word left but a name says something ("hi again, its Dmitri Halvorsen").
+    said = {stem(word) for word in WORD.findall(rest)} - {stem(name) for name in names(text)}
+    return not said and not significant_numbers(rest)
+
+
+def is_errand(text: str) -> bool:
+    """A one-off errand for today or tomorrow ("Remind me today at 18:00 to call the shop",
+    "Add oat milk to today's list", "I'll remind you tomorrow"): done by then, so nothing to
+    remember, unless it holds a lasting word or a reference of a record."""
+    return (
+        language.SOON.search(text) is not None
+        and language.ERRAND.search(text) is not None
+        and not (lasting_words(text) - FREQUENCY)
+        and not record_references(text)
+    )
+
+
+def readable(text: str) -> bool:
+    """Some language's file reads a quarter of the text's words (English chat: a half; a
+    language no file covers: a tenth or less, by words other languages share). A text too
+    short to tell (under five words) is readable."""
+    words = len(WORD.findall(text))
+    unspaced = len(_UNSPACED.findall(text))
+    if words + unspaced // 2 < 5:
+        return True
+    return language.share_read(text, words=words, unspaced=unspaced) >= _READ_SHARE
+
+
+_READ_SHARE = 0.25
+
+
+# Characters of the scripts written without spaces between words.
+_UNSPACED = re.compile(r"[\p{Han}\p{Hiragana}\p{Katakana}\p{Thai}\p{Lao}\p{Khmer}\p{Myanmar}]")
+
+
+def unread_statement_score(sentence: str, speaker: str, *, confirming: bool = False) -> int:
+    """`statement_score` for text in a language no file covers: what holds without its
+    words. The user's sentence counts by its values, or when it is long enough to state
+    something (six words), not a question; the assistant's by its values, when its message
+    gives a reference the user did not."""
+    text = normalise_text(sentence)
+    strong = significant_numbers(text) + len(names(text))
+    if speaker == "assistant":
+        return strong + 1 if strong and confirming else 0
+    if text.rstrip().endswith("?") or is_chat(text):
+        return 0
+    long_enough = len(WORD.findall(text)) + len(_UNSPACED.findall(text)) // 2 >= 6
+    return strong + (1 if long_enough else 0)
+
+
+def _score_either(sentence: str, speaker: str, *, confirming: bool = False) -> int:
+    """In a text the language files read little of, what the words the files hold find, or
+    what holds without them."""
+    return max(
+        statement_score(sentence, speaker, confirming=confirming),
+        unread_statement_score(sentence, speaker, confirming=confirming),
+    )
 
 
 def _gives_a_reference(text: str) -> bool:
@@ -265,7 +363,9 @@ def key_statements(turns: Sequence[tuple[str, str]], limit: int = 6) -> list[Sta
     """The conversation's statements worth remembering, best first, at most `limit`."""
     found: list[Statement] = []
     seen: set[str] = set()
-    users_words = vocabulary(" ".join(content for speaker, content in turns if speaker == "user"))
+    users_text = " ".join(content for speaker, content in turns if speaker == "user")
+    users_words = vocabulary(users_text)
+    scored = statement_score if readable(users_text) else _score_either
     for speaker, content in turns:
         if speaker not in ("user", "assistant"):
             continue
@@ -277,7 +377,7 @@ def key_statements(turns: Sequence[tuple[str, str]], limit: int = 6) -> list[Sta
         )
         previous = ""  # the turn's sentence before, unless it is a statement itself
         for sentence in sentences(content):
-            score = statement_score(sentence, speaker, confirming=confirming)
+            score = scored(sentence, speaker, confirming=confirming)
             if score and sentence.lower() not in seen:
                 seen.add(sentence.lower())
                 found.append(Statement(speaker, _with_its_subject(previous, sentence), score))
@@ -406,24 +506,20 @@ def fact_value(text: str) -> int:
     """How many facts a memory holds, by the statement markers in it (0: no fact): values,
     names, words of a lasting kind, and numbers that count something ("plot 14")."""
     text = normalise_text(text)
-    words = {word.lower() for word in WORD.findall(text)}
     counted = 1 if number_slots(text) else 0
-    return significant_numbers(text) + len(names(text)) + len(words & _LASTING) + counted
+    return significant_numbers(text) + len(names(text)) + len(lasting_words(text)) + counted
 
 
 # Likes and pastimes, said of oneself: "I love jazz", "we really enjoy hiking".
 _LIKING = re.compile(r"\b(?:i|we)\s+(?:\w+\s+)?(love|enjoy|like|play|prefer)\b", re.I)
 # Whose fact it is, when not the user's own: "my sister now lives in Denver" says nothing
 # of where the user lives.
-_SUBJECTS = language.PEOPLE
-
-
 @lru_cache(maxsize=8192)
 def subjects(text: str) -> frozenset[str]:
     """The people and animals other than the user that a text speaks of."""
-    return frozenset(stem(word.lower()) for word in WORD.findall(normalise_text(text))) & {
-        stem(word) for word in _SUBJECTS
-    }
+    return frozenset(
+        stem(word) for word in language.found_in(language.PEOPLE_FOUND, normalise_text(text))
+    )
 
 
 # Kinds of fact a person has several of at once (pets, doctors): a change announced on one

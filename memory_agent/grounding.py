@@ -15,9 +15,10 @@ source:
 
 from __future__ import annotations
 
-import re
 import unicodedata
 from collections.abc import Sequence
+
+import regex as re
 
 # A quote shorter than this (folded: letters and digits only) grounds nothing, unless it is a
 # whole turn ("Yes", "OK"): four characters are a word in a Latin script and a phrase in Chinese.

@@ -16,10 +16,13 @@ check that rests on values alone. The model writer reads none of this.
 
 from __future__ import annotations
 
-import re
+import os
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from functools import lru_cache
 from pathlib import Path
+
+import regex as re
 
 
 @dataclass(frozen=True)
@@ -84,6 +87,20 @@ class Words:
     # text with one of those, the word addresses no one.
     not_addressing: str = ""
     own_words: str = ""
+    # Greetings, thanks and goodbyes ("hi", "thanks", "bye"): a sentence of them and names
+    # alone is chat, not a statement.
+    greetings: str = ""
+    # Today and tomorrow ("today", "tonight", "tomorrow"), and what a one-off errand asks
+    # ("remind me", "add", "buy"): an errand for today or tomorrow is done by then, no memory.
+    soon: str = ""
+    errand: str = ""
+    # False for a language written without spaces between words (Chinese, Japanese): its
+    # entries match anywhere in a text.
+    spaces: bool = True
+    # True for a language whose words take endings joined to them (Korean, Turkish, Tamil):
+    # its entries ending in "-" are stems, matched with any ending ("alerji-": "alerjim"),
+    # and those starting with "-" endings, matched after any stem ("-yorum": "yaşıyorum").
+    suffixes: bool = False
 
 
 def _loaded(folder: Path) -> dict[str, Words]:
@@ -101,7 +118,19 @@ def _loaded(folder: Path) -> dict[str, Words]:
     return {code: words for _, code, words in sorted(found, key=lambda item: item[:2])}
 
 
-LANGUAGES: dict[str, Words] = _loaded(Path(__file__).with_name("languages"))
+def _switched_off() -> frozenset[str]:
+    """The codes of `MNEMOLOOP_LANGUAGES_OFF` (comma-separated): languages whose files are
+    not read, as if the writer did not know them (how the floor is measured on a language it
+    does not know)."""
+    codes = os.environ.get("MNEMOLOOP_LANGUAGES_OFF", "")
+    return frozenset(code.strip() for code in codes.split(","))
+
+
+LANGUAGES: dict[str, Words] = {
+    code: words
+    for code, words in _loaded(Path(__file__).with_name("languages")).items()
+    if code not in _switched_off()
+}
 
 # Words that are function words in one language and content in another ("son" is a child in
 # English): never a stop word.
@@ -125,33 +154,103 @@ def numbered(field: str, first: int, *, of: Words | None = None) -> dict[str, in
 
 
 def words_of(field: str) -> frozenset[str]:
-    """Every language's single words of one class, in lower case."""
+    """Every language's single words of one class, in lower case (not a stem: "alerji-")."""
     return frozenset(
-        word
+        entry
         for words in LANGUAGES.values()
         for entry in _entries(getattr(words, field))
-        for word in ([entry] if " " not in entry else [])
+        if " " not in entry and "-" not in (entry[0], entry[-1])
     )
 
 
 def pattern_of(
     field: str, *, excluding: frozenset[str] = frozenset(), after_elision: bool = False
 ) -> re.Pattern[str]:
-    """One case-insensitive pattern matching any word or phrase of a class, whole; with
-    `after_elision`, also after an elided article ("l'utente", "l'utilisateur")."""
-    entries = sorted(
-        {entry for words in LANGUAGES.values() for entry in _entries(getattr(words, field))}
-        - excluding,
-        key=len,
-        reverse=True,
-    )
-    alternatives = "|".join(re.escape(entry).replace(r"\ ", r"\s+") for entry in entries)
+    """One case-insensitive pattern matching any word or phrase of a class, whole (an entry
+    of a language written without spaces anywhere; a stem of a suffixing language, "alerji-",
+    with any ending); with `after_elision`, also after an elided article ("l'utente",
+    "l'utilisateur")."""
+    whole: set[str] = set()
+    anywhere: set[str] = set()
+    stems: set[str] = set()
+    endings: set[str] = set()
+    for words in LANGUAGES.values():
+        for entry in _entries(getattr(words, field)):
+            if entry in excluding:
+                continue
+            if not words.spaces:
+                anywhere.add(entry)
+            elif words.suffixes and entry.endswith("-"):
+                stems.add(entry[:-1])
+            elif words.suffixes and entry.startswith("-"):
+                endings.add(entry[1:])
+            else:
+                whole.add(entry)
     start = (
         r"(?:(?<![\w'’-])|(?<=\b[ld]['’])|(?<=\b[dns]ell['’])|(?<=\b[ad]all['’]))"
         if after_elision
         else r"(?<![\w'’-])"
     )
-    return re.compile(rf"{start}(?:{alternatives})(?![\w'’-])", re.IGNORECASE)
+    branches = [
+        rf"{start}(?:{_alternatives(whole)})(?![\w'’-])" if whole else "",
+        rf"{start}(?:{_alternatives(stems)})\w*" if stems else "",
+        rf"{start}\w+(?:{_alternatives(endings)})(?![\w'’-])" if endings else "",
+        rf"(?:{_alternatives(anywhere)})" if anywhere else "",
+    ]
+    return re.compile("|".join(b for b in branches if b) or r"(?!)", re.IGNORECASE)
+
+
+def _alternatives(entries: set[str]) -> str:
+    """The entries as alternatives of a pattern, the longest first; a phrase's words apart
+    by any white space."""
+    return "|".join(
+        re.escape(entry).replace(r"\ ", r"\s+") for entry in sorted(entries, key=len, reverse=True)
+    )
+
+
+@lru_cache(maxsize=1)
+def _each_languages_words() -> dict[str, tuple[bool, re.Pattern[str]]]:
+    """Each language's words of every class, whole (stems left out), as one pattern: how
+    much of a text one language's file can read. Whether its entries are cut apart by spaces
+    goes with it."""
+    found = {}
+    for code, words in LANGUAGES.items():
+        entries = {
+            spelling
+            for field in fields(Words)
+            if field.type == "str" and field.name not in ("name", "clock")
+            for entry in _entries(getattr(words, field.name))
+            for spelling in entry.split("|")
+            if spelling and "-" not in (spelling[0], spelling[-1])
+        }
+        if not entries:
+            continue
+        pattern = _alternatives(entries)
+        found[code] = (
+            words.spaces,
+            re.compile(rf"(?<![\w'’-])(?:{pattern})(?![\w'’-])" if words.spaces else pattern, re.I),
+        )
+    return found
+
+
+def share_read(text: str, *, words: int, unspaced: int) -> float:
+    """The most of the text one language's file can read: its words found whole, for every
+    word of the text (`words`), or for a language written without spaces, the characters
+    they cover for every such character (`unspaced`)."""
+    best = 0.0
+    for spaced, pattern in _each_languages_words().values():
+        found = pattern.findall(text)
+        if spaced and words:
+            best = max(best, len(found) / words)
+        elif not spaced and unspaced:
+            best = max(best, sum(len(match) for match in found) / unspaced)
+    return best
+
+
+def found_in(pattern: re.Pattern[str], text: str) -> frozenset[str]:
+    """What a class's pattern finds in a text, in lower case: the words of a class in any
+    language, joined to their endings or not."""
+    return frozenset(match.lower() for match in pattern.findall(text))
 
 
 FIRST_PERSON = pattern_of("first_person")
@@ -172,6 +271,16 @@ USER = pattern_of("user", after_elision=True)
 CONFIRMATION = pattern_of("confirmation")
 CHANGE = pattern_of("change")
 STANDING = pattern_of("standing")
+# The classes read where a text's words are not cut apart by spaces in every language: found
+# by pattern, with `found_in`.
+LASTING_FOUND = pattern_of("lasting")
+PEOPLE_FOUND = pattern_of("people")
+QUESTION_FOUND = pattern_of("question")
+GREETINGS = pattern_of("greetings")
+SOON = pattern_of("soon")
+ERRAND = pattern_of("errand")
+# Function words, found anywhere: how much of a text the languages' files can read.
+FUNCTION_WORDS_FOUND = pattern_of("stopwords")
 TITLES = frozenset(title.rstrip(".") for title in words_of("titles"))
 ABBREVIATED_TITLES = frozenset(title[:-1] for title in words_of("titles") if title.endswith("."))
 LASTING = words_of("lasting")

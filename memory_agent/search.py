@@ -7,7 +7,7 @@ holding more of the words, and rarer ones, first (SQLite's bm25, PostgreSQL's ts
 
 from __future__ import annotations
 
-import re
+import regex as re
 
 from memory_agent.errors import InvalidSearchQuery
 from memory_agent.unicode_forms import normalise_text

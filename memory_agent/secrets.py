@@ -23,9 +23,10 @@ hunter2"), a card number written in words, a key split over several messages.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from dataclasses import dataclass
+
+import regex as re
 
 CARD = "[card number]"
 IBAN = "[IBAN]"

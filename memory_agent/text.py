@@ -7,10 +7,11 @@ removed), so that look-alike and zero-width characters cannot hide a word from a
 from __future__ import annotations
 
 import itertools
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from types import MappingProxyType
+
+import regex as re
 
 from memory_agent import language
 from memory_agent.unicode_forms import normalise_text
@@ -101,13 +102,24 @@ def is_calendar_word(word: str) -> bool:
 FREQUENCY = frozenset("always never usually every weekly daily".split())
 
 
+# Other scripts' sentence ends, which no space need follow: the CJK full stop, the Devanagari
+# danda, the Arabic question mark, the Urdu full stop, the Ethiopic and Myanmar full stops; and
+# "!" or "?" (NFKC makes "！？" of them) right before a CJK character.
+_OTHER_SCRIPT_END = re.compile(
+    r"(?V1)(?<=[。।॥؟۔።။][」』）\"”’)]*)\s*(?=\S)"
+    r"|(?<=[!?][」』）]*)(?=[\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}])"
+)
+
+
 @_cached
 def sentences(text: str) -> tuple[str, ...]:
     parts = _SENTENCE_END.split(normalise_text(text))
     # split() interleaves each sentence with the closers it captured (None after a newline).
     joined = [parts[i] + (parts[i + 1] or "") for i in range(0, len(parts) - 1, 2)]
     joined.append(parts[-1])
-    return tuple(rejoined(part.strip() for part in joined))
+    return tuple(
+        rejoined(piece.strip() for part in joined for piece in _OTHER_SCRIPT_END.split(part))
+    )
 
 
 def rejoined(parts: Iterable[str]) -> list[str]:
@@ -352,10 +364,31 @@ def _looks_like_a_name_among_nouns(before: str, word: str) -> bool:
 
 @_cached
 def content_words(text: str) -> frozenset[str]:
+    text = normalise_text(text)
     return frozenset(
         stem(word)
-        for word in WORD.findall(normalise_text(text))
-        if not word[0].isdigit() and word.lower() not in STOPWORDS and len(word) > 2
+        for word in WORD.findall(text)
+        if not word[0].isdigit()
+        and word.lower() not in STOPWORDS
+        and len(word) > 2
+        and not _IDEOGRAPHIC.search(word)
+    ) | ideographic_pairs(text)
+
+
+# Chinese characters and Japanese katakana: the words of the scripts written without spaces
+# that carry meaning (hiragana mostly spells grammar).
+_IDEOGRAPHIC = re.compile(r"[\p{Han}\p{Katakana}ー]")
+_IDEOGRAPHIC_RUN = re.compile(r"[\p{Han}\p{Katakana}ー]{2,}")
+
+
+def ideographic_pairs(text: str) -> frozenset[str]:
+    """Every two characters side by side in a run of Chinese characters or katakana ("食費",
+    "費は" is not one): the words of a text without spaces, as two texts are compared (a
+    word of two characters or more shares a pair with itself in any other text)."""
+    return frozenset(
+        run[i : i + 2]
+        for run in _IDEOGRAPHIC_RUN.findall(text)
+        for i in range(len(run) - 1)
     )
 
 
@@ -367,7 +400,14 @@ def vocabulary(text: str) -> frozenset[str]:
     # naming "Friday" is grounded in a source that names it.
     calendar = {match.lower()[:3] for match in _CALENDAR_WORD.findall(text)}
     found = frozenset(stem(word) for word in WORD.findall(text))
-    return found | numbers(text) | amounts_in_thousands(text) | calendar | references(text)
+    return (
+        found
+        | numbers(text)
+        | amounts_in_thousands(text)
+        | calendar
+        | references(text)
+        | ideographic_pairs(text)
+    )
 
 
 def spelled_numbers(text: str) -> frozenset[str]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import re
+import regex as re
 
 from memory_agent.answers import MAX_SENTENCES, strip_reasoning
 from memory_agent.errors import InvalidMemoryText

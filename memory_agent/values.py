@@ -9,11 +9,12 @@ newer retires the older, in whatever words or language the two are written.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from types import MappingProxyType
+
+import regex as re
 
 from memory_agent import language
 from memory_agent.text import (

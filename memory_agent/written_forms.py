@@ -9,9 +9,10 @@ written in a text (`written_in_digits`), so that an old value can be left out of
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from functools import lru_cache, partial
+
+import regex as re
 
 from memory_agent import language
 from memory_agent.unicode_forms import normalise_text

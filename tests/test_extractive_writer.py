@@ -36,8 +36,7 @@ async def test_the_users_statements_are_kept_in_their_own_words_and_no_model_is_
     ]
     created = await agent.create_memory(request(messages))
     assert created.memory.content == (
-        'The user said: "I prefer meetings after 2pm." '
-        'The user said: "My manager is called Dana."'
+        'The user said: "I prefer meetings after 2pm. My manager is called Dana."'
     )
     assert model.calls == []
     assert agent.stats.written_without_model == 1

@@ -377,3 +377,25 @@ async def test_conversation_and_memory_spending_are_charged_separately(db_path):
         report = await services.stores.energy.report()
         assert (report.conversation_spent, report.memory_spent) == (2, 3)
         assert report.level == pytest.approx(1000 - 5, abs=2)
+
+
+@pytest.mark.parametrize("bundled", [True, False])
+async def test_a_reply_of_the_bundled_model_is_never_kept_as_a_confirmation(db_path, bundled):
+    from loop.llm.local import BUNDLED_MODEL
+
+    reply = "I booked your table at Chez Marcel for Friday 19:00, reference CM-4471."
+    model = assistant_model(reply)
+    model.name = BUNDLED_MODEL if bundled else "qwen2.5:7b"
+    async with service(db_path, model, memory_writer="extractive") as services, \
+            running(services):
+        await services.stores.registry.install("cal", "Calendar")
+        conversation_id = await talk(services, "cal", "Can you book us a table?")
+        await eventually(lambda: settled(services, conversation_id))
+        [(written_by,)] = query(
+            db_path, "SELECT written_by FROM messages WHERE role = 'assistant'"
+        )
+        assert written_by == model.name
+        memories = await services.stores.agent.get_memories("cal")
+        assert [m.content for m in memories] == (
+            [] if bundled else [f'The assistant confirmed: "{reply}"']
+        )

@@ -36,6 +36,8 @@ from memory_agent.errors import ChatModelError
 
 T = TypeVar("T")
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+# The bundled model's name, as its replies are stored (`messages.written_by`).
+BUNDLED_MODEL = f"local:{Path(SMOLLM2_FILE).stem}"
 # A JSON answer may take this many times a chat answer's tokens.
 JSON_ANSWER_TOKENS_FACTOR = 3
 _TOOL_CALL = re.compile(r"^\s*CALL\s+([A-Za-z_][A-Za-z0-9_]*)\s*$", re.MULTILINE)
