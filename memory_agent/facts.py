@@ -53,7 +53,7 @@ def _asks_about_the_world(text: str) -> bool:
     written without spaces, ends with a question mark and holds one ("何を食べたらいいですか？");
     chat often leaves out the question mark after the plainest of them ("whats the
     difference between ...")."""
-    asked = text.rstrip().endswith("?")
+    asked = _asks(text)
     first = WORD.findall(text.lstrip("¿¡ \"'"))[:1]
     if not first or first[0].lower() not in language.QUESTION_STARTS:
         return (
@@ -234,14 +234,14 @@ def statement_score(sentence: str, speaker: str, *, confirming: bool = False) ->
     standing = 2 if _STANDING.search(text) else 0
     own = _FIRST_PERSON.search(text) or (
         _mostly_other_scripts(text)
-        and not text.endswith("?")
-        and len(WORD.findall(text)) + len(_UNSPACED.findall(text)) // 2 >= 4
+        and not _asks(text)
+        and word_count(text) >= 4
     )
     if not own:
         # Without the first person, only a value makes a statement ("rent 1650.", "failover
         # takes about 4 minutes"); a word of a lasting kind alone is chat ("ok lets plan it").
         valued = strong - len(lasting - FREQUENCY)
-        asks = text.endswith("?") and not _gives_a_reference(text)
+        asks = _asks(text) and not _gives_a_reference(text)
         return valued + standing if valued and not asks else 0
     markers = strong + standing
     weak = (lasting & FREQUENCY) | {m.lower() for m in _LIKING.findall(text)}
@@ -249,6 +249,22 @@ def statement_score(sentence: str, speaker: str, *, confirming: bool = False) ->
     about = content_words(text) - {stem(w) for w in weak}
     markers += len(weak) if weak and about and (markers or len(words) < 25) else 0
     return markers
+
+
+def _asks(text: str) -> bool:
+    """The text ends with a question mark of any script (NFKC makes "?" of "？")."""
+    return text.rstrip(" \"'”’)»」").endswith(("?", "؟", "፧", "՞"))
+
+
+def word_count(text: str) -> int:
+    """The text's words; a script written without spaces counted a word every three
+    characters (Chinese and Japanese words run one to four)."""
+    return len(WORD.findall(text)) + len(_UNSPACED.findall(text)) // 3
+
+
+# A statement in a language no file covers is kept from this many words: enough to state
+# something ("Kodi ya nyumba imepanda hadi shilingi 45000"), more than chat has ("Habari yako").
+_UNREAD_STATEMENT_WORDS = 6
 
 
 def _mostly_other_scripts(text: str) -> bool:
@@ -294,7 +310,7 @@ def readable(text: str) -> bool:
     short to tell (under five words) is readable."""
     words = len(WORD.findall(text))
     unspaced = len(_UNSPACED.findall(text))
-    if words + unspaced // 2 < 5:
+    if words + unspaced // 3 < 5:
         return True
     return language.share_read(text, words=words, unspaced=unspaced) >= _READ_SHARE
 
@@ -315,9 +331,9 @@ def unread_statement_score(sentence: str, speaker: str, *, confirming: bool = Fa
     strong = significant_numbers(text) + len(names(text))
     if speaker == "assistant":
         return strong + 1 if strong and confirming else 0
-    if text.rstrip().endswith("?") or is_chat(text):
+    if _asks(text) or is_chat(text):
         return 0
-    long_enough = len(WORD.findall(text)) + len(_UNSPACED.findall(text)) // 2 >= 6
+    long_enough = word_count(text) >= _UNREAD_STATEMENT_WORDS
     return strong + (1 if long_enough else 0)
 
 

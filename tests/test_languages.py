@@ -204,3 +204,18 @@ def test_a_language_switched_off_is_not_read():
     )
     assert off.stdout.split() == ["True", "False", "False"], off.stderr
     assert facts.readable("Я живу в Москве и работаю учителем")
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "The main office is in Pune and a mere formality remains.",
+        "The team meets on Mondays at the big hall.",
+        "La réunion a lieu au bureau principal.",
+        "Das Büro ist am Hauptbahnhof.",
+    ],
+)
+def test_no_languages_word_for_i_is_an_ordinary_word_of_another(sentence):
+    # Every class is the union over the languages: a first-person word of one must not be a
+    # common word of another ("main" is English, not only romanised Hindi).
+    assert not language.FIRST_PERSON.search(sentence)
