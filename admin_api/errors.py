@@ -19,7 +19,6 @@ from loop.errors import (
     InvalidInput,
     MemoryCountChanged,
     NoChatModel,
-    ThreadBusy,
 )
 from memory_agent.errors import (
     InvalidExpiry,
@@ -45,7 +44,6 @@ DOMAIN_STATUS: dict[type[MnemoloopError], int] = {
     AppNotInstalled: 409,
     AppAlreadyInstalled: 409,
     ConversationEnded: 409,
-    ThreadBusy: 409,
     MemoryImportRefused: 409,
     MemorySteeringRefused: 409,
     InvalidExpiry: 400,

@@ -2,23 +2,27 @@
 Ollama dialects, `admin_api/dialects/`): which stored conversation a request continues.
 
 A request belongs to a thread of its app: the caller's user and conversation names, both
-optional (`thread_key`). An app holds at most one open conversation per thread. With S the
-thread's stored turns and R the request's (user and assistant messages, system ones aside,
-ending with the new user message), compared by role and text without surrounding spaces:
+optional (`thread_key`). A thread may hold several open conversations: many people behind
+one app key, a client's batch of unrelated prompts. With R the request's turns (user and
+assistant messages, system ones aside, ending with the new user message) and S an open
+conversation's stored turns, compared by role and text without surrounding spaces, the open
+conversations are tried, the latest active first:
 
-- R without its last message is S: the new message continues the conversation;
-- S is a shorter beginning of that: the turns between are stored as they came (as answered),
-  then the new message;
 - R is S, whose last message still waits for its answer (or its answer failed): the same
   question sent again; it is followed, not posted twice (a failed answer is tried again);
 - R is S without its last reply: the same question sent again after its reply was lost on
   the way; the stored reply is given again;
-- anything else while an answer is being written: `ThreadBusy` (nothing is changed);
-- anything else: the thread's conversation ends (its memory job queued) and a new one opens
-  with R's earlier turns stored as answered, then the new message.
+- S's answer is being written: R goes elsewhere;
+- S is a beginning of R without its last message: the turns between are stored as they came
+  (as answered), then the new message.
+
+A request no open conversation leads to opens a conversation of its own, beside the others,
+with R's earlier turns stored as answered, then the new message: requests are never refused
+for another's sake, and are answered concurrently. Conversations no request continues end
+when idle (`MNEMOLOOP_IDLE_END_SECONDS`), and their memory is written then.
 
 All of it happens in one transaction, under a lock on the app's row on PostgreSQL, so
-instances sharing a database agree; a unique index keeps one open conversation per thread.
+instances sharing a database agree.
 Turns stored from a client's history are marked `carried`: the memory job of the conversation
 leaves them out, as they were the previous conversation's (whose memory has them) or the
 client's own examples.
@@ -30,12 +34,10 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from loop.conversations import ConversationStore, end_within, insert_message
-from loop.errors import ThreadBusy
+from loop.conversations import ConversationStore, insert_message
 from memory_agent import ChatMessage
 from memory_agent.ports import Clock, Database, Row, SqlTransaction, now_text
 
-END_REASON_REPLACED = "replaced"
 END_REASON_CLIENT = "client"
 
 
@@ -60,13 +62,12 @@ class ClientRequest:
 
 @dataclass(frozen=True)
 class Posted:
-    """Where a request's user message went: its conversation and message id, whether the
-    conversation was opened for it, and the conversation it replaced (ended) if any."""
+    """Where a request's user message went: its conversation and message id, and whether the
+    conversation was opened for it."""
 
     conversation_id: str
     message_id: int
     opened: bool
-    replaced: str | None = None
     # The question was asked before (a reply being written, or stored, is followed).
     asked_before: bool = False
 
@@ -87,8 +88,6 @@ class ClientThreads:
         if not request.turns or request.turns[-1].role != "user":
             raise ValueError("a request's turns end with the user's new message")
         posted = await self._db.run_transaction(lambda tx: self._post_within(tx, request))
-        if posted.replaced:
-            self._conversations.job_queued.set()
         self._conversations.message_posted.set()
         return posted
 
@@ -98,56 +97,83 @@ class ClientThreads:
 
     async def _post_within(self, tx: SqlTransaction, request: ClientRequest) -> Posted:
         # Serialises one app's client requests across instances (PostgreSQL; SQLite's
-        # transactions are serial already). Keeping keys: ending a conversation inserts a
-        # memory job that points at this row, and must not wait for us while we wait for it.
+        # transactions are serial already).
         await tx.fetch_one(
             f"SELECT app_id FROM apps WHERE app_id = ?{tx.dialect.lock_rows_keeping_keys}",
             (request.app_id,),
         )
-        current = await tx.fetch_one(
-            "SELECT conversation_id, answered_up_to, answer_state FROM conversations"
-            " WHERE app_id = ? AND client_thread = ? AND status = 'open'"
-            f"{tx.dialect.lock_rows}",
-            (request.app_id, request.thread),
-        )
-        now = now_text(self._clock)
         wanted = [_key(m) for m in request.turns]
-        if current is not None:
-            conversation_id = str(current["conversation_id"])
-            stored = await tx.fetch_all(
-                "SELECT id, role, content FROM messages WHERE conversation_id = ?"
-                " AND role IN ('user', 'assistant') ORDER BY id",
-                (conversation_id,),
-            )
-            have = [_key(row) for row in stored]
-            last_user = max((int(r["id"]) for r in stored if r["role"] == "user"), default=0)
-            waiting = last_user > int(current["answered_up_to"])
-            failed = current["answer_state"] == "failed"
-            await self._keep_settings(tx, conversation_id, request)
-            if have == wanted and waiting:
-                if failed:
-                    await self._conversations.retry_within(tx, conversation_id)
-                return Posted(conversation_id, last_user, opened=False, asked_before=True)
-            if have[:-1] == wanted and have[-1][0] == "assistant" and not waiting:
-                return Posted(conversation_id, last_user, opened=False, asked_before=True)
-            if have == wanted[:-1]:
-                return Posted(conversation_id, await self._ask(tx, conversation_id, request),
-                              opened=False)
-            if waiting and not failed:
-                raise ThreadBusy(conversation_id)
-            if have == wanted[: len(have)]:
-                await self._store_answered(tx, conversation_id, request.turns[len(have):-1], now)
-                return Posted(conversation_id, await self._ask(tx, conversation_id, request),
-                              opened=False)
-            await end_within(tx, conversation_id, END_REASON_REPLACED, now)
-        replaced = str(current["conversation_id"]) if current is not None else None
+        for current in await self._open_conversations(tx, request):
+            posted = await self._continued(tx, current, wanted, request)
+            if posted is not None:
+                return posted
+        # A history no open conversation of the thread leads to: another conversation (another
+        # person behind the same key, or a new chat), beside the others, which end when idle.
         conversation_id = await self._conversations.open_within(
             tx, request.app_id, request.user_id, client_thread=request.thread,
             system_prompt=request.system_prompt, model=request.model,
         )
-        await self._store_answered(tx, conversation_id, request.turns[:-1], now)
+        await self._store_answered(tx, conversation_id, request.turns[:-1], now_text(self._clock))
         message_id = await self._ask(tx, conversation_id, request)
-        return Posted(conversation_id, message_id, opened=True, replaced=replaced)
+        return Posted(conversation_id, message_id, opened=True)
+
+    async def _open_conversations(
+        self, tx: SqlTransaction, request: ClientRequest
+    ) -> list[tuple[Row, list[Row]]]:
+        """The thread's open conversations, the latest active first, each with its user and
+        assistant messages (one query for all of them)."""
+        conversations = await tx.fetch_all(
+            "SELECT conversation_id, answered_up_to, answer_state FROM conversations"
+            " WHERE app_id = ? AND client_thread = ? AND status = 'open'"
+            f" ORDER BY last_activity_at DESC{tx.dialect.lock_rows}",
+            (request.app_id, request.thread),
+        )
+        if not conversations:
+            return []
+        ids = [str(row["conversation_id"]) for row in conversations]
+        rows = await tx.fetch_all(
+            "SELECT conversation_id, id, role, content FROM messages WHERE conversation_id IN"
+            f" ({', '.join('?' for _ in ids)}) AND role IN ('user', 'assistant') ORDER BY id",
+            ids,
+        )
+        messages: dict[str, list[Row]] = {conversation_id: [] for conversation_id in ids}
+        for row in rows:
+            messages[str(row["conversation_id"])].append(row)
+        return [(row, messages[str(row["conversation_id"])]) for row in conversations]
+
+    async def _continued(
+        self,
+        tx: SqlTransaction,
+        conversation: tuple[Row, list[Row]],
+        wanted: list[tuple[str, str]],
+        request: ClientRequest,
+    ) -> Posted | None:
+        """Where the request goes in this open conversation, if it continues it or asks its
+        question again; None when its history leads elsewhere."""
+        current, stored = conversation
+        conversation_id = str(current["conversation_id"])
+        have = [_key(row) for row in stored]
+        last_user = max((int(r["id"]) for r in stored if r["role"] == "user"), default=0)
+        waiting = last_user > int(current["answered_up_to"])
+        failed = current["answer_state"] == "failed"
+        if have == wanted and waiting:
+            await self._keep_settings(tx, conversation_id, request)
+            if failed:
+                await self._conversations.retry_within(tx, conversation_id)
+            return Posted(conversation_id, last_user, opened=False, asked_before=True)
+        if have[:-1] == wanted and have and have[-1][0] == "assistant" and not waiting:
+            return Posted(conversation_id, last_user, opened=False, asked_before=True)
+        if waiting and not failed:
+            # Its answer is being written: another history is another conversation.
+            return None
+        if have and have == wanted[: len(have)]:
+            await self._keep_settings(tx, conversation_id, request)
+            now = now_text(self._clock)
+            await self._store_answered(tx, conversation_id, request.turns[len(have):-1], now)
+            return Posted(
+                conversation_id, await self._ask(tx, conversation_id, request), opened=False
+            )
+        return None
 
     async def _keep_settings(
         self, tx: SqlTransaction, conversation_id: str, request: ClientRequest

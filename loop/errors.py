@@ -6,7 +6,6 @@ MnemoloopError
 ├── ConversationNotFound      no conversation with this id
 ├── ConversationEnded         the conversation no longer takes messages (conflict)
 ├── AnswerTaken               another instance is answering the conversation (conflict)
-├── ThreadBusy                a client's thread waits for an answer to other turns (conflict)
 ├── MemoryCountChanged        a purge was confirmed for another number of memories (conflict)
 └── NoChatModel               no usable model backend; the message says how to fix it
 """
@@ -61,16 +60,6 @@ class ConversationEnded(MnemoloopError):
 class AnswerTaken(MnemoloopError):
     def __init__(self, conversation_id: str) -> None:
         super().__init__(f"another instance is answering conversation {conversation_id!r}")
-        self.conversation_id = conversation_id
-
-
-class ThreadBusy(MnemoloopError):
-    def __init__(self, conversation_id: str) -> None:
-        super().__init__(
-            f"the reply to an earlier message of conversation {conversation_id!r} is still being"
-            " written, and this request does not continue it: send it again once that reply"
-            " has come, or name another conversation"
-        )
         self.conversation_id = conversation_id
 
 

@@ -126,6 +126,20 @@ async def _first_tokens(client: httpx.AsyncClient, requests: int, seen: list[flo
                     first = False
 
 
+async def _unnamed_at_once(client: httpx.AsyncClient, requests: int,
+                           outcomes: list[int]) -> None:
+    """`requests` unrelated prompts of one app at once, naming no user or thread (a client's
+    batch, many people behind one key): each status."""
+
+    async def ask(number: int) -> None:
+        body = {"model": "any", "messages": [{"role": "user", "content": f"prompt {number}"}]}
+        outcomes.append((await client.post("/v1/chat/completions", json=body)).status_code)
+
+    async with anyio.create_task_group() as group:
+        for number in range(requests):
+            group.start_soon(ask, number)
+
+
 def bench_dialects(tmp: Path, quick: bool) -> dict[str, Any]:
     chats, turns = (4, 5) if quick else (10, 10)
     native: list[float] = []
@@ -136,8 +150,13 @@ def bench_dialects(tmp: Path, quick: bool) -> dict[str, Any]:
     ttft: list[float] = []
     anyio.run(_serving, tmp / "dialects-ttft.db", paced,
               lambda client: _first_tokens(client, 10 if quick else 30, ttft))
+    unnamed: list[int] = []
+    anyio.run(_serving, tmp / "dialects-unnamed.db", InstantModel(),
+              lambda client: _unnamed_at_once(client, 50, unnamed))
     return {
         "dropin_requests": len(dropin),
+        "unnamed_concurrent_requests": len(unnamed),
+        "unnamed_concurrent_errors": sum(1 for status in unnamed if status != 200),
         "native_p50_ms": round(statistics.median(native) * 1000, 3),
         "dropin_p50_ms": round(statistics.median(dropin) * 1000, 3),
         "dropin_added_p50_ms": round((statistics.median(dropin) - statistics.median(native))

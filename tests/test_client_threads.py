@@ -10,7 +10,6 @@ import pytest
 from loop.answer_claims import AnswerClaims
 from loop.client_threads import ClientRequest, ClientThreads, thread_key
 from loop.conversations import ConversationStore
-from loop.errors import ThreadBusy
 from loop.jobs import MemoryJob
 from loop.reply_feed import AnswerSettled, AnswerText, ReplyFeed
 from memory_agent import ChatMessage
@@ -44,7 +43,7 @@ async def answered(answers: AnswerClaims, conversation_id: str, message_id: int,
 async def test_a_request_that_extends_the_history_continues_its_conversation(parts):
     threads, conversations, answers = parts
     first = await threads.post(ClientRequest("desk", THREAD, [user("Hi")], "Be brief."))
-    assert first.opened and first.replaced is None
+    assert first.opened
     await answered(answers, first.conversation_id, first.message_id, "Hello!")
     second = await threads.post(
         ClientRequest("desk", THREAD, [user("Hi"), assistant(" Hello! "), user("More")]))
@@ -71,17 +70,26 @@ async def test_earlier_turns_the_client_holds_are_stored_as_answered(parts, data
     assert row[0] == stored.messages[1].id  # only the new question waits for its answer
 
 
-async def test_the_same_question_again_follows_the_first_and_another_history_must_wait(parts):
-    threads, conversations, _ = parts
+async def test_the_same_question_follows_the_first_and_another_history_is_another_conversation(
+    parts,
+):
+    threads, conversations, answers = parts
     first = await threads.post(ClientRequest("desk", THREAD, [user("Slow one")]))
     again = await threads.post(ClientRequest("desk", THREAD, [user("Slow one")]))
     assert (again.conversation_id, again.message_id) == (first.conversation_id, first.message_id)
-    with pytest.raises(ThreadBusy):
-        await threads.post(ClientRequest("desk", THREAD, [user("Something else")]))
-    assert len((await conversations.get(first.conversation_id)).messages) == 1
-    # Another thread of the same app is not held up.
-    other = await threads.post(ClientRequest("desk", thread_key("ana", None), [user("Hi")]))
+    # Another person behind the same key, while the first answer is being written: not
+    # refused, not held up, a conversation of its own, answered beside the first.
+    other = await threads.post(ClientRequest("desk", THREAD, [user("Something else")]))
     assert other.opened and other.conversation_id != first.conversation_id
+    assert len((await conversations.get(first.conversation_id)).messages) == 1
+    waiting = {w.conversation_id for w in await answers.unanswered()}
+    assert waiting == {first.conversation_id, other.conversation_id}
+    # Each continues its own.
+    await answered(answers, first.conversation_id, first.message_id, "Done.")
+    await answered(answers, other.conversation_id, other.message_id, "Sure.")
+    on = await threads.post(ClientRequest(
+        "desk", THREAD, [user("Something else"), assistant("Sure."), user("Thanks")]))
+    assert on.conversation_id == other.conversation_id and not on.opened
 
 
 async def test_a_failed_answer_is_tried_again_when_the_question_comes_again(parts, database):
@@ -98,18 +106,16 @@ async def test_a_failed_answer_is_tried_again_when_the_question_comes_again(part
     assert [w.conversation_id for w in await answers.unanswered()] == [first.conversation_id]
 
 
-async def test_another_history_ends_the_threads_conversation_and_queues_its_memory(
+async def test_another_history_opens_a_conversation_beside_the_first_which_ends_when_idle(
     parts, database
 ):
     threads, conversations, answers = parts
     first = await threads.post(ClientRequest("desk", THREAD, [user("My code is 4821")]))
     await answered(answers, first.conversation_id, first.message_id, "Noted.")
     fresh = await threads.post(ClientRequest("desk", THREAD, [user("A new chat")]))
-    assert fresh.opened and fresh.replaced == first.conversation_id
-    old = await conversations.get(first.conversation_id)
-    assert (old.status, old.end_reason) == ("ended", "replaced")
-    jobs = await database.fetch_all("SELECT conversation_id FROM memory_jobs")
-    assert [row[0] for row in jobs] == [first.conversation_id]
+    assert fresh.opened and fresh.conversation_id != first.conversation_id
+    assert (await conversations.get(first.conversation_id)).status == "open"
+    assert await database.fetch_all("SELECT conversation_id FROM memory_jobs") == []
     assert await threads.end(fresh.conversation_id)
     assert (await conversations.get(fresh.conversation_id)).end_reason == "client"
 

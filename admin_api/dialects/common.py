@@ -27,7 +27,6 @@ from admin_api.auth import checked_owner
 from admin_api.errors import domain_status, validation_detail
 from loop.client_threads import ClientRequest, thread_key
 from loop.conversations import ReplyStatus
-from loop.errors import ThreadBusy
 from loop.registry import validate_user_id
 from loop.replies import Question
 from loop.service import Models, Stores
@@ -262,10 +261,6 @@ def error_handlers(render: Render) -> dict[type[Exception], Callable[..., Respon
     def dialect(_: Request[Any, Any, Any], error: DialectError) -> Response[Any]:
         return render(error.status, str(error), error.headers)
 
-    def busy(_: Request[Any, Any, Any], error: ThreadBusy) -> Response[Any]:
-        return render(409, str(error), {"Retry-After": "1", CONVERSATION_ID_HEADER:
-                                        error.conversation_id})
-
     def domain(_: Request[Any, Any, Any], error: MnemoloopError) -> Response[Any]:
         status = domain_status(error)
         if status >= 500:
@@ -284,7 +279,6 @@ def error_handlers(render: Render) -> dict[type[Exception], Callable[..., Respon
 
     return {
         DialectError: dialect,
-        ThreadBusy: busy,
         MnemoloopError: domain,
         ValidationException: invalid,
         HTTPException: http,

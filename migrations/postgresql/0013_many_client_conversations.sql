@@ -1,0 +1,7 @@
+-- A client thread (an app's key with no user or conversation named, say) may hold several open
+-- conversations at once: many people behind one key, a client's batch of unrelated prompts
+-- (loop/client_threads.py). The index that kept one open conversation per thread goes; an
+-- index for finding a thread's open conversations takes its place.
+DROP INDEX conversations_open_client_thread;
+CREATE INDEX conversations_client_thread ON conversations (app_id, client_thread)
+  WHERE status = 'open' AND client_thread IS NOT NULL;
