@@ -282,13 +282,21 @@ class CentralLoop:
         )
         feed = self._conversations.replies
         model = self._model.named(conversation.model) if conversation.model else self._model
-        reply = await model.chat_streaming(
-            context,
-            tools=[END_CONVERSATION_TOOL],
-            on_text=lambda text: feed.publish(
-                answering.conversation_id, AnswerText(text, answering.answers_up_to)
-            ),
-        )
+        if conversation.answer_schema is not None:
+            # Structured output: the backend's own schema support (Ollama's `format`,
+            # llama.cpp's grammar) writes it whole; the JSON comes as one piece.
+            reply = await model.chat(context, json_schema=conversation.answer_schema)
+            feed.publish(
+                answering.conversation_id, AnswerText(reply.text, answering.answers_up_to)
+            )
+        else:
+            reply = await model.chat_streaming(
+                context,
+                tools=[END_CONVERSATION_TOOL],
+                on_text=lambda text: feed.publish(
+                    answering.conversation_id, AnswerText(text, answering.answers_up_to)
+                ),
+            )
         await self._energy.charge("conversation", energy_cost(reply.usage, self._tokens_per_unit))
         ends = any(call.name == END_CONVERSATION_TOOL.name for call in reply.tool_calls)
         return Answer(reply.text.strip(), ends, reply.usage, written_by=model.name)

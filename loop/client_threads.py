@@ -36,6 +36,7 @@ from dataclasses import dataclass
 
 from loop.conversations import ConversationStore, insert_message
 from memory_agent import ChatMessage
+from memory_agent.chat_model import JsonSchema
 from memory_agent.ports import Clock, Database, Row, SqlTransaction, now_text
 
 END_REASON_CLIENT = "client"
@@ -58,6 +59,8 @@ class ClientRequest:
     model: str | None = None
     # The user whose memory space a new conversation reads and writes ("": the app's shared).
     user_id: str = ""
+    # The JSON schema the answer must follow (structured output); None: text.
+    answer_schema: JsonSchema | None = None
 
 
 @dataclass(frozen=True)
@@ -112,6 +115,7 @@ class ClientThreads:
         conversation_id = await self._conversations.open_within(
             tx, request.app_id, request.user_id, client_thread=request.thread,
             system_prompt=request.system_prompt, model=request.model,
+            answer_schema=request.answer_schema,
         )
         await self._store_answered(tx, conversation_id, request.turns[:-1], now_text(self._clock))
         message_id = await self._ask(tx, conversation_id, request)
@@ -178,10 +182,13 @@ class ClientThreads:
     async def _keep_settings(
         self, tx: SqlTransaction, conversation_id: str, request: ClientRequest
     ) -> None:
-        """The client's system prompt and model of its latest request are the ones used."""
+        """The client's system prompt, model and answer schema of its latest request are the
+        ones used."""
+        schema = json.dumps(request.answer_schema) if request.answer_schema is not None else None
         await tx.execute(
-            "UPDATE conversations SET system_prompt = ?, model = ? WHERE conversation_id = ?",
-            (request.system_prompt, request.model, conversation_id),
+            "UPDATE conversations SET system_prompt = ?, model = ?, answer_schema = ?"
+            " WHERE conversation_id = ?",
+            (request.system_prompt, request.model, schema, conversation_id),
         )
 
     async def _store_answered(

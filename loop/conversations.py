@@ -4,6 +4,7 @@ the same transaction. The central loop's claims on answers are in `loop.answer_c
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -16,7 +17,7 @@ from loop.reply_feed import ReplyFeed
 from loop.storage import Engine
 from loop.wakeups import JOBS_CHANNEL, MESSAGES_CHANNEL, Wakeup
 from memory_agent import ChatMessage
-from memory_agent.chat_model import Role, TokenUsage
+from memory_agent.chat_model import JsonSchema, Role, TokenUsage
 from memory_agent.ports import (
     Clock,
     SqlSession,
@@ -60,6 +61,8 @@ class Conversation:
     model: str | None = None
     # The user whose memory space the conversation reads and writes ("": the app's shared).
     user_id: str = ""
+    # The JSON schema a dialect client asked its answers to follow (None: text).
+    answer_schema: JsonSchema | None = None
 
     @property
     def state(self) -> str:
@@ -152,17 +155,19 @@ class ConversationStore:
         client_thread: str | None = None,
         system_prompt: str | None = None,
         model: str | None = None,
+        answer_schema: JsonSchema | None = None,
     ) -> str:
         """Inside `tx`: a new open conversation; a dialect client's has its thread, system
-        prompt and model (loop/client_threads.py)."""
+        prompt, model and answer schema (loop/client_threads.py)."""
         await self.require_installed(tx, app_id)
         conversation_id = uuid.uuid4().hex
         now = now_text(self._clock)
         await tx.execute(
             "INSERT INTO conversations (conversation_id, app_id, status, created_at,"
-            " last_activity_at, user_id, client_thread, system_prompt, model)"
-            " VALUES (?, ?, 'open', ?, ?, ?, ?, ?, ?)",
-            (conversation_id, app_id, now, now, user_id, client_thread, system_prompt, model),
+            " last_activity_at, user_id, client_thread, system_prompt, model, answer_schema)"
+            " VALUES (?, ?, 'open', ?, ?, ?, ?, ?, ?, ?)",
+            (conversation_id, app_id, now, now, user_id, client_thread, system_prompt, model,
+             json.dumps(answer_schema) if answer_schema is not None else None),
         )
         return conversation_id
 
@@ -238,6 +243,7 @@ class ConversationStore:
             row["system_prompt"],
             row["model"],
             row["user_id"],
+            json.loads(row["answer_schema"]) if row["answer_schema"] else None,
         )
 
     async def recent(

@@ -40,12 +40,29 @@ def answer_for(body: dict[str, Any]) -> str:
     if prompt.startswith("You are a memory management assistant."):
         ids = re.findall(r"\[id=(\d+)\]", prompt)
         return json.dumps({"action": "delete", "targetMemoryId": int(ids[0]), "reason": "old"})
+    if body.get("format"):
+        # Structured output: an instance of the schema asked for, as Ollama's `format` makes.
+        schema = body["format"] if isinstance(body["format"], dict) else {"type": "object"}
+        return json.dumps(instance_of(schema))
     question = body["messages"][-1]["content"]
     if question == SHOW_PROMPT:
         return "\n---\n".join(m["content"] for m in body["messages"] if m["role"] == "system")
     if question == WHICH_MODEL:
         return str(body["model"])
     return "Noted."
+
+
+def instance_of(schema: dict[str, Any]) -> Any:
+    """A value the JSON schema accepts (objects, arrays, strings, numbers, booleans, enums)."""
+    if "enum" in schema:
+        return schema["enum"][0]
+    kind = schema.get("type", "object")
+    if kind == "object":
+        properties = schema.get("properties", {})
+        return {name: instance_of(part) for name, part in properties.items()} or {"ok": True}
+    if kind == "array":
+        return [instance_of(schema.get("items", {"type": "string"}))]
+    return {"string": "Lisbon", "integer": 3, "number": 2.5, "boolean": True}.get(kind)
 
 
 class _Handler(BaseHTTPRequestHandler):

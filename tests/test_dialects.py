@@ -6,6 +6,7 @@ gets it in its system prompt, and another app never does."""
 from __future__ import annotations
 
 import concurrent.futures
+import json
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -18,6 +19,7 @@ import httpx
 import ollama
 import openai
 import pytest
+from pydantic import BaseModel
 
 from tests.fake_ollama import MODEL, OTHER_MODEL, SHOW_PROMPT, SLOW, WHICH_MODEL, fake_ollama
 from tests.live_service import free_port, start_serve
@@ -219,9 +221,18 @@ def test_refusals_come_in_each_dialect(service):
         service.openai("wrong-key").chat.completions.create(
             model="m", messages=[{"role": "user", "content": "hi"}])
     with pytest.raises(ollama.ResponseError) as ollama_refused:
-        service.ollama("strict").chat(model=MODEL, format="json",
-                                      messages=[{"role": "user", "content": "hi"}])
-    assert ollama_refused.value.status_code == 400 and "format" in ollama_refused.value.error
+        service.ollama("strict").chat(
+            model=MODEL, messages=[{"role": "user", "content": "hi"}],
+            tools=[{"type": "function", "function": {"name": "f", "parameters": {}}}])
+    assert ollama_refused.value.status_code == 400 and "tools" in ollama_refused.value.error
+    yaml = httpx.post(f"{service.url}/api/chat", headers={
+        "Authorization": f"Bearer {service.keys['strict']}"}, json={
+        "model": MODEL, "format": "yaml", "messages": [{"role": "user", "content": "hi"}]})
+    assert yaml.status_code == 400 and "format" in yaml.json()["error"]
+    with pytest.raises(openai.BadRequestError) as unknown_format:
+        client.chat.completions.create(model="m", response_format={"type": "xml"},
+                                       messages=[{"role": "user", "content": "hi"}])
+    assert "response_format" in unknown_format.value.message
     # The admin token works once it names the app; without the name it is refused.
     admin = service.openai(ADMIN)
     with pytest.raises(openai.BadRequestError) as unnamed:
@@ -261,3 +272,46 @@ def test_concurrent_requests_of_one_thread(service):
         model="m", user="someone-else", messages=[{"role": "user", "content": "Hi."}])
     assert other.choices[0].message.content == "Noted."
     assert len(service.conversations("busy")) == 12
+
+
+class City(BaseModel):
+    name: str
+    population: int
+    coastal: bool
+
+
+def test_structured_output_passes_through_in_each_dialect(service):
+    """OpenAI's `response_format` and Ollama's `format` reach the backend as its schema
+    (Ollama's `format`), and the answer validates; the memory block is injected as for chat."""
+    service.install("atlas")
+    client = service.openai("atlas")
+    parsed = client.chat.completions.parse(
+        model="m", response_format=City,
+        messages=[{"role": "user", "content": "Which city should I visit?"}])
+    city = parsed.choices[0].message.parsed
+    assert isinstance(city, City) and city.name == "Lisbon"
+    whole = client.chat.completions.create(
+        model="m", response_format={"type": "json_object"},
+        messages=[{"role": "user", "content": "Answer in JSON."}])
+    assert isinstance(json.loads(whole.choices[0].message.content or ""), dict)
+    answered = service.ollama("atlas").chat(
+        model=MODEL, format=City.model_json_schema(), stream=False,
+        messages=[{"role": "user", "content": "And from Ollama?"}])
+    assert City.model_validate_json(answered.message.content or "").coastal is True
+    # A later plain request of the same history is text again.
+    again = client.chat.completions.create(model="m", messages=[
+        {"role": "user", "content": "Which city should I visit?"},
+        {"role": "assistant", "content": parsed.choices[0].message.content},
+        {"role": "user", "content": "Thanks, and in words?"}])
+    assert again.choices[0].message.content == "Noted."
+
+
+def test_an_unknown_route_under_v1_answers_in_openais_error_shape(service):
+    service.install("lost")
+    client = service.openai("lost")
+    with pytest.raises(openai.NotFoundError) as missing:
+        client.post("/embeddings", body={"model": "m", "input": "hi"}, cast_to=httpx.Response)
+    assert "POST /v1/embeddings is not served here" in missing.value.message
+    assert missing.value.body["type"] == "not_found_error"  # type: ignore[index]
+    # The routes it serves still answer.
+    assert client.models.list().data

@@ -31,6 +31,7 @@ from loop.registry import validate_user_id
 from loop.replies import Question
 from loop.service import Models, Stores
 from memory_agent import ChatMessage, ChatModel
+from memory_agent.chat_model import JsonSchema
 from memory_agent.errors import ChatModelError, MnemoloopError
 
 log = logging.getLogger("mnemoloop.http")
@@ -153,10 +154,11 @@ async def post_history(
     history: ClientTurns,
     model: ChosenModel,
     caller: Caller,
+    answer_schema: JsonSchema | None = None,
 ) -> Question:
     posted = await stores.client_threads.post(
         ClientRequest(caller_app(request), caller.thread, history.turns, history.system_prompt,
-                      model.stored, caller.user_id)
+                      model.stored, caller.user_id, answer_schema)
     )
     conversations = stores.conversations
     return Question(conversations, conversations.replies.subscribe(posted.conversation_id),

@@ -38,6 +38,7 @@ from admin_api.dialects.common import (
 from loop.conversations import ReplyStatus
 from loop.replies import Question
 from loop.service import Stores
+from memory_agent.chat_model import JsonSchema
 
 NDJSON = "application/x-ndjson"
 
@@ -45,9 +46,19 @@ NDJSON = "application/x-ndjson"
 def _refusal(body: dict[str, Any]) -> str | None:
     if body.get("tools"):
         return "tools: this endpoint does not call tools"
-    if body.get("format") not in (None, ""):
-        return "format: only text answers are written"
     return None
+
+
+def _answer_schema(answer_format: Any) -> JsonSchema | None:
+    """The JSON schema Ollama's `format` asks the answer to follow: "json" for any JSON
+    object, or a schema; None for text."""
+    if answer_format in (None, ""):
+        return None
+    if answer_format == "json":
+        return {"type": "object"}
+    if isinstance(answer_format, dict):
+        return answer_format
+    raise DialectError(400, 'format: "json" or a JSON schema object')
 
 
 def _messages(body: dict[str, Any]) -> list[tuple[str, str]]:
@@ -90,7 +101,9 @@ async def chat(
         # Ollama's way to load a model: nothing to answer, nothing opened.
         return Response(_done(model.served, "", None, "load", 0))
     history = client_turns(messages)
-    question = await post_history(request, stores, history, model, caller_of(request))
+    question = await post_history(
+        request, stores, history, model, caller_of(request), _answer_schema(data.get("format"))
+    )
     headers = conversation_header(question)
     if data.get("stream", True) is not False:
         ending = lambda: end_if_asked(request, stores, question)  # noqa: E731

@@ -10,7 +10,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
-from litestar import Request, Response, Router, get, post
+from litestar import Request, Response, Router, get, post, route
 from litestar.background_tasks import BackgroundTask
 from litestar.params import FromPath, JSONBody
 from litestar.response import Stream
@@ -37,6 +37,7 @@ from admin_api.dialects.common import (
 from loop.conversations import ReplyStatus
 from loop.replies import Question
 from loop.service import Stores
+from memory_agent.chat_model import JsonSchema
 
 _ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant"}
 
@@ -53,11 +54,6 @@ def _refusal(body: dict[str, Any]) -> str | None:
         return "tool_choice: this endpoint does not call tools"
     if body.get("logprobs") or body.get("top_logprobs"):
         return "logprobs: the model's token probabilities are not available"
-    response_format = body.get("response_format")
-    if response_format is not None and (
-        not isinstance(response_format, dict) or response_format.get("type") != "text"
-    ):
-        return "response_format: only text answers are written"
     if body.get("audio") or "audio" in (body.get("modalities") or []):
         return "audio: only text answers are written"
     if body.get("prediction"):
@@ -65,6 +61,25 @@ def _refusal(body: dict[str, Any]) -> str | None:
     if body.get("web_search_options") is not None:
         return "web_search_options: this endpoint does not search the web"
     return None
+
+
+def _answer_schema(response_format: Any) -> JsonSchema | None:
+    """The JSON schema `response_format` asks the answer to follow: any JSON object for
+    `json_object`, the given schema for `json_schema`; None for text."""
+    if response_format is None:
+        return None
+    kind = response_format.get("type") if isinstance(response_format, dict) else None
+    if kind == "text":
+        return None
+    if kind == "json_object":
+        return {"type": "object"}
+    if kind == "json_schema":
+        described = response_format.get("json_schema")
+        schema = described.get("schema") if isinstance(described, dict) else None
+        if not isinstance(schema, dict):
+            raise DialectError(400, "response_format.json_schema.schema: a JSON schema object")
+        return schema
+    raise DialectError(400, "response_format.type: text, json_object or json_schema")
 
 
 def _text(content: Any, index: int) -> str:
@@ -113,10 +128,11 @@ async def chat_completions(
     if refusal := _refusal(data):
         raise DialectError(400, refusal)
     history = client_turns(_messages(data))
+    answer_schema = _answer_schema(data.get("response_format"))
     model = await chosen_model(models_of(request).chat, data["model"])
     metadata = data["metadata"] if isinstance(data.get("metadata"), dict) else {}
     caller = caller_of(request, data.get("user"), metadata.get("conversation"))
-    question = await post_history(request, stores, history, model, caller)
+    question = await post_history(request, stores, history, model, caller, answer_schema)
     completion_id = f"chatcmpl-{question.conversation_id}-{question.message_id}"
     shape = _Shape(completion_id, int(started), model.served)
     if data.get("stream"):
@@ -224,6 +240,15 @@ async def get_model(request: Request[Any, Any, Any], model_id: FromPath[str]) ->
     return _model(name)
 
 
+@route("/{rest:path}", http_method=["GET", "POST", "PUT", "PATCH", "DELETE"])
+async def unknown_route(request: Request[Any, Any, Any], rest: FromPath[str]) -> None:
+    """Any other route under /v1 answers in OpenAI's error shape, so a client shows why."""
+    raise DialectError(
+        404, f"{request.method} /v1{rest} is not served here: mnemoloop answers"
+        " /v1/chat/completions and /v1/models"
+    )
+
+
 def _model(name: str) -> dict[str, Any]:
     return {"id": name, "object": "model", "created": 0, "owned_by": "mnemoloop"}
 
@@ -245,7 +270,7 @@ def _render(status: int, message: str, headers: dict[str, str] | None) -> Respon
 def openai_router() -> Router:
     return Router(
         path="/v1",
-        route_handlers=[chat_completions, list_models, get_model],
+        route_handlers=[chat_completions, list_models, get_model, unknown_route],
         before_request=dialect_caller,
         exception_handlers=error_handlers(_render),  # type: ignore[arg-type]
         request_max_body_size=MAX_DIALECT_BODY_BYTES,

@@ -5,3 +5,6 @@
 DROP INDEX conversations_open_client_thread;
 CREATE INDEX conversations_client_thread ON conversations (app_id, client_thread)
   WHERE status = 'open' AND client_thread IS NOT NULL;
+-- `answer_schema`: the JSON schema a dialect client asked its answers to follow (OpenAI's
+-- `response_format`, Ollama's `format`), as JSON text; NULL: answers are text.
+ALTER TABLE conversations ADD COLUMN answer_schema TEXT;
