@@ -126,6 +126,24 @@ async def _first_tokens(client: httpx.AsyncClient, requests: int, seen: list[flo
                     first = False
 
 
+async def _responses_latency(client: httpx.AsyncClient, requests: int,
+                             chat: list[float], responses: list[float]) -> None:
+    """A new chat of one question through `/v1/chat/completions` and through `/v1/responses`,
+    alternately, each a user of its own."""
+    for number in range(requests):
+        started = time.perf_counter()
+        reply = await client.post("/v1/chat/completions", json={
+            "model": "any", "user": f"c{number}",
+            "messages": [{"role": "user", "content": f"question {number}"}]})
+        chat.append(time.perf_counter() - started)
+        assert reply.status_code == 200, reply.text
+        started = time.perf_counter()
+        reply = await client.post("/v1/responses", json={
+            "model": "any", "user": f"r{number}", "input": f"question {number}"})
+        responses.append(time.perf_counter() - started)
+        assert reply.status_code == 200, reply.text
+
+
 async def _unnamed_at_once(client: httpx.AsyncClient, requests: int,
                            outcomes: list[int]) -> None:
     """`requests` unrelated prompts of one app at once, naming no user or thread (a client's
@@ -150,11 +168,17 @@ def bench_dialects(tmp: Path, quick: bool) -> dict[str, Any]:
     ttft: list[float] = []
     anyio.run(_serving, tmp / "dialects-ttft.db", paced,
               lambda client: _first_tokens(client, 10 if quick else 30, ttft))
+    chat: list[float] = []
+    responses: list[float] = []
+    anyio.run(_serving, tmp / "dialects-responses.db", InstantModel(),
+              lambda client: _responses_latency(client, 20 if quick else 100, chat, responses))
     unnamed: list[int] = []
     anyio.run(_serving, tmp / "dialects-unnamed.db", InstantModel(),
               lambda client: _unnamed_at_once(client, 50, unnamed))
     return {
         "dropin_requests": len(dropin),
+        "responses_added_p50_ms": round((statistics.median(responses)
+                                         - statistics.median(chat)) * 1000, 3),
         "unnamed_concurrent_requests": len(unnamed),
         "unnamed_concurrent_errors": sum(1 for status in unnamed if status != 200),
         "native_p50_ms": round(statistics.median(native) * 1000, 3),

@@ -315,3 +315,35 @@ def test_an_unknown_route_under_v1_answers_in_openais_error_shape(service):
     assert missing.value.body["type"] == "not_found_error"  # type: ignore[index]
     # The routes it serves still answer.
     assert client.models.list().data
+
+
+def test_the_responses_api_maps_onto_the_same_conversations(service):
+    service.install("resp")
+    client = service.openai("resp")
+    first = client.responses.create(model="m", input="My locker code is 4417.")
+    assert first.output_text == "Noted." and first.status == "completed"
+    # previous_response_id continues the same conversation; instructions are the client's
+    # system prompt.
+    second = client.responses.create(model="m", previous_response_id=first.id,
+                                     instructions="Be brief.", input=SHOW_PROMPT)
+    assert "Be brief." in second.output_text
+    [conversation] = service.conversations("resp")
+    assert conversation["messageCount"] == 4
+    # Streamed: the API's events, the text as it is written, then the whole response.
+    kinds, deltas = [], []
+    with client.responses.stream(model="m", previous_response_id=second.id,
+                                 input=[{"role": "user", "content": "And now?"}]) as stream:
+        for event in stream:
+            kinds.append(event.type)
+            if event.type == "response.output_text.delta":
+                deltas.append(event.delta)
+        final = stream.get_final_response()
+    assert kinds[0] == "response.created" and kinds[-1] == "response.completed"
+    assert "".join(deltas) == final.output_text == "Noted."
+    assert len(service.conversations("resp")) == 1
+    # Structured output through `text.format`.
+    parsed = client.responses.parse(model="m", input="Which city?", text_format=City)
+    assert isinstance(parsed.output_parsed, City)
+    # An unknown previous response is OpenAI's 404.
+    with pytest.raises(openai.NotFoundError):
+        client.responses.create(model="m", previous_response_id="resp_nothing_1", input="hi")

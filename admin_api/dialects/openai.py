@@ -34,6 +34,7 @@ from admin_api.dialects.common import (
     settled_reply,
     stream_failure,
 )
+from admin_api.dialects.responses import create_response
 from loop.conversations import ReplyStatus
 from loop.replies import Question
 from loop.service import Stores
@@ -245,7 +246,7 @@ async def unknown_route(request: Request[Any, Any, Any], rest: FromPath[str]) ->
     """Any other route under /v1 answers in OpenAI's error shape, so a client shows why."""
     raise DialectError(
         404, f"{request.method} /v1{rest} is not served here: mnemoloop answers"
-        " /v1/chat/completions and /v1/models"
+        " /v1/chat/completions, /v1/responses and /v1/models"
     )
 
 
@@ -270,7 +271,8 @@ def _render(status: int, message: str, headers: dict[str, str] | None) -> Respon
 def openai_router() -> Router:
     return Router(
         path="/v1",
-        route_handlers=[chat_completions, list_models, get_model, unknown_route],
+        route_handlers=[chat_completions, create_response, list_models, get_model,
+                        unknown_route],
         before_request=dialect_caller,
         exception_handlers=error_handlers(_render),  # type: ignore[arg-type]
         request_max_body_size=MAX_DIALECT_BODY_BYTES,

@@ -1,0 +1,268 @@
+"""OpenAI's Responses API (`POST /v1/responses`) on the same conversations, memory and spaces
+as the chat completions route: the input and the history `previous_response_id` names become
+a history of turns, matched to a conversation as any client's (loop/client_threads.py).
+
+A response's id names its conversation and the user message it answers
+(`resp_<conversation>_<message>`), so `previous_response_id` needs no store of its own: the
+turns up to that message and its reply are the conversation's. Whole, or with
+`"stream": true` as the API's server-sent events.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+from litestar import Request, Response, post
+from litestar.background_tasks import BackgroundTask
+from litestar.params import JSONBody
+from litestar.response import Stream
+
+from admin_api.dependencies import Provided
+from admin_api.dialects.common import (
+    DialectError,
+    caller_app,
+    caller_of,
+    chosen_model,
+    client_turns,
+    closing,
+    conversation_header,
+    end_if_asked,
+    models_of,
+    post_history,
+    reply_pieces,
+    settled_reply,
+)
+from loop.conversations import ReplyStatus
+from loop.errors import ConversationNotFound
+from loop.replies import Question
+from loop.service import Stores
+from memory_agent.chat_model import JsonSchema
+
+_ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant"}
+_RESPONSE_ID = re.compile(r"resp_([0-9a-f]+)_(\d+)")
+
+
+def _text(content: Any, where: str) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = []
+        for index, part in enumerate(content):
+            kind = part.get("type") if isinstance(part, dict) else type(part).__name__
+            if kind not in ("input_text", "output_text", "text") or not isinstance(
+                part.get("text"), str
+            ):
+                raise DialectError(
+                    400, f"{where}.content[{index}]: only text parts are read, not {kind!r}"
+                )
+            texts.append(part["text"])
+        return "\n".join(texts)
+    raise DialectError(400, f"{where}.content: a string or a list of text parts")
+
+
+def _input(body: dict[str, Any]) -> list[tuple[str, str]]:
+    """The request's input as (role, text): a string is the user's message; a list holds
+    messages (`{"role", "content"}`, with or without `"type": "message"`)."""
+    given = body.get("input")
+    if isinstance(given, str) and given:
+        return [("user", given)]
+    if not isinstance(given, list) or not given:
+        raise DialectError(400, "input: a string or a non-empty list of messages is required")
+    read = []
+    for index, item in enumerate(given):
+        where = f"input[{index}]"
+        if not isinstance(item, dict):
+            raise DialectError(400, f"{where}: a message object is required")
+        kind = item.get("type", "message")
+        if kind != "message":
+            raise DialectError(400, f"{where}.type: {kind!r} is not supported (message)")
+        role = item.get("role")
+        if role not in _ROLES:
+            raise DialectError(
+                400, f"{where}.role: {role!r} is not supported (system, developer, user or"
+                " assistant)"
+            )
+        read.append((_ROLES[role], _text(item.get("content"), where)))
+    return read
+
+
+def _refusal(body: dict[str, Any]) -> str | None:
+    if body.get("tools"):
+        return "tools: this endpoint does not call tools"
+    if body.get("background"):
+        return "background: responses are answered while the request waits"
+    return None
+
+
+async def _earlier_turns(
+    request: Request[Any, Any, Any], stores: Stores, previous: Any
+) -> list[tuple[str, str]]:
+    """The turns up to the message `previous_response_id` names and its reply, of the
+    caller's app."""
+    if previous is None:
+        return []
+    match = _RESPONSE_ID.fullmatch(previous) if isinstance(previous, str) else None
+    if match is None:
+        raise DialectError(404, f"previous_response_id: no response {previous!r}")
+    try:
+        conversation = await stores.conversations.get(match.group(1))
+    except ConversationNotFound:
+        raise DialectError(404, f"previous_response_id: no response {previous!r}") from None
+    if conversation.app_id != caller_app(request):
+        raise DialectError(404, f"previous_response_id: no response {previous!r}")
+    asked = int(match.group(2))
+    turns = [m for m in conversation.messages if m.role in ("user", "assistant")]
+    earlier = [m for m in turns if m.id <= asked]
+    later = [m for m in turns if m.id > asked]
+    if later and later[0].role == "assistant":
+        earlier.append(later[0])  # its reply
+    return [(m.role, m.content) for m in earlier]
+
+
+def _answer_schema(text: Any) -> JsonSchema | None:
+    """`text.format`: text, `json_object`, or `json_schema` with its `schema`."""
+    answer_format = text.get("format") if isinstance(text, dict) else None
+    kind = answer_format.get("type") if isinstance(answer_format, dict) else None
+    if answer_format is None or kind == "text":
+        return None
+    if kind == "json_object":
+        return {"type": "object"}
+    if kind == "json_schema" and isinstance(answer_format.get("schema"), dict):
+        schema: JsonSchema = answer_format["schema"]
+        return schema
+    raise DialectError(400, "text.format: text, json_object or json_schema with a schema")
+
+
+@post("/responses", status_code=200)
+async def create_response(
+    request: Request[Any, Any, Any], data: JSONBody[dict[str, Any]], stores: Provided[Stores]
+) -> Response[Any] | Stream:
+    started = int(time.time())
+    if not isinstance(data.get("model"), str) or not data["model"]:
+        raise DialectError(400, "model: the name of a model is required")
+    if refusal := _refusal(data):
+        raise DialectError(400, refusal)
+    messages = await _earlier_turns(request, stores, data.get("previous_response_id"))
+    instructions = data.get("instructions")
+    if instructions is not None and not isinstance(instructions, str):
+        raise DialectError(400, "instructions: a string")
+    messages = ([("system", instructions)] if instructions else []) + messages + _input(data)
+    history = client_turns(messages)
+    model = await chosen_model(models_of(request).chat, data["model"])
+    metadata = data["metadata"] if isinstance(data.get("metadata"), dict) else {}
+    caller = caller_of(request, data.get("user"), metadata.get("conversation"))
+    question = await post_history(
+        request, stores, history, model, caller, _answer_schema(data.get("text"))
+    )
+    shape = _Shape(question, started, model.served, instructions)
+    if data.get("stream"):
+        return Stream(
+            _events(shape, question, lambda: end_if_asked(request, stores, question)),
+            media_type="text/event-stream",
+            headers={**conversation_header(question), "Cache-Control": "no-cache"},
+            background=BackgroundTask(closing, question),
+        )
+    status = await settled_reply(question)
+    await end_if_asked(request, stores, question)
+    return Response(shape.response(status), headers=conversation_header(question))
+
+
+class _Shape:
+    """The fields of one response, as the API gives them."""
+
+    def __init__(
+        self, question: Question, created: int, model: str, instructions: str | None
+    ) -> None:
+        self.id = f"resp_{question.conversation_id}_{question.message_id}"
+        self.created, self.model, self.instructions = created, model, instructions
+        self.item_id = f"msg_{question.conversation_id}_{question.message_id}"
+
+    def response(self, status: ReplyStatus | None, text: str = "") -> dict[str, Any]:
+        """The response object: in progress (no status yet) or completed."""
+        reply = status.reply if status else None
+        done = status is not None
+        return {
+            "id": self.id,
+            "object": "response",
+            "created_at": self.created,
+            "status": "completed" if done else "in_progress",
+            "model": self.model,
+            "instructions": self.instructions,
+            "output": [self.item(reply.content if reply else text)] if done else [],
+            "parallel_tool_calls": False,
+            "tool_choice": "none",
+            "tools": [],
+            "usage": _usage(status) if status else None,
+            "error": None,
+            "incomplete_details": None,
+            "metadata": {},
+        }
+
+    def item(self, text: str, *, done: bool = True) -> dict[str, Any]:
+        return {
+            "type": "message",
+            "id": self.item_id,
+            "status": "completed" if done else "in_progress",
+            "role": "assistant",
+            "content": [self.part(text)] if done else [],
+        }
+
+    @staticmethod
+    def part(text: str) -> dict[str, Any]:
+        return {"type": "output_text", "text": text, "annotations": []}
+
+
+def _usage(status: ReplyStatus) -> dict[str, Any]:
+    reply = status.reply
+    given = (reply.prompt_tokens if reply else None) or 0
+    written = (reply.completion_tokens if reply else None) or 0
+    return {
+        "input_tokens": given,
+        "input_tokens_details": {"cached_tokens": 0},
+        "output_tokens": written,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": given + written,
+    }
+
+
+async def _events(
+    shape: _Shape, question: Question, ending: Callable[[], Awaitable[None]]
+) -> AsyncIterator[bytes]:
+    """The API's events: created, the output item and its text part opened, the text as it
+    is written, both closed, completed (or `error`)."""
+    number = 0
+
+    def event(kind: str, **fields: Any) -> bytes:
+        nonlocal number
+        payload = {"type": kind, "sequence_number": number, **fields}
+        number += 1
+        return f"event: {kind}\ndata: {json.dumps(payload)}\n\n".encode()
+
+    where = {"item_id": shape.item_id, "output_index": 0}
+    yield event("response.created", response=shape.response(None))
+    yield event("response.in_progress", response=shape.response(None))
+    yield event("response.output_item.added", output_index=0, item=shape.item("", done=False))
+    yield event("response.content_part.added", **where, content_index=0, part=shape.part(""))
+    written = ""
+    try:
+        async for piece in reply_pieces(question):
+            if isinstance(piece, str):
+                written += piece
+                yield event("response.output_text.delta", **where, content_index=0,
+                            delta=piece, logprobs=[])
+                continue
+            text = piece.reply.content if piece.reply else written
+            yield event("response.output_text.done", **where, content_index=0, text=text,
+                        logprobs=[])
+            yield event("response.content_part.done", **where, content_index=0,
+                        part=shape.part(text))
+            yield event("response.output_item.done", output_index=0, item=shape.item(text))
+            yield event("response.completed", response=shape.response(piece))
+    except DialectError as error:
+        yield event("error", code=None, message=str(error), param=None)
+        return
+    await ending()
