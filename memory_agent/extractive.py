@@ -18,6 +18,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
+import regex as re
+
 from memory_agent import facts, language, text
 from memory_agent.answers import MAX_SENTENCES
 from memory_agent.asking import AskJson
@@ -45,7 +47,7 @@ class ExtractiveWriter(MemoryWriter):
         # What the bundled model replied is never a confirmation of something done: it
         # often makes up what it says it did.
         turns = [
-            (m.role, m.content)
+            (m.role, m.content if m.role == "user" else _without_imitations(m.content))
             for m in messages
             if m.role == "user" or (m.role == "assistant" and not m.from_bundled_model)
         ]
@@ -74,6 +76,22 @@ class ExtractiveWriter(MemoryWriter):
         self, current: Sequence[Memory], written: WrittenMemory, reason: str
     ) -> list[DecidedStep]:
         return self._compactor.policy_only(current, written.content, reason)
+
+
+# What an assistant writes when it imitates a memory, the memory block or a transcript ("The
+# user said: …", "(memories for app: …)", "User: …"): read as its own confirmation, it would
+# put words in the user's mouth. These are this service's own labels, whatever the language.
+_IMITATION = re.compile(
+    r"\b(?:the user said|the assistant confirmed)\s*:|\(memories for app:"
+    r"|^\s*(?:user|assistant|tool)\s*:",
+    re.IGNORECASE | re.MULTILINE,
+)
+
+
+def _without_imitations(reply: str) -> str:
+    """The reply without its lines that imitate a memory, the memory block or a transcript:
+    the model's words never become the user's."""
+    return "\n".join(line for line in reply.splitlines() if not _IMITATION.search(line))
 
 
 def compose(statements: Sequence[facts.Statement], max_chars: int) -> str:
