@@ -262,6 +262,11 @@ def word_count(text: str) -> int:
     return len(WORD.findall(text)) + len(_UNSPACED.findall(text)) // 3
 
 
+# Code or a log line, which reads as no language: an identifier joined by "_" or called,
+# or an assignment, a block or an index.
+_CODE_LIKE = re.compile(r"\b\w+_\w+\b|\w\(|[=;{}]|\w\[")
+
+
 # A statement in a language no file covers is kept from this many words: enough to state
 # something ("Kodi ya nyumba imepanda hadi shilingi 45000"), more than chat has ("Habari yako").
 _UNREAD_STATEMENT_WORDS = 6
@@ -331,7 +336,7 @@ def unread_statement_score(sentence: str, speaker: str, *, confirming: bool = Fa
     strong = significant_numbers(text) + len(names(text))
     if speaker == "assistant":
         return strong + 1 if strong and confirming else 0
-    if _asks(text) or is_chat(text):
+    if _asks(text) or is_chat(text) or _CODE_LIKE.search(text):
         return 0
     long_enough = word_count(text) >= _UNREAD_STATEMENT_WORDS
     return strong + (1 if long_enough else 0)

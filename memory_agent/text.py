@@ -105,10 +105,17 @@ FREQUENCY = frozenset("always never usually every weekly daily".split())
 # Other scripts' sentence ends, which no space need follow: the CJK full stop, the Devanagari
 # danda, the Arabic question mark, the Urdu full stop, the Ethiopic and Myanmar full stops; and
 # "!" or "?" (NFKC makes "！？" of them) right before a CJK character.
+# The mark and its closers are captured, and stay with the sentence they end.
 _OTHER_SCRIPT_END = re.compile(
-    r"(?V1)(?<=[。।॥؟۔።။][」』）\"”’)]*)\s*(?=\S)"
-    r"|(?<=[!?][」』）]*)(?=[\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}])"
+    r"([。।॥؟۔።။]+[」』）\"”’)]*|[!?]+[」』）]*(?=[\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}]))\s*"
 )
+
+
+def _ended(part: str) -> list[str]:
+    """A part cut at other scripts' sentence ends, each end kept with its sentence."""
+    pieces = _OTHER_SCRIPT_END.split(part)
+    return [pieces[i] + (pieces[i + 1] if i + 1 < len(pieces) else "")
+            for i in range(0, len(pieces), 2)]
 
 
 @_cached
@@ -117,9 +124,7 @@ def sentences(text: str) -> tuple[str, ...]:
     # split() interleaves each sentence with the closers it captured (None after a newline).
     joined = [parts[i] + (parts[i + 1] or "") for i in range(0, len(parts) - 1, 2)]
     joined.append(parts[-1])
-    return tuple(
-        rejoined(piece.strip() for part in joined for piece in _OTHER_SCRIPT_END.split(part))
-    )
+    return tuple(rejoined(piece.strip() for part in joined for piece in _ended(part)))
 
 
 def rejoined(parts: Iterable[str]) -> list[str]:

@@ -347,3 +347,19 @@ def test_the_responses_api_maps_onto_the_same_conversations(service):
     # An unknown previous response is OpenAI's 404.
     with pytest.raises(openai.NotFoundError):
         client.responses.create(model="m", previous_response_id="resp_nothing_1", input="hi")
+
+
+def test_an_answer_schema_no_grammar_can_hold_is_refused(service):
+    # llama.cpp unrolls every length and repeat limit into its grammar: a schema asking for
+    # 200,000 characters would exhaust the backend, so it is refused before it is stored.
+    service.install("bounded")
+    client = service.openai("bounded")
+    for schema in ({"type": "string", "maxLength": 200000},
+                   {"type": "string", "pattern": "^a{1,200000}$"}):
+        with pytest.raises(openai.BadRequestError) as refused:
+            client.chat.completions.create(
+                model="m", messages=[{"role": "user", "content": "hi"}],
+                response_format={"type": "json_schema",
+                                 "json_schema": {"name": "s", "schema": schema}})
+        assert "at most 1000" in refused.value.message
+    assert service.conversations("bounded") == []

@@ -235,3 +235,21 @@ async def test_the_models_words_never_become_the_users(reply):
     # extractive writer never keeps it as anyone's statement.
     written = await writer().write(conversation("Name one animal.", reply, "ok"), [])
     assert isinstance(written, NothingToKeep)
+
+
+@pytest.mark.anyio
+async def test_code_is_no_statement_in_a_language_no_file_covers():
+    written = await writer().write(
+        conversation(
+            "def compute_total(items): return sum(item.price for item in items) * rate_factor",
+            "That sums the prices.",
+        ),
+        [],
+    )
+    assert isinstance(written, NothingToKeep)
+
+
+def test_a_long_run_of_closing_marks_is_read_in_linear_time():
+    # The end of a sentence and its closers are one match, not looked behind at each place.
+    assert text.sentences("「行く。」と言った") == ("「行く。」", "と言った")
+    assert len(text.sentences("ok。" + ")" * 50_000 + " next")) == 2

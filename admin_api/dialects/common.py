@@ -13,7 +13,9 @@ Headers a client may send with either dialect:
 
 from __future__ import annotations
 
+import json
 import logging
+import re
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -225,6 +227,42 @@ async def end_if_asked(
     if wants_end(request):
         with anyio.CancelScope(shield=True):
             await stores.client_threads.end(question.conversation_id)
+
+
+# A client's JSON schema becomes the backend's grammar (llama.cpp unrolls every length and
+# repeat limit into it): bounded here, so no schema can exhaust memory or crash the backend.
+MAX_SCHEMA_BYTES = 16 * 1024
+MAX_SCHEMA_DEPTH = 16
+MAX_SCHEMA_LIMIT = 1000
+_LIMITS = ("maxLength", "minLength", "maxItems", "minItems", "maxProperties", "minProperties")
+_REPEAT = re.compile(r"\{\s*(\d+)\s*(?:,\s*(\d*)\s*)?\}")
+
+
+def checked_schema(schema: JsonSchema, where: str) -> JsonSchema:
+    """The client's answer schema, or a 400 when it is larger, deeper or asks for longer
+    runs than a backend's grammar can hold."""
+    if len(json.dumps(schema)) > MAX_SCHEMA_BYTES:
+        raise DialectError(400, f"{where}: at most {MAX_SCHEMA_BYTES} bytes of JSON schema")
+
+    def walk(part: Any, depth: int) -> None:
+        if depth > MAX_SCHEMA_DEPTH:
+            raise DialectError(400, f"{where}: nested at most {MAX_SCHEMA_DEPTH} deep")
+        if isinstance(part, dict):
+            for key, value in part.items():
+                if key in _LIMITS and isinstance(value, int | float) and value > MAX_SCHEMA_LIMIT:
+                    raise DialectError(400, f"{where}: {key} at most {MAX_SCHEMA_LIMIT}")
+                if key == "pattern" and isinstance(value, str) and any(
+                    int(bound or 0) > MAX_SCHEMA_LIMIT for bound in
+                    (n for match in _REPEAT.findall(value) for n in match)
+                ):
+                    raise DialectError(400, f"{where}: pattern repeats at most {MAX_SCHEMA_LIMIT}")
+                walk(value, depth + 1)
+        elif isinstance(part, list):
+            for value in part:
+                walk(value, depth + 1)
+
+    walk(schema, 0)
+    return schema
 
 
 def stream_failure(error: Exception) -> tuple[int, str]:

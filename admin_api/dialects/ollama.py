@@ -21,6 +21,7 @@ from admin_api.dialects.common import (
     MAX_DIALECT_BODY_BYTES,
     DialectError,
     caller_of,
+    checked_schema,
     chosen_model,
     client_turns,
     closing,
@@ -57,7 +58,7 @@ def _answer_schema(answer_format: Any) -> JsonSchema | None:
     if answer_format == "json":
         return {"type": "object"}
     if isinstance(answer_format, dict):
-        return answer_format
+        return checked_schema(answer_format, "format")
     raise DialectError(400, 'format: "json" or a JSON schema object')
 
 

@@ -20,6 +20,7 @@ from admin_api.dialects.common import (
     MAX_DIALECT_BODY_BYTES,
     DialectError,
     caller_of,
+    checked_schema,
     chosen_model,
     client_turns,
     closing,
@@ -79,7 +80,7 @@ def _answer_schema(response_format: Any) -> JsonSchema | None:
         schema = described.get("schema") if isinstance(described, dict) else None
         if not isinstance(schema, dict):
             raise DialectError(400, "response_format.json_schema.schema: a JSON schema object")
-        return schema
+        return checked_schema(schema, "response_format.json_schema.schema")
     raise DialectError(400, "response_format.type: text, json_object or json_schema")
 
 

@@ -26,6 +26,7 @@ from admin_api.dialects.common import (
     DialectError,
     caller_app,
     caller_of,
+    checked_schema,
     chosen_model,
     client_turns,
     closing,
@@ -35,6 +36,7 @@ from admin_api.dialects.common import (
     post_history,
     reply_pieces,
     settled_reply,
+    stream_failure,
 )
 from loop.conversations import ReplyStatus
 from loop.errors import ConversationNotFound
@@ -99,10 +101,10 @@ def _refusal(body: dict[str, Any]) -> str | None:
 
 
 async def _earlier_turns(
-    request: Request[Any, Any, Any], stores: Stores, previous: Any
+    request: Request[Any, Any, Any], stores: Stores, previous: Any, user_id: str
 ) -> list[tuple[str, str]]:
     """The turns up to the message `previous_response_id` names and its reply, of the
-    caller's app."""
+    caller's app and user."""
     if previous is None:
         return []
     match = _RESPONSE_ID.fullmatch(previous) if isinstance(previous, str) else None
@@ -112,7 +114,7 @@ async def _earlier_turns(
         conversation = await stores.conversations.get(match.group(1))
     except ConversationNotFound:
         raise DialectError(404, f"previous_response_id: no response {previous!r}") from None
-    if conversation.app_id != caller_app(request):
+    if conversation.app_id != caller_app(request) or conversation.user_id != user_id:
         raise DialectError(404, f"previous_response_id: no response {previous!r}")
     asked = int(match.group(2))
     turns = [m for m in conversation.messages if m.role in ("user", "assistant")]
@@ -132,8 +134,7 @@ def _answer_schema(text: Any) -> JsonSchema | None:
     if kind == "json_object":
         return {"type": "object"}
     if kind == "json_schema" and isinstance(answer_format.get("schema"), dict):
-        schema: JsonSchema = answer_format["schema"]
-        return schema
+        return checked_schema(answer_format["schema"], "text.format.schema")
     raise DialectError(400, "text.format: text, json_object or json_schema with a schema")
 
 
@@ -146,15 +147,17 @@ async def create_response(
         raise DialectError(400, "model: the name of a model is required")
     if refusal := _refusal(data):
         raise DialectError(400, refusal)
-    messages = await _earlier_turns(request, stores, data.get("previous_response_id"))
+    metadata = data["metadata"] if isinstance(data.get("metadata"), dict) else {}
+    caller = caller_of(request, data.get("user"), metadata.get("conversation"))
+    messages = await _earlier_turns(
+        request, stores, data.get("previous_response_id"), caller.user_id
+    )
     instructions = data.get("instructions")
     if instructions is not None and not isinstance(instructions, str):
         raise DialectError(400, "instructions: a string")
     messages = ([("system", instructions)] if instructions else []) + messages + _input(data)
     history = client_turns(messages)
     model = await chosen_model(models_of(request).chat, data["model"])
-    metadata = data["metadata"] if isinstance(data.get("metadata"), dict) else {}
-    caller = caller_of(request, data.get("user"), metadata.get("conversation"))
     question = await post_history(
         request, stores, history, model, caller, _answer_schema(data.get("text"))
     )
@@ -262,7 +265,8 @@ async def _events(
                         part=shape.part(text))
             yield event("response.output_item.done", output_index=0, item=shape.item(text))
             yield event("response.completed", response=shape.response(piece))
-    except DialectError as error:
-        yield event("error", code=None, message=str(error), param=None)
+    except Exception as error:  # said in the stream, as the API does
+        status, message = stream_failure(error)
+        yield event("error", code=str(status), message=message, param=None)
         return
     await ending()
