@@ -279,8 +279,6 @@ QUESTION_FOUND = pattern_of("question")
 GREETINGS = pattern_of("greetings")
 SOON = pattern_of("soon")
 ERRAND = pattern_of("errand")
-# Function words, found anywhere: how much of a text the languages' files can read.
-FUNCTION_WORDS_FOUND = pattern_of("stopwords")
 TITLES = frozenset(title.rstrip(".") for title in words_of("titles"))
 ABBREVIATED_TITLES = frozenset(title[:-1] for title in words_of("titles") if title.endswith("."))
 LASTING = words_of("lasting")
