@@ -8,12 +8,13 @@ instance that dies leaves the question to the others when its lease runs out.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 
 from loop.conversations import RELEASE_ANSWER, end_within, insert_message
 from loop.wakeups import Wakeup
-from memory_agent.chat_model import TokenUsage
+from memory_agent.chat_model import ChatMessage, TokenUsage, ToolCall
 from memory_agent.ports import Clock, Database, format_timestamp, now_text
 
 # An answer nobody is writing: none claimed, or the claim ran out.
@@ -62,7 +63,7 @@ class AnswerClaims:
             f" WHERE c.status = 'open' AND {_UNCLAIMED} AND"
             # Only the messages after the last answer's are looked at (the index's range).
             " EXISTS (SELECT 1 FROM messages m WHERE m.conversation_id = c.conversation_id"
-            "  AND m.id > c.answered_up_to AND m.role = 'user')"
+            "  AND m.id > c.answered_up_to AND m.role IN ('user', 'tool'))"
             ") AS waiting WHERE turn <= ? ORDER BY last_activity_at LIMIT ?",
             (now_text(self._clock), per_app, limit),
         )
@@ -96,6 +97,7 @@ class AnswerClaims:
         answers_up_to: int,
         usage: TokenUsage | None = None,
         written_by: str | None = None,
+        tool_calls: Sequence[ToolCall] = (),
     ) -> StoredAnswer | None:
         """Store the reply (if any) to the messages up to `answers_up_to` and end the
         conversation (if `end_reason`), in one transaction, if this instance still holds the
@@ -118,6 +120,7 @@ class AnswerClaims:
                 message_id = await insert_message(
                     tx, conversation_id, "assistant", text, now, in_reply_to=answers_up_to,
                     usage=usage, written_by=written_by,
+                    tool_turn=ChatMessage("assistant", text, tool_calls=tuple(tool_calls)),
                 )
             ended = end_reason is not None and await end_within(
                 tx, conversation_id, end_reason, now

@@ -13,6 +13,7 @@ from anyio.abc import TaskGroup
 
 from loop.answer_claims import AnswerClaims, Unanswered
 from loop.backoff import backoff_seconds
+from loop.client_tools import with_ids
 from loop.conversations import ConversationStore
 from loop.energy import EnergyBudget
 from loop.errors import AnswerTaken, ConversationEnded, ConversationNotFound
@@ -23,7 +24,7 @@ from loop.registry import App, AppRegistry
 from loop.reply_feed import AnswerSettled, AnswerText
 from loop.wakeups import InFlight
 from memory_agent import ChatMessage, ChatModel, Memory, MemorySubAgent, ToolSpec
-from memory_agent.chat_model import TokenUsage
+from memory_agent.chat_model import TokenUsage, ToolCall
 from memory_agent.context import neutralise
 from memory_agent.energy import energy_cost
 from memory_agent.errors import MnemoloopError
@@ -51,6 +52,8 @@ class Answer:
     usage: TokenUsage = field(default_factory=TokenUsage)
     # The model that wrote it (its name), stored with the reply.
     written_by: str | None = None
+    # Its calls of the client's tools (loop/client_tools.py), each with an id.
+    tool_calls: tuple[ToolCall, ...] = ()
 
 
 @dataclass
@@ -256,10 +259,12 @@ class CentralLoop:
             what=f"the answer to conversation {conversation_id}",
         )
         end_reason = END_REASON_TOOL if answer.ended else None
-        reply = answer.text or (None if answer.ended else "(the model gave no answer)")
+        reply = answer.text or (
+            None if answer.ended else "" if answer.tool_calls else "(the model gave no answer)"
+        )
         stored = await self._answers.store(
             conversation_id, reply, end_reason, answers_up_to=answering.answers_up_to,
-            usage=answer.usage, written_by=answer.written_by,
+            usage=answer.usage, written_by=answer.written_by, tool_calls=answer.tool_calls,
         )
         if not stored:
             if await self._conversations.is_open(conversation_id):
@@ -282,22 +287,33 @@ class CentralLoop:
         )
         feed = self._conversations.replies
         model = self._model.named(conversation.model) if conversation.model else self._model
+        # A client's tools take the place of the service's own: their calls are the client's
+        # to run, and the client ends its conversations itself.
+        client_tools = conversation.tools
+        tools = client_tools.offered() if client_tools else [END_CONVERSATION_TOOL]
         if conversation.answer_schema is not None:
             # Structured output: the backend's own schema support (Ollama's `format`,
             # llama.cpp's grammar) writes it whole; the JSON comes as one piece.
-            reply = await model.chat(context, json_schema=conversation.answer_schema)
+            reply = await model.chat(
+                context, json_schema=conversation.answer_schema,
+                tools=tools if client_tools else (),
+            )
             feed.publish(
                 answering.conversation_id, AnswerText(reply.text, answering.answers_up_to)
             )
         else:
             reply = await model.chat_streaming(
                 context,
-                tools=[END_CONVERSATION_TOOL],
+                tools=tools,
                 on_text=lambda text: feed.publish(
                     answering.conversation_id, AnswerText(text, answering.answers_up_to)
                 ),
             )
         await self._energy.charge("conversation", energy_cost(reply.usage, self._tokens_per_unit))
+        if client_tools:
+            offered = {tool.name for tool in tools}
+            calls = with_ids([call for call in reply.tool_calls if call.name in offered])
+            return Answer(reply.text.strip(), False, reply.usage, model.name, calls)
         ends = any(call.name == END_CONVERSATION_TOOL.name for call in reply.tool_calls)
         return Answer(reply.text.strip(), ends, reply.usage, written_by=model.name)
 

@@ -4,9 +4,10 @@ Ollama dialects, `admin_api/dialects/`): which stored conversation a request con
 A request belongs to a thread of its app: the caller's user and conversation names, both
 optional (`thread_key`). A thread may hold several open conversations: many people behind
 one app key, a client's batch of unrelated prompts. With R the request's turns (user and
-assistant messages, system ones aside, ending with the new user message) and S an open
-conversation's stored turns, compared by role and text without surrounding spaces, the open
-conversations are tried, the latest active first:
+assistant messages and tool results, system ones aside, ending with the new user message or
+tool result) and S an open conversation's stored turns, compared by role, text without
+surrounding spaces and tool calls (names and arguments; ids aside, which some dialects do
+not send), the open conversations are tried, the latest active first:
 
 - R is S, whose last message still waits for its answer (or its answer failed): the same
   question sent again; it is followed, not posted twice (a failed answer is tried again);
@@ -34,7 +35,8 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from loop.conversations import ConversationStore, insert_message
+from loop.client_tools import ClientTools, calls_from_json
+from loop.conversations import ASKING_ROLES, ConversationStore, insert_message
 from memory_agent import ChatMessage
 from memory_agent.chat_model import JsonSchema
 from memory_agent.ports import Clock, Database, Row, SqlTransaction, now_text
@@ -52,7 +54,8 @@ def thread_key(user: str | None, conversation: str | None) -> str:
 class ClientRequest:
     app_id: str
     thread: str
-    # User and assistant messages, oldest first, ending with the new user message.
+    # User and assistant messages and tool results, oldest first, ending with the new user
+    # message or tool result.
     turns: Sequence[ChatMessage]
     system_prompt: str | None = None
     # The backend's name of the model to answer with; None for the configured one.
@@ -61,6 +64,8 @@ class ClientRequest:
     user_id: str = ""
     # The JSON schema the answer must follow (structured output); None: text.
     answer_schema: JsonSchema | None = None
+    # The tools the client offers the model; None: the service's own.
+    tools: ClientTools | None = None
 
 
 @dataclass(frozen=True)
@@ -75,10 +80,18 @@ class Posted:
     asked_before: bool = False
 
 
-def _key(message: ChatMessage | Row) -> tuple[str, str]:
+Key = tuple[str, str, str]
+
+
+def _key(message: ChatMessage | Row) -> Key:
+    role: str
     if isinstance(message, ChatMessage):
-        return message.role, message.content.strip()
-    return str(message["role"]), str(message["content"]).strip()
+        role, content, calls = message.role, message.content, message.tool_calls
+    else:
+        role, content = str(message["role"]), str(message["content"])
+        calls = calls_from_json(message["tool_calls"])
+    called = json.dumps([[c.name, c.arguments] for c in calls], sort_keys=True)
+    return role, content.strip(), called
 
 
 class ClientThreads:
@@ -88,8 +101,8 @@ class ClientThreads:
         self._conversations = conversations
 
     async def post(self, request: ClientRequest) -> Posted:
-        if not request.turns or request.turns[-1].role != "user":
-            raise ValueError("a request's turns end with the user's new message")
+        if not request.turns or request.turns[-1].role not in ASKING_ROLES:
+            raise ValueError("a request's turns end with the user's new message or a tool result")
         posted = await self._db.run_transaction(lambda tx: self._post_within(tx, request))
         self._conversations.message_posted.set()
         return posted
@@ -115,7 +128,7 @@ class ClientThreads:
         conversation_id = await self._conversations.open_within(
             tx, request.app_id, request.user_id, client_thread=request.thread,
             system_prompt=request.system_prompt, model=request.model,
-            answer_schema=request.answer_schema,
+            answer_schema=request.answer_schema, tools=request.tools,
         )
         await self._store_answered(tx, conversation_id, request.turns[:-1], now_text(self._clock))
         message_id = await self._ask(tx, conversation_id, request)
@@ -136,8 +149,9 @@ class ClientThreads:
             return []
         ids = [str(row["conversation_id"]) for row in conversations]
         rows = await tx.fetch_all(
-            "SELECT conversation_id, id, role, content FROM messages WHERE conversation_id IN"
-            f" ({', '.join('?' for _ in ids)}) AND role IN ('user', 'assistant') ORDER BY id",
+            "SELECT conversation_id, id, role, content, tool_calls FROM messages"
+            f" WHERE conversation_id IN ({', '.join('?' for _ in ids)})"
+            " AND role IN ('user', 'assistant', 'tool') ORDER BY id",
             ids,
         )
         messages: dict[str, list[Row]] = {conversation_id: [] for conversation_id in ids}
@@ -149,7 +163,7 @@ class ClientThreads:
         self,
         tx: SqlTransaction,
         conversation: tuple[Row, list[Row]],
-        wanted: list[tuple[str, str]],
+        wanted: list[Key],
         request: ClientRequest,
     ) -> Posted | None:
         """Where the request goes in this open conversation, if it continues it or asks its
@@ -157,7 +171,7 @@ class ClientThreads:
         current, stored = conversation
         conversation_id = str(current["conversation_id"])
         have = [_key(row) for row in stored]
-        last_user = max((int(r["id"]) for r in stored if r["role"] == "user"), default=0)
+        last_user = max((int(r["id"]) for r in stored if r["role"] in ASKING_ROLES), default=0)
         waiting = last_user > int(current["answered_up_to"])
         failed = current["answer_state"] == "failed"
         if have == wanted and waiting:
@@ -182,13 +196,14 @@ class ClientThreads:
     async def _keep_settings(
         self, tx: SqlTransaction, conversation_id: str, request: ClientRequest
     ) -> None:
-        """The client's system prompt, model and answer schema of its latest request are the
-        ones used."""
+        """The client's system prompt, model, answer schema and tools of its latest request
+        are the ones used."""
         schema = json.dumps(request.answer_schema) if request.answer_schema is not None else None
+        tools = request.tools.to_json() if request.tools else None
         await tx.execute(
-            "UPDATE conversations SET system_prompt = ?, model = ?, answer_schema = ?"
+            "UPDATE conversations SET system_prompt = ?, model = ?, answer_schema = ?, tools = ?"
             " WHERE conversation_id = ?",
-            (request.system_prompt, request.model, schema, conversation_id),
+            (request.system_prompt, request.model, schema, tools, conversation_id),
         )
 
     async def _store_answered(
@@ -198,7 +213,7 @@ class ClientThreads:
         last = 0
         for turn in turns:
             last = await insert_message(
-                tx, conversation_id, turn.role, turn.content, now, carried=True
+                tx, conversation_id, turn.role, turn.content, now, carried=True, tool_turn=turn
             )
         if last:
             await tx.execute(
@@ -207,6 +222,7 @@ class ClientThreads:
             )
 
     async def _ask(self, tx: SqlTransaction, conversation_id: str, request: ClientRequest) -> int:
+        asked = request.turns[-1]
         return await self._conversations.add_message_within(
-            tx, conversation_id, "user", request.turns[-1].content
+            tx, conversation_id, asked.role, asked.content, tool_turn=asked
         )

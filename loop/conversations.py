@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 
+from loop.client_tools import ClientTools, calls_from_json, calls_to_json
 from loop.errors import AppNotFound, AppNotInstalled, ConversationEnded, ConversationNotFound
 from loop.jobs import ClaimedJob, MemoryJob
 from loop.llm.local import BUNDLED_MODEL
@@ -17,15 +18,19 @@ from loop.reply_feed import ReplyFeed
 from loop.storage import Engine
 from loop.wakeups import JOBS_CHANNEL, MESSAGES_CHANNEL, Wakeup
 from memory_agent import ChatMessage
-from memory_agent.chat_model import JsonSchema, Role, TokenUsage
+from memory_agent.chat_model import JsonSchema, Role, TokenUsage, ToolCall
 from memory_agent.ports import (
     Clock,
+    Row,
     SqlSession,
     SqlTransaction,
     format_timestamp,
     now_text,
 )
 from memory_agent.secrets import redact
+
+# The roles of messages the model answers: the user's, and a tool's result a client sends back.
+ASKING_ROLES = ("user", "tool")
 
 
 def app_facing_state(status: str, answer_state: str | None) -> str:
@@ -42,6 +47,25 @@ class Message:
     # On a reply: the tokens its answer took in and wrote, when the model said.
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    # On a reply: the calls of the client's tools it made; on a `tool` message: the call
+    # whose result it is (loop/client_tools.py).
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+    tool_name: str | None = None
+
+    @classmethod
+    def from_row(cls, row: Row) -> Message:
+        return cls(
+            row["id"], row["role"], row["content"], row["created_at"],
+            row["prompt_tokens"], row["completion_tokens"],
+            calls_from_json(row["tool_calls"]), row["tool_call_id"], row["tool_name"],
+        )
+
+    def chat_message(self) -> ChatMessage:
+        return ChatMessage(
+            self.role, self.content, tool_calls=self.tool_calls,
+            tool_call_id=self.tool_call_id, tool_name=self.tool_name,
+        )
 
 
 @dataclass(frozen=True)
@@ -63,13 +87,15 @@ class Conversation:
     user_id: str = ""
     # The JSON schema a dialect client asked its answers to follow (None: text).
     answer_schema: JsonSchema | None = None
+    # The tools a dialect client offers the model (None: the service's own).
+    tools: ClientTools | None = None
 
     @property
     def state(self) -> str:
         return app_facing_state(self.status, self.answer_state)
 
     def chat_messages(self) -> list[ChatMessage]:
-        return [ChatMessage(m.role, m.content) for m in self.messages]
+        return [m.chat_message() for m in self.messages]
 
 
 @dataclass(frozen=True)
@@ -108,6 +134,7 @@ class ReplyStatus:
 RELEASE_ANSWER = "answer_owner = NULL, answer_lease_until = NULL"
 # The conversation in order: each reply right after the newest message its answer saw (a
 # question posted while the answer to an earlier one was written comes after that answer).
+_TOOL_COLUMNS = "tool_calls, tool_call_id, tool_name"
 _IN_ORDER = (
     " ORDER BY COALESCE(in_reply_to, id), CASE WHEN role = 'assistant' THEN 1 ELSE 0 END, id"
 )
@@ -156,18 +183,20 @@ class ConversationStore:
         system_prompt: str | None = None,
         model: str | None = None,
         answer_schema: JsonSchema | None = None,
+        tools: ClientTools | None = None,
     ) -> str:
         """Inside `tx`: a new open conversation; a dialect client's has its thread, system
-        prompt, model and answer schema (loop/client_threads.py)."""
+        prompt, model, answer schema and tools (loop/client_threads.py)."""
         await self.require_installed(tx, app_id)
         conversation_id = uuid.uuid4().hex
         now = now_text(self._clock)
         await tx.execute(
             "INSERT INTO conversations (conversation_id, app_id, status, created_at,"
-            " last_activity_at, user_id, client_thread, system_prompt, model, answer_schema)"
-            " VALUES (?, ?, 'open', ?, ?, ?, ?, ?, ?, ?)",
+            " last_activity_at, user_id, client_thread, system_prompt, model, answer_schema,"
+            " tools) VALUES (?, ?, 'open', ?, ?, ?, ?, ?, ?, ?, ?)",
             (conversation_id, app_id, now, now, user_id, client_thread, system_prompt, model,
-             json.dumps(answer_schema) if answer_schema is not None else None),
+             json.dumps(answer_schema) if answer_schema is not None else None,
+             tools.to_json() if tools else None),
         )
         return conversation_id
 
@@ -176,17 +205,22 @@ class ConversationStore:
         async with self._db.transaction() as tx:
             await self._require_open(tx, conversation_id)
             message_id = await self.add_message_within(tx, conversation_id, role, content)
-        if role == "user":
+        if role in ASKING_ROLES:
             self.message_posted.set()
         return message_id
 
     async def add_message_within(
-        self, tx: SqlTransaction, conversation_id: str, role: Role, content: str
+        self, tx: SqlTransaction, conversation_id: str, role: Role, content: str,
+        tool_turn: ChatMessage | None = None,
     ) -> int:
         """Inside `tx`, on a conversation known to be open: the message, and the
-        conversation's activity. The caller sets `message_posted` once `tx` has committed."""
+        conversation's activity. The caller sets `message_posted` once `tx` has committed.
+        A user message, or a tool's result, waits for an answer."""
         now = now_text(self._clock)
-        message_id = await insert_message(tx, conversation_id, role, content, now)
+        message_id = await insert_message(
+            tx, conversation_id, role, content, now, tool_turn=tool_turn
+        )
+        asks = role in ASKING_ROLES
         # A new user message is a new question: a failed answer is tried afresh.
         # (An answer being written stays claimed; this message, newer than what that
         # answer saw, waits for the next one: see `answered_up_to`.)
@@ -196,10 +230,10 @@ class ConversationStore:
         )
         await tx.execute(
             "UPDATE conversations SET last_activity_at = ?"
-            f"{reset if role == 'user' else ''} WHERE conversation_id = ?",
+            f"{reset if asks else ''} WHERE conversation_id = ?",
             (now, conversation_id),
         )
-        if role == "user":
+        if asks:
             await tx.notify(MESSAGES_CHANNEL)
         return message_id
 
@@ -226,8 +260,8 @@ class ConversationStore:
         if row is None:
             raise ConversationNotFound(conversation_id)
         messages = await self._db.fetch_all(
-            "SELECT id, role, content, created_at FROM messages WHERE conversation_id = ?"
-            + _IN_ORDER,
+            "SELECT id, role, content, created_at, prompt_tokens, completion_tokens,"
+            f" {_TOOL_COLUMNS} FROM messages WHERE conversation_id = ?" + _IN_ORDER,
             (conversation_id,),
         )
         return Conversation(
@@ -237,13 +271,14 @@ class ConversationStore:
             row["end_reason"],
             row["created_at"],
             row["ended_at"],
-            [Message(m["id"], m["role"], m["content"], m["created_at"]) for m in messages],
+            [Message.from_row(m) for m in messages],
             row["answer_state"],
             row["answer_error"],
             row["system_prompt"],
             row["model"],
             row["user_id"],
             json.loads(row["answer_schema"]) if row["answer_schema"] else None,
+            ClientTools.from_json(row["tools"]),
         )
 
     async def recent(
@@ -359,8 +394,8 @@ class ConversationStore:
         if row is None:
             raise ConversationNotFound(conversation_id)
         reply = await self._db.fetch_one(
-            "SELECT id, role, content, created_at, prompt_tokens, completion_tokens"
-            " FROM messages WHERE conversation_id = ?"
+            "SELECT id, role, content, created_at, prompt_tokens, completion_tokens,"
+            f" {_TOOL_COLUMNS} FROM messages WHERE conversation_id = ?"
             # A reply that saw the message was stored after it: only later ids are looked at.
             " AND id > ? AND role = 'assistant' AND in_reply_to >= ? ORDER BY id LIMIT 1",
             (conversation_id, message_id, message_id),
@@ -368,10 +403,7 @@ class ConversationStore:
         return ReplyStatus(
             app_facing_state(row["status"], row["answer_state"]),
             row["answer_error"],
-            Message(
-                reply["id"], reply["role"], reply["content"], reply["created_at"],
-                reply["prompt_tokens"], reply["completion_tokens"],
-            )
+            Message.from_row(reply)
             if reply
             else None,
         )
@@ -416,14 +448,17 @@ async def _chat_messages(
     """The conversation's messages; without the turns carried from a client's history when
     `carried` is False (what its memory job reads)."""
     rows = await session.fetch_all(
-        "SELECT role, content, written_by FROM messages WHERE conversation_id = ?"
+        f"SELECT role, content, written_by, {_TOOL_COLUMNS} FROM messages"
+        " WHERE conversation_id = ?"
         + ("" if carried else " AND carried = 0")
         + _IN_ORDER,
         (conversation_id,),
     )
     return [
         ChatMessage(
-            row["role"], row["content"], from_bundled_model=row["written_by"] == BUNDLED_MODEL
+            row["role"], row["content"], from_bundled_model=row["written_by"] == BUNDLED_MODEL,
+            tool_calls=calls_from_json(row["tool_calls"]), tool_call_id=row["tool_call_id"],
+            tool_name=row["tool_name"],
         )
         for row in rows
     ]
@@ -439,17 +474,21 @@ async def insert_message(
     usage: TokenUsage | None = None,
     carried: bool = False,
     written_by: str | None = None,
+    tool_turn: ChatMessage | None = None,
 ) -> int:
     """`carried`: a turn of a client's history, left out of the memory job (see
     loop/client_threads.py); `written_by`: the model that wrote a reply (None: the app or
-    the client did)."""
+    the client did); `tool_turn`: the turn whose tool calls, or call answered, are stored."""
+    calls = tool_turn.tool_calls if tool_turn else ()
     row = await tx.fetch_one(
         "INSERT INTO messages (conversation_id, role, content, created_at, in_reply_to,"
-        " prompt_tokens, completion_tokens, carried, written_by)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+        " prompt_tokens, completion_tokens, carried, written_by, tool_calls, tool_call_id,"
+        " tool_name) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
         (conversation_id, role, content, now, in_reply_to,
          usage.prompt_tokens if usage else None, usage.completion_tokens if usage else None,
-         int(carried), written_by),
+         int(carried), written_by, calls_to_json(calls),
+         tool_turn.tool_call_id if tool_turn else None,
+         tool_turn.tool_name if tool_turn else None),
     )
     assert row is not None
     return int(row[0])

@@ -8,8 +8,9 @@ its own keeps its end.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from memory_agent import ChatMessage
 
@@ -34,7 +35,10 @@ class PromptBudget:
         left = self.tokens - sum(estimate_tokens(m.content) for m in fixed)
         kept: list[ChatMessage] = []
         for message in reversed(conversation):
-            cost = estimate_tokens(message.content)
+            cost = estimate_tokens(message.content) + sum(
+                estimate_tokens(call.name + json.dumps(call.arguments))
+                for call in message.tool_calls
+            )
             if cost <= left:
                 kept.append(message)
                 left -= cost
@@ -42,7 +46,7 @@ class PromptBudget:
             if not kept:
                 # The newest turn always goes in, however much the rest took: its end, at least.
                 room = max((left - TOKENS_PER_MESSAGE) * CHARS_PER_TOKEN, MIN_NEWEST_CHARS)
-                kept.append(ChatMessage(message.role, CUT_MARK + message.content[-room:]))
+                kept.append(replace(message, content=CUT_MARK + message.content[-room:]))
             break
         return list(reversed(kept))
 

@@ -17,15 +17,6 @@ TextSink = Callable[[str], None]
 
 
 @dataclass(frozen=True)
-class ChatMessage:
-    role: Role
-    content: str
-    # An assistant reply the bundled 135M model wrote: the memory writers never take it for
-    # a confirmation of something done (it is often made up).
-    from_bundled_model: bool = False
-
-
-@dataclass(frozen=True)
 class ToolSpec:
     name: str
     description: str
@@ -36,6 +27,23 @@ class ToolSpec:
 class ToolCall:
     name: str
     arguments: dict[str, Any] = field(default_factory=dict)
+    # The call's id, which its result names (OpenAI's `tool_call_id`); "" when the backend
+    # gives none (Ollama), until the reply is stored.
+    id: str = ""
+
+
+@dataclass(frozen=True)
+class ChatMessage:
+    role: Role
+    content: str
+    # An assistant reply the bundled 135M model wrote: the memory writers never take it for
+    # a confirmation of something done (it is often made up).
+    from_bundled_model: bool = False
+    # An assistant turn's calls of the client's tools.
+    tool_calls: tuple[ToolCall, ...] = ()
+    # A `tool` turn: the result of the call with this id, of the tool with this name.
+    tool_call_id: str | None = None
+    tool_name: str | None = None
 
 
 @dataclass(frozen=True)
@@ -72,6 +80,9 @@ class ChatModel(ABC):
     # The small model that ships with mnemoloop: too small to write memories, so `auto` gives
     # it the extractive writer (`memory_writer_for`).
     bundled: bool = False
+    # Whether the backend passes a client's tools (with their arguments) to the model and
+    # reads its calls back; a client offering tools to one that cannot is refused.
+    calls_tools: bool = True
 
     @abstractmethod
     async def chat(

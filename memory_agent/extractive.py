@@ -15,8 +15,10 @@ cap is brought back to it by the model's DELETE/EDIT, checked by the same policy
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import json
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import replace
+from typing import Any
 
 import regex as re
 
@@ -42,14 +44,17 @@ class ExtractiveWriter(MemoryWriter):
     async def write(
         self, messages: Sequence[ChatMessage], space: Sequence[Memory]
     ) -> WrittenMemory | NothingToKeep:
-        if not any(m.content.strip() for m in messages if m.role in ("user", "assistant")):
+        if not any(m.content.strip() for m in messages if m.role != "system"):
             raise InvalidMemoryText("the conversation has no messages to remember")
         # What the bundled model replied is never a confirmation of something done: it
         # often makes up what it says it did.
+        # A tool's result is what the app did (a booking, with the reference it returned):
+        # read as the assistant's confirmation.
         turns = [
-            (m.role, m.content if m.role == "user" else _without_imitations(m.content))
+            ("assistant", _tool_said(m)) if m.role == "tool"
+            else (m.role, m.content if m.role == "user" else _without_imitations(m.content))
             for m in messages
-            if m.role == "user" or (m.role == "assistant" and not m.from_bundled_model)
+            if m.role in ("user", "tool") or (m.role == "assistant" and not m.from_bundled_model)
         ]
         content = compose(facts.key_statements(turns), self._max_chars)
         if not content:
@@ -76,6 +81,28 @@ class ExtractiveWriter(MemoryWriter):
         self, current: Sequence[Memory], written: WrittenMemory, reason: str
     ) -> list[DecidedStep]:
         return self._compactor.policy_only(current, written.content, reason)
+
+
+def _tool_said(message: ChatMessage) -> str:
+    """A tool's result as a sentence: its JSON fields as "key value" pairs ("book_table
+    returned: confirmation LUI-2231, status confirmed."), other text as it came."""
+    try:
+        result = json.loads(message.content)
+    except ValueError:
+        result = None
+    said = ", ".join(_fields(result)) if isinstance(result, dict | list) else message.content
+    return f"{message.tool_name or 'a tool'} returned: {said.strip()}"
+
+
+def _fields(value: Any, key: str = "") -> Iterator[str]:
+    if isinstance(value, dict):
+        for name, inner in value.items():
+            yield from _fields(inner, f"{key} {name}".strip().replace("_", " "))
+    elif isinstance(value, list):
+        for inner in value:
+            yield from _fields(inner, key)
+    elif value is not None and value != "":
+        yield f"{key} {value}".strip()
 
 
 # What an assistant writes when it imitates a memory, the memory block or a transcript ("The

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 
 from memory_agent.chat_model import ChatMessage
@@ -94,9 +95,23 @@ def format_transcript(messages: Sequence[ChatMessage]) -> str:
     """One line per turn. A turn's own line breaks are folded, so that no text inside a turn
     can start a line that reads as another turn or close the transcript's markers."""
     return "\n".join(
-        f"{_SPEAKERS[message.role]}: {_one_line(message.content)}"
+        f"{_speaker(message)}: {_one_line(message.content)}{_calls(message)}"
         for message in messages
         if message.role != "system"
+    )
+
+
+def _speaker(message: ChatMessage) -> str:
+    if message.role == "tool" and message.tool_name:
+        return f"Tool {_one_line(message.tool_name)} returned"
+    return _SPEAKERS[message.role]
+
+
+def _calls(message: ChatMessage) -> str:
+    """An assistant turn's calls of the app's tools, after its text."""
+    return "".join(
+        f" [calls {_one_line(call.name)}({_one_line(json.dumps(call.arguments))})]"
+        for call in message.tool_calls
     )
 
 

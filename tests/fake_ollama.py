@@ -28,7 +28,13 @@ def answer_for(body: dict[str, Any]) -> str:
     if prompt.startswith("You are a memory creation assistant."):
         # The model writer's answer: the sentence, and the words it rests on.
         friend = re.findall(r"My friend (\w+) lives in (\w+)", prompt)
-        if friend:
+        booked = re.findall(r"Tool (\w+) returned: .*?([A-Z]{3}-\d{4})", prompt)
+        if booked:
+            # What the app's tool did, with the reference it returned.
+            tool, reference = booked[-1]
+            sentence = f"The app's {tool} tool booked it for the user, reference {reference}."
+            quote = reference
+        elif friend:
             name, city = friend[-1]
             sentence = f"The user's friend {name} lives in {city}."
             quote = f"My friend {name} lives in {city}"
@@ -40,6 +46,9 @@ def answer_for(body: dict[str, Any]) -> str:
     if prompt.startswith("You are a memory management assistant."):
         ids = re.findall(r"\[id=(\d+)\]", prompt)
         return json.dumps({"action": "delete", "targetMemoryId": int(ids[0]), "reason": "old"})
+    if client_tools(body) and body["messages"][-1]["role"] == "tool":
+        # A tool's result came back: the final answer tells it.
+        return f"Done: {body['messages'][-1]['content']}"
     if body.get("format"):
         # Structured output: an instance of the schema asked for, as Ollama's `format` makes.
         schema = body["format"] if isinstance(body["format"], dict) else {"type": "object"}
@@ -50,6 +59,23 @@ def answer_for(body: dict[str, Any]) -> str:
     if question == WHICH_MODEL:
         return str(body["model"])
     return "Noted."
+
+
+def client_tools(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """The tools offered besides the service's own `end_conversation`."""
+    return [tool["function"] for tool in body.get("tools") or ()
+            if tool["function"]["name"] != "end_conversation"]
+
+
+def tool_calls_for(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """A model offered a client's tools calls the first, with arguments its parameters
+    accept, unless the last message is a tool's result (then it answers)."""
+    tools = client_tools(body)
+    if not tools or body["messages"][-1]["role"] == "tool":
+        return []
+    tool = tools[0]
+    return [{"function": {"name": tool["name"],
+                          "arguments": instance_of(tool.get("parameters") or {})}}]
 
 
 def instance_of(schema: dict[str, Any]) -> Any:
@@ -80,10 +106,14 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("content-length", 0))
         body = json.loads(self.rfile.read(length))
         time.sleep(SLOW_SECONDS if SLOW in body["messages"][-1]["content"] else self.delay)
-        content = answer_for(body)
+        calls = tool_calls_for(body)
+        content = "" if calls else answer_for(body)
+        message: dict[str, Any] = {"role": "assistant", "content": content}
+        if calls:
+            message["tool_calls"] = calls
         self._send({
             "model": body["model"], "created_at": "2025-10-11T14:13:43Z",
-            "message": {"role": "assistant", "content": content}, "done": True,
+            "message": message, "done": True,
             "done_reason": "stop", "prompt_eval_count": len(json.dumps(body)) // 4,
             "eval_count": len(content) // 4,
         })

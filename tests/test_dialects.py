@@ -208,8 +208,13 @@ def test_refusals_come_in_each_dialect(service):
     with pytest.raises(openai.BadRequestError) as refused:
         client.chat.completions.create(
             model="m", messages=[{"role": "user", "content": "hi"}],
-            tools=[{"type": "function", "function": {"name": "f", "parameters": {}}}])
-    assert "tools" in refused.value.message
+            tools=[{"type": "function", "function": {"name": "f", "parameters": {}}}],
+            tool_choice={"type": "function", "function": {"name": "g"}})
+    assert "tool_choice" in refused.value.message
+    with pytest.raises(openai.BadRequestError) as unnamed_result:
+        client.chat.completions.create(model="m", messages=[
+            {"role": "user", "content": "hi"}, {"role": "tool", "content": "{}"}])
+    assert "tool_call_id" in unnamed_result.value.message
     with pytest.raises(openai.BadRequestError):
         client.chat.completions.create(model="m", n=2,
                                        messages=[{"role": "user", "content": "hi"}])
@@ -223,7 +228,7 @@ def test_refusals_come_in_each_dialect(service):
     with pytest.raises(ollama.ResponseError) as ollama_refused:
         service.ollama("strict").chat(
             model=MODEL, messages=[{"role": "user", "content": "hi"}],
-            tools=[{"type": "function", "function": {"name": "f", "parameters": {}}}])
+            tools=[{"type": "function", "function": {"name": "bad name!", "parameters": {}}}])
     assert ollama_refused.value.status_code == 400 and "tools" in ollama_refused.value.error
     yaml = httpx.post(f"{service.url}/api/chat", headers={
         "Authorization": f"Bearer {service.keys['strict']}"}, json={
@@ -272,6 +277,113 @@ def test_concurrent_requests_of_one_thread(service):
         model="m", user="someone-else", messages=[{"role": "user", "content": "Hi."}])
     assert other.choices[0].message.content == "Noted."
     assert len(service.conversations("busy")) == 12
+
+
+BOOK_TABLE = {"type": "function", "function": {
+    "name": "book_table", "description": "Book a table at the restaurant.",
+    "parameters": {"type": "object", "properties": {
+        "party": {"type": "integer"}, "time": {"type": "string"}},
+        "required": ["party", "time"]}}}
+BOOKED = json.dumps({"confirmation": "LUI-2231", "status": "confirmed"})
+
+
+def stored_turns(service: Service, conversation_id: str) -> list[tuple[str, Any, Any, Any]]:
+    with closing(sqlite3.connect(f"file:{service.db}?mode=ro", uri=True)) as db:
+        return db.execute(
+            "SELECT role, tool_calls, tool_call_id, tool_name FROM messages"
+            " WHERE conversation_id = ? ORDER BY id", (conversation_id,)).fetchall()
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_an_openai_client_runs_a_tool_round_trip(service, stream):
+    """The client's tools reach the model (in Ollama's dialect); its call comes back with an
+    id and arguments the tool's parameters accept, whole or streamed; the result goes back,
+    the final answer uses it, all in one conversation, and the memory keeps what the tool
+    did, with its reference."""
+    app = f"bistro-{stream}"
+    service.install(app)
+    client = service.openai(app)
+    history: list[Any] = [{"role": "user", "content": "Book us a table tonight, please."}]
+
+    def ask() -> tuple[str | None, list[Any], str, str]:
+        raw = client.chat.completions.with_raw_response.create(
+            model="m", messages=history, tools=[BOOK_TABLE], stream=stream,
+            extra_headers=END if history[-1]["role"] == "tool" else None)
+        conversation = raw.headers["x-mnemoloop-conversation-id"]
+        if not stream:
+            choice = raw.parse().choices[0]
+            calls = [c.model_dump() for c in choice.message.tool_calls or ()]
+            return choice.message.content, calls, choice.finish_reason, conversation
+        text, calls, finish = "", {}, ""
+        for chunk in raw.parse():
+            for choice in chunk.choices:
+                text += choice.delta.content or ""
+                for delta in choice.delta.tool_calls or ():
+                    call = calls.setdefault(delta.index, {"id": "", "type": "function",
+                                                         "function": {"name": "", "arguments": ""}})
+                    call["id"] += delta.id or ""
+                    call["function"]["name"] += delta.function.name or ""
+                    call["function"]["arguments"] += delta.function.arguments or ""
+                finish = choice.finish_reason or finish
+        return text or None, list(calls.values()), finish, conversation
+
+    content, calls, finish, first = ask()
+    assert finish == "tool_calls" and not content
+    [call] = calls
+    assert call["function"]["name"] == "book_table" and call["id"].startswith("call_")
+    arguments = json.loads(call["function"]["arguments"])
+    assert isinstance(arguments["party"], int) and isinstance(arguments["time"], str)
+    history += [{"role": "assistant", "content": None, "tool_calls": calls},
+                {"role": "tool", "tool_call_id": call["id"], "content": BOOKED}]
+    content, calls, finish, second = ask()
+    assert finish == "stop" and not calls and "LUI-2231" in (content or "")
+    assert first == second  # one conversation
+    assert stored_turns(service, first) == [
+        ("user", None, None, None),
+        ("assistant", json.dumps([{"id": call["id"], "name": "book_table",
+                                   "arguments": arguments}]), None, None),
+        ("tool", None, call["id"], "book_table"),
+        ("assistant", None, None, None),
+    ]
+    assert any("LUI-2231" in memory for memory in service.memories_once_written(app))
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_an_ollama_client_runs_a_tool_round_trip(service, stream):
+    app = f"ollama-bistro-{stream}"
+    service.install(app)
+    client = service.ollama(app)
+    history: list[Any] = [{"role": "user", "content": "A table for tonight?"}]
+
+    def ask() -> ollama.Message:
+        if not stream:
+            return client.chat(model=MODEL, messages=history, tools=[BOOK_TABLE],
+                               stream=False).message
+        content, calls = "", []
+        for part in client.chat(model=MODEL, messages=history, tools=[BOOK_TABLE],
+                                stream=True):
+            content += part.message.content or ""
+            calls += part.message.tool_calls or []
+        return ollama.Message(role="assistant", content=content, tool_calls=calls or None)
+
+    asked = ask()
+    [call] = asked.tool_calls or []
+    assert call.function.name == "book_table" and isinstance(call.function.arguments["party"], int)
+    history += [asked, {"role": "tool", "tool_name": "book_table", "content": BOOKED}]
+    answered = ask()
+    assert not answered.tool_calls and "LUI-2231" in (answered.content or "")
+    [conversation] = service.conversations(app)
+    assert conversation["messageCount"] == 4
+
+
+def test_tool_choice_none_offers_no_tool_and_the_answer_is_text(service):
+    service.install("toolbox")
+    client = service.openai("toolbox")
+    plain = client.chat.completions.create(
+        model="m", tools=[BOOK_TABLE], tool_choice="none",
+        messages=[{"role": "user", "content": "Just say hi."}])
+    assert plain.choices[0].message.content == "Noted." and not plain.choices[0].message.tool_calls
+    assert plain.choices[0].finish_reason == "stop"
 
 
 class City(BaseModel):

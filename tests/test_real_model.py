@@ -7,6 +7,7 @@ model's decision or recorded FIFO.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator, Sequence
@@ -34,6 +35,7 @@ class Recording(ChatModel):
     def __init__(self, inner: ChatModel) -> None:
         self.name = inner.name
         self.bundled = inner.bundled  # the bundled model gets the extractive writer
+        self.calls_tools = inner.calls_tools
         self._inner = inner
         self.sent: list[list[ChatMessage]] = []
 
@@ -168,6 +170,34 @@ async def test_retains_memories_after_uninstall_and_purges_on_request(client, se
     purged = await client.delete("/apps/cal/memories", headers=ADMIN)
     assert purged.json() == {"success": True, "deletedCount": 1}
     assert await memories(client, "cal") == []
+
+
+async def test_the_embedded_model_answers_a_dialect_clients_schema_and_refuses_its_tools(
+    client, services
+):
+    """Structured output through the drop-in route is written by llama.cpp's grammar, so it
+    validates whatever the 135M model would say; tools it cannot call are refused with the
+    model's name, before anything is stored."""
+    await install(client, "atlas", "Atlas")
+    schema = {"type": "object", "properties": {
+        "name": {"type": "string", "maxLength": 40}, "population": {"type": "integer"},
+        "coastal": {"type": "boolean"}}, "required": ["name", "population", "coastal"],
+        "additionalProperties": False}
+    headers = {**ADMIN, "X-Mnemoloop-App": "atlas"}
+    answered = await client.post("/v1/chat/completions", headers=headers, json={
+        "model": "any", "messages": [{"role": "user", "content": "Name a city by the sea."}],
+        "response_format": {"type": "json_schema",
+                            "json_schema": {"name": "city", "schema": schema}}}, timeout=120)
+    assert answered.status_code == 200, answered.text
+    city = json.loads(answered.json()["choices"][0]["message"]["content"])
+    assert set(city) == {"name", "population", "coastal"}
+    assert isinstance(city["population"], int) and isinstance(city["coastal"], bool)
+    refused = await client.post("/v1/chat/completions", headers=headers, json={
+        "model": "any", "messages": [{"role": "user", "content": "Book a table."}],
+        "tools": [{"type": "function", "function": {"name": "book_table", "parameters": {}}}]})
+    assert refused.status_code == 400
+    assert "local:SmolLM2-135M-Instruct" in refused.json()["error"]["message"]
+    assert len(await services.stores.conversations.recent("atlas")) == 1  # none for the refused
 
 
 async def test_the_embedded_model_streams_its_answer_in_pieces(smollm2):

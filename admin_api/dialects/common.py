@@ -17,7 +17,7 @@ import json
 import logging
 import re
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import anyio
@@ -28,12 +28,13 @@ from litestar.exceptions import HTTPException, ValidationException
 from admin_api.auth import checked_owner
 from admin_api.errors import domain_status, validation_detail
 from loop.client_threads import ClientRequest, thread_key
-from loop.conversations import ReplyStatus
+from loop.client_tools import AUTO, NONE, REQUIRED, ClientTools
+from loop.conversations import ASKING_ROLES, ReplyStatus
 from loop.registry import validate_user_id
 from loop.replies import Question
 from loop.service import Models, Stores
 from memory_agent import ChatMessage, ChatModel
-from memory_agent.chat_model import JsonSchema
+from memory_agent.chat_model import JsonSchema, ToolCall, ToolSpec
 from memory_agent.errors import ChatModelError, MnemoloopError
 
 log = logging.getLogger("mnemoloop.http")
@@ -113,20 +114,132 @@ def wants_end(request: Request[Any, Any, Any]) -> bool:
     return request.headers.get(END_HEADER, "").strip().lower() in ("1", "true", "yes")
 
 
-def client_turns(messages: list[tuple[str, str]]) -> ClientTurns:
-    """(role, text) pairs, already read from the dialect: system ones joined into the
-    system prompt, the rest the turns, which must end with the user's message."""
-    system = [text for role, text in messages if role == "system"]
-    turns = [
-        ChatMessage(role, text)  # type: ignore[arg-type]
-        for role, text in messages
-        if role in ("user", "assistant")
-    ]
-    if not turns or turns[-1].role != "user":
-        raise DialectError(400, "the last message (besides system ones) must be the user's")
-    if not turns[-1].content.strip():
+def client_turns(messages: list[ChatMessage]) -> ClientTurns:
+    """The messages, already read from the dialect: system ones joined into the system
+    prompt, the rest the turns, which must end with the user's message or a tool's result.
+    A tool result that names no tool is given the name of the call it answers."""
+    system = [m.content for m in messages if m.role == "system"]
+    turns = _named_results([m for m in messages if m.role != "system"])
+    if not turns or turns[-1].role not in ASKING_ROLES:
+        raise DialectError(
+            400, "the last message (besides system ones) must be the user's or a tool's result"
+        )
+    if turns[-1].role == "user" and not turns[-1].content.strip():
         raise DialectError(400, "the user's last message is empty")
     return ClientTurns("\n\n".join(system) if system else None, turns)
+
+
+def _named_results(turns: list[ChatMessage]) -> list[ChatMessage]:
+    """Each tool result with the name of its tool: the one its call id names, else (Ollama's
+    calls have no ids) the next call of the assistant turn before it not yet answered."""
+    named: list[ChatMessage] = []
+    by_id: dict[str, str] = {}
+    pending: list[str] = []
+    for turn in turns:
+        if turn.tool_calls:
+            by_id.update({call.id: call.name for call in turn.tool_calls if call.id})
+            pending = [call.name for call in turn.tool_calls]
+        if turn.role == "tool":
+            name = turn.tool_name or by_id.get(turn.tool_call_id or "") or (
+                pending[0] if pending else None
+            )
+            if name in pending:
+                pending.remove(name)
+            turn = replace(turn, tool_name=name)
+        named.append(turn)
+    return named
+
+
+# A tool's name, as OpenAI's API allows it.
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
+
+
+def tool_spec(function: Any, where: str) -> ToolSpec:
+    """A tool the client offers: `{"name", "description", "parameters"}` (OpenAI's
+    `function`, Ollama's, or a Responses tool)."""
+    if not isinstance(function, dict):
+        raise DialectError(400, f"{where}: a function object is required")
+    name = function.get("name")
+    if not isinstance(name, str) or not _TOOL_NAME.fullmatch(name):
+        raise DialectError(400, f"{where}.name: letters, digits, _ . : - (at most 64)")
+    description = function.get("description") or ""
+    if not isinstance(description, str):
+        raise DialectError(400, f"{where}.description: a string")
+    parameters = function.get("parameters") or {"type": "object", "properties": {}}
+    if not isinstance(parameters, dict):
+        raise DialectError(400, f"{where}.parameters: a JSON schema object")
+    return ToolSpec(name, description, checked_schema(parameters, f"{where}.parameters"))
+
+
+def offered_tools(tools: list[ToolSpec], choice: str = AUTO) -> ClientTools | None:
+    """The client's tools and its choice (a tool's name, or auto, none, required)."""
+    if not tools:
+        return None
+    names = [tool.name for tool in tools]
+    if len(set(names)) != len(names):
+        raise DialectError(400, "tools: each tool's name once")
+    if choice not in (AUTO, NONE, REQUIRED, *names):
+        raise DialectError(400, f"tool_choice: {choice!r} is not one of the tools offered")
+    return ClientTools(tuple(tools), choice)
+
+
+def tool_arguments(arguments: Any, where: str) -> dict[str, Any]:
+    """A call's arguments: an object, or (OpenAI's way) its JSON text."""
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments) if arguments.strip() else {}
+        except json.JSONDecodeError:
+            raise DialectError(400, f"{where}: the arguments are not JSON") from None
+    if not isinstance(arguments, dict):
+        raise DialectError(400, f"{where}: the arguments are a JSON object")
+    return arguments
+
+
+def function_tools(tools: Any) -> list[ToolSpec]:
+    """`tools` as OpenAI's chat API and Ollama give them: `{"type": "function", "function"}`."""
+    if not tools:
+        return []
+    if not isinstance(tools, list):
+        raise DialectError(400, "tools: a list of tools")
+    specs = []
+    for index, tool in enumerate(tools):
+        if not isinstance(tool, dict) or tool.get("type", "function") != "function":
+            raise DialectError(400, f"tools[{index}]: only function tools are passed on")
+        specs.append(tool_spec(tool.get("function"), f"tools[{index}].function"))
+    return specs
+
+
+def tool_calls_of(calls: Any, index: int) -> tuple[ToolCall, ...]:
+    """An assistant turn's `tool_calls` (`{"id"?, "function": {"name", "arguments"}}`)."""
+    if not calls:
+        return ()
+    if not isinstance(calls, list):
+        raise DialectError(400, f"messages[{index}].tool_calls: a list of calls")
+    read = []
+    for number, call in enumerate(calls):
+        where = f"messages[{index}].tool_calls[{number}]"
+        function = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(function, dict) or not isinstance(function.get("name"), str):
+            raise DialectError(400, f"{where}: a function call with its name")
+        arguments = tool_arguments(function.get("arguments"), f"{where}.function.arguments")
+        read.append(ToolCall(function["name"], arguments, str(call.get("id") or "")))
+    return tuple(read)
+
+
+def check_tools_callable(
+    chat: ChatModel, model: ChosenModel, history: ClientTurns, tools: ClientTools | None
+) -> None:
+    """A 400 naming the model when tools are offered, or tool turns sent, to a backend that
+    cannot pass them to its model (the embedded one)."""
+    uses_tools = tools is not None or any(
+        turn.role == "tool" or turn.tool_calls for turn in history.turns
+    )
+    answering = chat.named(model.stored) if model.stored else chat
+    if uses_tools and not answering.calls_tools:
+        raise DialectError(
+            400, f"tools: the model {answering.name} cannot call tools; run mnemoloop with a"
+            " model that can (MNEMOLOOP_LLM=ollama and a model with tool support)"
+        )
 
 
 @dataclass(frozen=True)
@@ -157,10 +270,12 @@ async def post_history(
     model: ChosenModel,
     caller: Caller,
     answer_schema: JsonSchema | None = None,
+    tools: ClientTools | None = None,
 ) -> Question:
+    check_tools_callable(models_of(request).chat, model, history, tools)
     posted = await stores.client_threads.post(
         ClientRequest(caller_app(request), caller.thread, history.turns, history.system_prompt,
-                      model.stored, caller.user_id, answer_schema)
+                      model.stored, caller.user_id, answer_schema, tools)
     )
     conversations = stores.conversations
     return Question(conversations, conversations.replies.subscribe(posted.conversation_id),

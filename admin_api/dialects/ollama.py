@@ -29,25 +29,29 @@ from admin_api.dialects.common import (
     dialect_caller,
     end_if_asked,
     error_handlers,
+    function_tools,
     models_of,
+    offered_tools,
     post_history,
     reply_pieces,
     served_names,
     settled_reply,
     stream_failure,
+    tool_calls_of,
 )
-from loop.conversations import ReplyStatus
+from loop.client_tools import ClientTools
+from loop.conversations import Message, ReplyStatus
 from loop.replies import Question
 from loop.service import Stores
-from memory_agent.chat_model import JsonSchema
+from memory_agent.chat_model import ChatMessage, JsonSchema
 
 NDJSON = "application/x-ndjson"
 
 
-def _refusal(body: dict[str, Any]) -> str | None:
-    if body.get("tools"):
-        return "tools: this endpoint does not call tools"
-    return None
+def _tools(body: dict[str, Any]) -> ClientTools | None:
+    """`tools`, in the shape OpenAI's API gives them (Ollama has no tool_choice)."""
+    specs = function_tools(body.get("tools"))
+    return offered_tools(specs)
 
 
 def _answer_schema(answer_format: Any) -> JsonSchema | None:
@@ -62,7 +66,7 @@ def _answer_schema(answer_format: Any) -> JsonSchema | None:
     raise DialectError(400, 'format: "json" or a JSON schema object')
 
 
-def _messages(body: dict[str, Any]) -> list[tuple[str, str]]:
+def _messages(body: dict[str, Any]) -> list[ChatMessage]:
     messages = body.get("messages")
     if not isinstance(messages, list):
         raise DialectError(400, "messages: a list of messages is required")
@@ -71,19 +75,22 @@ def _messages(body: dict[str, Any]) -> list[tuple[str, str]]:
         if not isinstance(message, dict):
             raise DialectError(400, f"messages[{index}]: a message object is required")
         role = message.get("role")
-        if role not in ("system", "user", "assistant"):
+        if role not in ("system", "user", "assistant", "tool"):
             raise DialectError(
-                400, f"messages[{index}].role: {role!r} is not supported (system, user or"
-                " assistant)"
+                400, f"messages[{index}].role: {role!r} is not supported (system, user,"
+                " assistant or tool)"
             )
         if message.get("images"):
             raise DialectError(400, f"messages[{index}].images: only text is read")
-        if message.get("tool_calls"):
-            raise DialectError(400, f"messages[{index}]: tool calls are not supported")
         content = message.get("content")
         if content is not None and not isinstance(content, str):
             raise DialectError(400, f"messages[{index}].content: a string is required")
-        read.append((role, content or ""))
+        calls = tool_calls_of(message.get("tool_calls"), index) if role == "assistant" else ()
+        tool_name = message.get("tool_name") or message.get("name")
+        read.append(ChatMessage(
+            role, content or "", tool_calls=calls,
+            tool_name=tool_name if role == "tool" and isinstance(tool_name, str) else None,
+        ))
     return read
 
 
@@ -94,16 +101,16 @@ async def chat(
     started = time.perf_counter_ns()
     if not isinstance(data.get("model"), str) or not data["model"]:
         raise DialectError(400, "model is required")
-    if refusal := _refusal(data):
-        raise DialectError(400, refusal)
     messages = _messages(data)
+    tools = _tools(data)
     model = await chosen_model(models_of(request).chat, data["model"])
     if not messages:
         # Ollama's way to load a model: nothing to answer, nothing opened.
-        return Response(_done(model.served, "", None, "load", 0))
+        return Response(_done(model.served, None, "load", 0))
     history = client_turns(messages)
     question = await post_history(
-        request, stores, history, model, caller_of(request), _answer_schema(data.get("format"))
+        request, stores, history, model, caller_of(request), _answer_schema(data.get("format")),
+        tools,
     )
     headers = conversation_header(question)
     if data.get("stream", True) is not False:
@@ -116,10 +123,8 @@ async def chat(
         )
     status = await settled_reply(question)
     await end_if_asked(request, stores, question)
-    text = status.reply.content if status.reply else ""
     return Response(
-        _done(model.served, text, status, "stop", time.perf_counter_ns() - started),
-        headers=headers,
+        _done(model.served, status, "stop", time.perf_counter_ns() - started), headers=headers
     )
 
 
@@ -128,13 +133,14 @@ def _now() -> str:
 
 
 def _done(
-    model: str, text: str, status: ReplyStatus | None, reason: str, total_ns: int
+    model: str, status: ReplyStatus | None, reason: str, total_ns: int, *, streamed: bool = False
 ) -> dict[str, Any]:
+    """The last object: the whole reply, or (`streamed`) none, its pieces sent before."""
     reply = status.reply if status else None
     return {
         "model": model,
         "created_at": _now(),
-        "message": {"role": "assistant", "content": text},
+        "message": _message(reply) if reply and not streamed else _message(None),
         "done": True,
         "done_reason": reason,
         "total_duration": total_ns,
@@ -144,6 +150,18 @@ def _done(
         "eval_count": (reply.completion_tokens if reply else None) or 0,
         "eval_duration": 0,
     }
+
+
+def _message(reply: Message | None, text: str | None = None) -> dict[str, Any]:
+    message: dict[str, Any] = {
+        "role": "assistant", "content": text if text is not None else reply.content if reply else ""
+    }
+    if reply and reply.tool_calls and text is None:
+        message["tool_calls"] = [
+            {"function": {"name": call.name, "arguments": call.arguments}}
+            for call in reply.tool_calls
+        ]
+    return message
 
 
 def _line(payload: object) -> bytes:
@@ -157,10 +175,16 @@ async def _lines(
         async for piece in reply_pieces(question):
             if isinstance(piece, str):
                 yield _line({"model": model, "created_at": _now(),
-                             "message": {"role": "assistant", "content": piece}, "done": False})
-            else:
-                await ending()
-                yield _line(_done(model, "", piece, "stop", time.perf_counter_ns() - started))
+                             "message": _message(None, piece), "done": False})
+                continue
+            if piece.reply and piece.reply.tool_calls:
+                # As Ollama streams them: the calls in a message of their own before the end.
+                yield _line({"model": model, "created_at": _now(),
+                             "message": {**_message(piece.reply), "content": ""},
+                             "done": False})
+            await ending()
+            yield _line(_done(model, piece, "stop", time.perf_counter_ns() - started,
+                              streamed=True))
     except Exception as error:  # said in the stream, as the dialect does
         yield _line({"error": stream_failure(error)[1]})
 

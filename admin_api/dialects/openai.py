@@ -28,32 +28,33 @@ from admin_api.dialects.common import (
     dialect_caller,
     end_if_asked,
     error_handlers,
+    function_tools,
     models_of,
+    offered_tools,
     post_history,
     reply_pieces,
     served_names,
     settled_reply,
     stream_failure,
+    tool_calls_of,
 )
 from admin_api.dialects.responses import create_response
+from loop.client_tools import AUTO, ClientTools
 from loop.conversations import ReplyStatus
 from loop.replies import Question
 from loop.service import Stores
-from memory_agent.chat_model import JsonSchema
+from memory_agent.chat_model import ChatMessage, JsonSchema, ToolCall
 
-_ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant"}
+_ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant",
+          "tool": "tool"}
 
 
 def _refusal(body: dict[str, Any]) -> str | None:
     """Why a field the service cannot honour refuses the request (None: it is fine)."""
     if body.get("n") not in (None, 1):
         return "n: one choice is written per request"
-    if body.get("tools") or body.get("functions"):
-        return "tools: this endpoint does not call tools"
-    if body.get("tool_choice") not in (None, "none", "auto") or body.get("function_call") not in (
-        None, "none", "auto",
-    ):
-        return "tool_choice: this endpoint does not call tools"
+    if body.get("functions") or body.get("function_call"):
+        return "functions: the deprecated functions and function_call are not read; send tools"
     if body.get("logprobs") or body.get("top_logprobs"):
         return "logprobs: the model's token probabilities are not available"
     if body.get("audio") or "audio" in (body.get("modalities") or []):
@@ -100,7 +101,7 @@ def _text(content: Any, index: int) -> str:
     raise DialectError(400, f"messages[{index}].content: a string or a list of text parts")
 
 
-def _messages(body: dict[str, Any]) -> list[tuple[str, str]]:
+def _messages(body: dict[str, Any]) -> list[ChatMessage]:
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         raise DialectError(400, "messages: a non-empty list of messages is required")
@@ -112,12 +113,32 @@ def _messages(body: dict[str, Any]) -> list[tuple[str, str]]:
         if role not in _ROLES:
             raise DialectError(
                 400, f"messages[{index}].role: {role!r} is not supported (system, developer,"
-                " user or assistant)"
+                " user, assistant or tool)"
             )
-        if message.get("tool_calls") or message.get("function_call"):
-            raise DialectError(400, f"messages[{index}]: tool calls are not supported")
-        read.append((_ROLES[role], _text(message.get("content"), index)))
+        if message.get("function_call"):
+            raise DialectError(400, f"messages[{index}].function_call: send tool_calls")
+        text = _text(message.get("content"), index)
+        calls = tool_calls_of(message.get("tool_calls"), index) if role == "assistant" else ()
+        call_id = message.get("tool_call_id")
+        if role == "tool" and not isinstance(call_id, str):
+            raise DialectError(400, f"messages[{index}].tool_call_id: the id of the call answered")
+        read.append(ChatMessage(_ROLES[role], text, tool_calls=calls,  # type: ignore[arg-type]
+                                tool_call_id=call_id if role == "tool" else None))
     return read
+
+
+def _tools(body: dict[str, Any]) -> ClientTools | None:
+    """`tools` (function tools) and `tool_choice`."""
+    specs = function_tools(body.get("tools"))
+    choice = body.get("tool_choice")
+    if isinstance(choice, dict):
+        function = choice.get("function")
+        choice = function.get("name") if isinstance(function, dict) else None
+    if choice is None:
+        choice = AUTO
+    if not isinstance(choice, str):
+        raise DialectError(400, "tool_choice: auto, none, required or a function to call")
+    return offered_tools(specs, choice)
 
 
 @post("/chat/completions", status_code=200)
@@ -131,10 +152,11 @@ async def chat_completions(
         raise DialectError(400, refusal)
     history = client_turns(_messages(data))
     answer_schema = _answer_schema(data.get("response_format"))
+    tools = _tools(data)
     model = await chosen_model(models_of(request).chat, data["model"])
     metadata = data["metadata"] if isinstance(data.get("metadata"), dict) else {}
     caller = caller_of(request, data.get("user"), metadata.get("conversation"))
-    question = await post_history(request, stores, history, model, caller, answer_schema)
+    question = await post_history(request, stores, history, model, caller, answer_schema, tools)
     completion_id = f"chatcmpl-{question.conversation_id}-{question.message_id}"
     shape = _Shape(completion_id, int(started), model.served)
     if data.get("stream"):
@@ -159,6 +181,11 @@ class _Shape:
 
     def completion(self, status: ReplyStatus) -> dict[str, Any]:
         text = status.reply.content if status.reply else ""
+        calls = status.reply.tool_calls if status.reply else ()
+        message: dict[str, Any] = {"role": "assistant", "content": text, "refusal": None}
+        if calls:
+            message["content"] = text or None
+            message["tool_calls"] = [_call(call) for call in calls]
         return {
             "id": self.id,
             "object": "chat.completion",
@@ -166,9 +193,9 @@ class _Shape:
             "model": self.model,
             "choices": [{
                 "index": 0,
-                "message": {"role": "assistant", "content": text, "refusal": None},
+                "message": message,
                 "logprobs": None,
-                "finish_reason": "stop",
+                "finish_reason": "tool_calls" if calls else "stop",
             }],
             "usage": _usage(status),
             "system_fingerprint": None,
@@ -195,6 +222,11 @@ class _Shape:
         })
 
 
+def _call(call: ToolCall) -> dict[str, Any]:
+    return {"id": call.id, "type": "function",
+            "function": {"name": call.name, "arguments": json.dumps(call.arguments)}}
+
+
 def _usage(status: ReplyStatus) -> dict[str, int]:
     reply = status.reply
     prompt = (reply.prompt_tokens if reply else None) or 0
@@ -219,7 +251,13 @@ async def _chunks(
             if isinstance(piece, str):
                 yield shape.chunk({"content": piece})
                 continue
-            yield shape.chunk({}, "stop")
+            calls = piece.reply.tool_calls if piece.reply else ()
+            if calls:
+                # Each call whole, in one delta: a client joins the deltas of each index.
+                yield shape.chunk({"tool_calls": [
+                    {"index": index, **_call(call)} for index, call in enumerate(calls)
+                ]})
+            yield shape.chunk({}, "tool_calls" if calls else "stop")
             if with_usage:
                 yield shape.usage_chunk(piece)
         await ending()

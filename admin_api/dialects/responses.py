@@ -42,7 +42,7 @@ from loop.conversations import ReplyStatus
 from loop.errors import ConversationNotFound
 from loop.replies import Question
 from loop.service import Stores
-from memory_agent.chat_model import JsonSchema
+from memory_agent.chat_model import ChatMessage, JsonSchema
 
 _ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant"}
 _RESPONSE_ID = re.compile(r"resp_([0-9a-f]+)_(\d+)")
@@ -66,12 +66,12 @@ def _text(content: Any, where: str) -> str:
     raise DialectError(400, f"{where}.content: a string or a list of text parts")
 
 
-def _input(body: dict[str, Any]) -> list[tuple[str, str]]:
+def _input(body: dict[str, Any]) -> list[ChatMessage]:
     """The request's input as (role, text): a string is the user's message; a list holds
     messages (`{"role", "content"}`, with or without `"type": "message"`)."""
     given = body.get("input")
     if isinstance(given, str) and given:
-        return [("user", given)]
+        return [ChatMessage("user", given)]
     if not isinstance(given, list) or not given:
         raise DialectError(400, "input: a string or a non-empty list of messages is required")
     read = []
@@ -88,13 +88,13 @@ def _input(body: dict[str, Any]) -> list[tuple[str, str]]:
                 400, f"{where}.role: {role!r} is not supported (system, developer, user or"
                 " assistant)"
             )
-        read.append((_ROLES[role], _text(item.get("content"), where)))
+        read.append(ChatMessage(_ROLES[role], _text(item.get("content"), where)))  # type: ignore[arg-type]
     return read
 
 
 def _refusal(body: dict[str, Any]) -> str | None:
     if body.get("tools"):
-        return "tools: this endpoint does not call tools"
+        return "tools: the Responses route does not pass tools on; /v1/chat/completions does"
     if body.get("background"):
         return "background: responses are answered while the request waits"
     return None
@@ -102,7 +102,7 @@ def _refusal(body: dict[str, Any]) -> str | None:
 
 async def _earlier_turns(
     request: Request[Any, Any, Any], stores: Stores, previous: Any, user_id: str
-) -> list[tuple[str, str]]:
+) -> list[ChatMessage]:
     """The turns up to the message `previous_response_id` names and its reply, of the
     caller's app and user."""
     if previous is None:
@@ -122,7 +122,7 @@ async def _earlier_turns(
     later = [m for m in turns if m.id > asked]
     if later and later[0].role == "assistant":
         earlier.append(later[0])  # its reply
-    return [(m.role, m.content) for m in earlier]
+    return [ChatMessage(m.role, m.content) for m in earlier]
 
 
 def _answer_schema(text: Any) -> JsonSchema | None:
@@ -155,7 +155,9 @@ async def create_response(
     instructions = data.get("instructions")
     if instructions is not None and not isinstance(instructions, str):
         raise DialectError(400, "instructions: a string")
-    messages = ([("system", instructions)] if instructions else []) + messages + _input(data)
+    messages = (
+        [ChatMessage("system", instructions)] if instructions else []
+    ) + messages + _input(data)
     history = client_turns(messages)
     model = await chosen_model(models_of(request).chat, data["model"])
     question = await post_history(

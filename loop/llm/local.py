@@ -62,6 +62,10 @@ def local_backend_available() -> bool:
 
 
 class LocalChatModel(ChatModel):
+    # Its `CALL <tool>` lines carry no arguments: enough for ending a conversation, not for a
+    # client's tools.
+    calls_tools = False
+
     def __init__(
         self,
         model_path: Path | None = None,

@@ -223,8 +223,21 @@ def _tool_payload(tool: ToolSpec) -> dict[str, Any]:
     }
 
 
-def _messages_payload(messages: Sequence[ChatMessage]) -> list[dict[str, str]]:
-    return [{"role": m.role, "content": m.content} for m in messages]
+def _messages_payload(messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
+    """Each message in Ollama's shape: an assistant turn with its tool calls, a tool result
+    with the name of its tool (Ollama's calls have no ids)."""
+    payload: list[dict[str, Any]] = []
+    for message in messages:
+        item: dict[str, Any] = {"role": message.role, "content": message.content}
+        if message.tool_calls:
+            item["tool_calls"] = [
+                {"function": {"name": call.name, "arguments": call.arguments}}
+                for call in message.tool_calls
+            ]
+        if message.tool_name:
+            item["tool_name"] = message.tool_name
+        payload.append(item)
+    return payload
 
 
 def _tool_calls(message: ollama.Message) -> tuple[ToolCall, ...]:

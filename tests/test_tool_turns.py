@@ -1,0 +1,160 @@
+"""Tool turns of a dialect client's conversation, below the HTTP routes: how the memory
+writers read a tool's result, how the model's prompt shows the turns, how a client's history
+with tool turns continues its stored conversation, and what a backend is sent."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from admin_api.dialects.common import DialectError, client_turns, offered_tools
+from loop.answer_claims import AnswerClaims
+from loop.client_threads import ClientRequest, ClientThreads, thread_key
+from loop.client_tools import NONE, ClientTools, calls_from_json, calls_to_json, with_ids
+from loop.conversations import ConversationStore
+from loop.llm.ollama import _messages_payload
+from memory_agent import ChatMessage, ToolCall, ToolSpec
+from memory_agent.extractive import ExtractiveWriter
+from memory_agent.prompts import format_transcript
+from memory_agent.writing import WrittenMemory
+from tests.conftest import install_app
+
+BOOK = ToolSpec("book_table", "Book a table.", {"type": "object", "properties": {
+    "party": {"type": "integer"}, "time": {"type": "string"}}})
+CALL = ToolCall("book_table", {"party": 4, "time": "19:30"}, "call_1")
+RESULT = json.dumps({"booking": {"confirmation": "LUI-2231", "status": "confirmed"}})
+
+
+def booking(result: str = RESULT) -> list[ChatMessage]:
+    return [
+        ChatMessage("user", "Can you get us a table for four tonight?"),
+        ChatMessage("assistant", "", tool_calls=(CALL,)),
+        ChatMessage("tool", result, tool_call_id="call_1", tool_name="book_table"),
+        ChatMessage("assistant", "All set for tonight."),
+    ]
+
+
+def writer() -> ExtractiveWriter:
+    async def never(*_: object) -> object:
+        raise AssertionError("the extractive writer asks no model for a memory")
+
+    return ExtractiveWriter(never, limit=10, max_chars=600)  # type: ignore[arg-type]
+
+
+@pytest.mark.anyio
+async def test_the_extractive_writer_keeps_what_a_tool_did_with_its_reference():
+    written = await writer().write(booking(), [])
+    assert isinstance(written, WrittenMemory), written
+    assert "book_table returned: booking confirmation LUI-2231" in written.content
+
+
+@pytest.mark.anyio
+async def test_a_tool_result_that_is_not_json_is_read_as_it_came():
+    written = await writer().write(booking("Booked for 4 at 19:30, reference LUI-2231."), [])
+    assert isinstance(written, WrittenMemory), written
+    assert "LUI-2231" in written.content
+
+
+def test_the_transcript_shows_a_call_and_the_result_with_its_tool():
+    transcript = format_transcript(booking())
+    assert 'Assistant:  [calls book_table({"party": 4, "time": "19:30"})]' in transcript
+    assert "Tool book_table returned: " + RESULT in transcript
+
+
+def test_ollama_is_sent_the_calls_and_each_results_tool_name():
+    payload = _messages_payload(booking())
+    assert payload[1]["tool_calls"] == [
+        {"function": {"name": "book_table", "arguments": {"party": 4, "time": "19:30"}}}
+    ]
+    assert payload[2] == {"role": "tool", "content": RESULT, "tool_name": "book_table"}
+    assert "tool_calls" not in payload[0] and "tool_name" not in payload[3]
+
+
+def test_a_result_naming_no_tool_is_given_its_calls_name():
+    by_order = client_turns([
+        ChatMessage("user", "Weather in Lisbon and Porto?"),
+        ChatMessage("assistant", "", tool_calls=(ToolCall("weather", {"city": "Lisbon"}),
+                                                 ToolCall("tides", {"city": "Porto"}))),
+        ChatMessage("tool", "21 C"),
+        ChatMessage("tool", "low at 14:05"),
+    ])
+    assert [t.tool_name for t in by_order.turns[2:]] == ["weather", "tides"]
+    by_id = client_turns([
+        ChatMessage("user", "Book it."),
+        ChatMessage("assistant", "", tool_calls=(CALL,)),
+        ChatMessage("tool", RESULT, tool_call_id="call_1"),
+    ])
+    assert by_id.turns[-1].tool_name == "book_table"
+
+
+def test_a_history_must_end_with_the_users_message_or_a_tools_result():
+    with pytest.raises(DialectError, match="the user's or a tool's result"):
+        client_turns([ChatMessage("user", "Book it."), ChatMessage("assistant", "",
+                                                                   tool_calls=(CALL,))])
+
+
+def test_tool_choice_narrows_what_is_offered():
+    both = [BOOK, ToolSpec("cancel", "Cancel a booking.")]
+    assert offered_tools(both) == ClientTools(tuple(both))
+    assert offered_tools(both, "cancel").offered() == [both[1]]  # type: ignore[union-attr]
+    assert offered_tools(both, NONE).offered() == []  # type: ignore[union-attr]
+    assert offered_tools([]) is None
+    with pytest.raises(DialectError, match="tool_choice"):
+        offered_tools(both, "refund")
+    with pytest.raises(DialectError, match="each tool's name once"):
+        offered_tools([BOOK, BOOK])
+    stored = offered_tools(both, "cancel")
+    assert stored is not None and ClientTools.from_json(stored.to_json()) == stored
+
+
+def test_calls_get_ids_and_survive_storage():
+    [given] = with_ids([ToolCall("book_table", {"party": 2})])
+    assert given.id.startswith("call_") and with_ids([CALL]) == (CALL,)
+    assert calls_from_json(calls_to_json([CALL, given])) == (CALL, given)
+    assert calls_to_json([]) is None and calls_from_json(None) == ()
+
+
+@pytest.fixture
+async def parts(database, clock):
+    await install_app(database, "bistro")
+    conversations = ConversationStore(database, clock)
+    answers = AnswerClaims(database, clock, job_queued=conversations.job_queued, owner="test")
+    return ClientThreads(database, clock, conversations), conversations, answers
+
+
+@pytest.mark.anyio
+async def test_a_history_with_tool_turns_continues_its_conversation(parts):
+    """The model's call is stored with the reply; the client resends it (with our id, or
+    with none in Ollama's dialect) and its result: the same conversation, the result waiting
+    for the next answer."""
+    threads, conversations, answers = parts
+    tools = ClientTools((BOOK,))
+    thread = thread_key("", "")
+    asked = await threads.post(ClientRequest("bistro", thread, booking()[:1], tools=tools))
+    assert await answers.claim(asked.conversation_id)
+    assert await answers.store(asked.conversation_id, "", None, answers_up_to=asked.message_id,
+                               tool_calls=[CALL])
+    assert await answers.unanswered() == []
+    without_id = ChatMessage("assistant", "", tool_calls=(ToolCall(CALL.name, CALL.arguments),))
+    result = ChatMessage("tool", RESULT, tool_name="book_table")
+    posted = await threads.post(
+        ClientRequest("bistro", thread, [booking()[0], without_id, result], tools=tools)
+    )
+    assert posted.conversation_id == asked.conversation_id and not posted.opened
+    assert [w.conversation_id for w in await answers.unanswered()] == [asked.conversation_id]
+    conversation = await conversations.get(posted.conversation_id)
+    assert [m.role for m in conversation.messages] == ["user", "assistant", "tool"]
+    assert conversation.messages[1].tool_calls == (CALL,)
+    assert conversation.messages[2].tool_name == "book_table"
+    assert conversation.tools == tools
+    assert conversation.chat_messages()[1:] == [
+        ChatMessage("assistant", "", tool_calls=(CALL,)),
+        ChatMessage("tool", RESULT, tool_name="book_table"),
+    ]
+    # Other arguments are another history: another conversation.
+    other = ChatMessage("assistant", "", tool_calls=(ToolCall(CALL.name, {"party": 9}),))
+    elsewhere = await threads.post(
+        ClientRequest("bistro", thread, [booking()[0], other, result], tools=tools)
+    )
+    assert elsewhere.opened
