@@ -234,11 +234,22 @@ class AcceptedOut(Reply):
     accepted: bool
 
 
+class ToolCallOut(Reply):
+    id: str
+    name: str
+    arguments: dict[str, Any]
+
+
 class MessageOut(Reply):
     id: int
     role: str
     content: str
     created_at: str
+    # A reply's calls of a dialect client's tools; on a `tool` message, the call whose
+    # result it is and its tool.
+    tool_calls: list[ToolCallOut] | None = None
+    tool_call_id: str | None = None
+    tool_name: str | None = None
 
 
 class PostedOut(Reply):

@@ -346,6 +346,10 @@ def test_an_openai_client_runs_a_tool_round_trip(service, stream):
         ("assistant", None, None, None),
     ]
     assert any("LUI-2231" in memory for memory in service.memories_once_written(app))
+    shown = service.admin.get(f"/conversations/{first}").json()["messages"]
+    assert shown[1]["toolCalls"] == [{"id": call["id"], "name": "book_table",
+                                      "arguments": arguments}]
+    assert (shown[2]["toolCallId"], shown[2]["toolName"]) == (call["id"], "book_table")
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])

@@ -23,6 +23,7 @@ from admin_api.schemas import (
     OptionalBodyOperation,
     PostedOut,
     PostMessage,
+    ToolCallOut,
     problems,
 )
 from loop.conversations import Message, ReplyStatus
@@ -153,7 +154,11 @@ class ConversationsController(Controller):
 
 
 def _message_out(message: Message) -> MessageOut:
-    return MessageOut(message.id, message.role, message.content, message.created_at)
+    calls = [ToolCallOut(c.id, c.name, c.arguments) for c in message.tool_calls]
+    return MessageOut(
+        message.id, message.role, message.content, message.created_at, calls or None,
+        message.tool_call_id, message.tool_name,
+    )
 
 
 def _posted(message_id: int, status: ReplyStatus) -> PostedOut:
