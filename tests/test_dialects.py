@@ -465,6 +465,37 @@ def test_the_responses_api_maps_onto_the_same_conversations(service):
         client.responses.create(model="m", previous_response_id="resp_nothing_1", input="hi")
 
 
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_the_responses_api_runs_a_tool_round_trip(service, stream):
+    """A function tool through `client.responses`: the model's `function_call` item, its
+    `function_call_output` sent back (by `previous_response_id`), the final answer."""
+    app = f"resp-tools-{stream}"
+    service.install(app)
+    client = service.openai(app)
+    tool = {"type": "function", **BOOK_TABLE["function"]}
+
+    def ask(**given: Any) -> Any:
+        if not stream:
+            return client.responses.create(model="m", tools=[tool], **given)
+        with client.responses.stream(model="m", tools=[tool], **given) as events:
+            kinds = [event.type for event in events]
+            final = events.get_final_response()
+        assert kinds[-1] == "response.completed"
+        if any(item.type == "function_call" for item in final.output):
+            assert "response.function_call_arguments.done" in kinds
+        return final
+
+    first = ask(input="Book us a table tonight, please.")
+    [call] = [item for item in first.output if item.type == "function_call"]
+    assert call.name == "book_table" and isinstance(json.loads(call.arguments)["party"], int)
+    second = ask(previous_response_id=first.id, input=[
+        {"type": "function_call_output", "call_id": call.call_id, "output": BOOKED}])
+    assert "LUI-2231" in second.output_text
+    assert not [item for item in second.output if item.type == "function_call"]
+    [conversation] = service.conversations(app)
+    assert conversation["messageCount"] == 4
+
+
 def test_an_answer_schema_no_grammar_can_hold_is_refused(service):
     # llama.cpp unrolls every length and repeat limit into its grammar: a schema asking for
     # 200,000 characters would exhaust the backend, so it is refused before it is stored.

@@ -14,6 +14,7 @@ import json
 import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import replace
 from typing import Any
 
 from litestar import Request, Response, post
@@ -33,16 +34,20 @@ from admin_api.dialects.common import (
     conversation_header,
     end_if_asked,
     models_of,
+    offered_tools,
     post_history,
     reply_pieces,
     settled_reply,
     stream_failure,
+    tool_arguments,
+    tool_spec,
 )
+from loop.client_tools import AUTO, NONE, REQUIRED, ClientTools
 from loop.conversations import ReplyStatus
 from loop.errors import ConversationNotFound
 from loop.replies import Question
 from loop.service import Stores
-from memory_agent.chat_model import ChatMessage, JsonSchema
+from memory_agent.chat_model import ChatMessage, JsonSchema, ToolCall
 
 _ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant"}
 _RESPONSE_ID = re.compile(r"resp_([0-9a-f]+)_(\d+)")
@@ -67,21 +72,39 @@ def _text(content: Any, where: str) -> str:
 
 
 def _input(body: dict[str, Any]) -> list[ChatMessage]:
-    """The request's input as (role, text): a string is the user's message; a list holds
-    messages (`{"role", "content"}`, with or without `"type": "message"`)."""
+    """The request's input as turns: a string is the user's message; a list holds messages
+    (`{"role", "content"}`, with or without `"type": "message"`), the model's function calls
+    (`function_call`, those in a row one assistant turn) and their results
+    (`function_call_output`)."""
     given = body.get("input")
     if isinstance(given, str) and given:
         return [ChatMessage("user", given)]
     if not isinstance(given, list) or not given:
         raise DialectError(400, "input: a string or a non-empty list of messages is required")
-    read = []
+    read: list[ChatMessage] = []
     for index, item in enumerate(given):
         where = f"input[{index}]"
         if not isinstance(item, dict):
             raise DialectError(400, f"{where}: a message object is required")
         kind = item.get("type", "message")
+        if kind == "function_call":
+            call = _function_call(item, where)
+            if read and read[-1].role == "assistant" and read[-1].tool_calls:
+                read[-1] = replace(read[-1], tool_calls=(*read[-1].tool_calls, call))
+            else:
+                read.append(ChatMessage("assistant", "", tool_calls=(call,)))
+            continue
+        if kind == "function_call_output":
+            call_id, output = item.get("call_id"), item.get("output")
+            if not isinstance(call_id, str) or not isinstance(output, str):
+                raise DialectError(400, f"{where}: a call_id and the output as text")
+            read.append(ChatMessage("tool", output, tool_call_id=call_id))
+            continue
         if kind != "message":
-            raise DialectError(400, f"{where}.type: {kind!r} is not supported (message)")
+            raise DialectError(
+                400, f"{where}.type: {kind!r} is not supported (message, function_call,"
+                " function_call_output)"
+            )
         role = item.get("role")
         if role not in _ROLES:
             raise DialectError(
@@ -92,9 +115,36 @@ def _input(body: dict[str, Any]) -> list[ChatMessage]:
     return read
 
 
+def _function_call(item: dict[str, Any], where: str) -> ToolCall:
+    name, call_id = item.get("name"), item.get("call_id")
+    if not isinstance(name, str) or not isinstance(call_id, str):
+        raise DialectError(400, f"{where}: a function call with its name and call_id")
+    return ToolCall(name, tool_arguments(item.get("arguments"), f"{where}.arguments"), call_id)
+
+
+def _tools(body: dict[str, Any]) -> ClientTools | None:
+    """`tools` (function tools, flat: `{"type": "function", "name", …}`) and
+    `tool_choice`."""
+    tools = body.get("tools") or []
+    if not isinstance(tools, list):
+        raise DialectError(400, "tools: a list of tools")
+    specs = []
+    for index, tool in enumerate(tools):
+        if not isinstance(tool, dict) or tool.get("type") != "function":
+            kind = tool.get("type") if isinstance(tool, dict) else None
+            raise DialectError(
+                400, f"tools[{index}]: only function tools are passed on, not {kind!r}"
+            )
+        specs.append(tool_spec(tool, f"tools[{index}]"))
+    choice = body.get("tool_choice")
+    if isinstance(choice, dict):
+        choice = choice.get("name") if choice.get("type") == "function" else None
+    if not isinstance(choice, str | None):
+        raise DialectError(400, "tool_choice: auto, none, required or a function to call")
+    return offered_tools(specs, choice or AUTO)
+
+
 def _refusal(body: dict[str, Any]) -> str | None:
-    if body.get("tools"):
-        return "tools: the Responses route does not pass tools on; /v1/chat/completions does"
     if body.get("background"):
         return "background: responses are answered while the request waits"
     return None
@@ -117,12 +167,12 @@ async def _earlier_turns(
     if conversation.app_id != caller_app(request) or conversation.user_id != user_id:
         raise DialectError(404, f"previous_response_id: no response {previous!r}")
     asked = int(match.group(2))
-    turns = [m for m in conversation.messages if m.role in ("user", "assistant")]
+    turns = [m for m in conversation.messages if m.role != "system"]
     earlier = [m for m in turns if m.id <= asked]
     later = [m for m in turns if m.id > asked]
     if later and later[0].role == "assistant":
         earlier.append(later[0])  # its reply
-    return [ChatMessage(m.role, m.content) for m in earlier]
+    return [m.chat_message() for m in earlier]
 
 
 def _answer_schema(text: Any) -> JsonSchema | None:
@@ -159,11 +209,12 @@ async def create_response(
         [ChatMessage("system", instructions)] if instructions else []
     ) + messages + _input(data)
     history = client_turns(messages)
+    tools = _tools(data)
     model = await chosen_model(models_of(request).chat, data["model"])
     question = await post_history(
-        request, stores, history, model, caller, _answer_schema(data.get("text"))
+        request, stores, history, model, caller, _answer_schema(data.get("text")), tools
     )
-    shape = _Shape(question, started, model.served, instructions)
+    shape = _Shape(question, started, model.served, instructions, tools)
     if data.get("stream"):
         return Stream(
             _events(shape, question, lambda: end_if_asked(request, stores, question)),
@@ -180,27 +231,42 @@ class _Shape:
     """The fields of one response, as the API gives them."""
 
     def __init__(
-        self, question: Question, created: int, model: str, instructions: str | None
+        self, question: Question, created: int, model: str, instructions: str | None,
+        tools: ClientTools | None,
     ) -> None:
         self.id = f"resp_{question.conversation_id}_{question.message_id}"
         self.created, self.model, self.instructions = created, model, instructions
         self.item_id = f"msg_{question.conversation_id}_{question.message_id}"
+        self.tools = tools
 
-    def response(self, status: ReplyStatus | None, text: str = "") -> dict[str, Any]:
-        """The response object: in progress (no status yet) or completed."""
+    def response(self, status: ReplyStatus | None, *, streamed: bool = False) -> dict[str, Any]:
+        """The response object: in progress (no status yet) or completed. Its output: the
+        message, then the model's function calls; a whole response leaves out a message
+        without text beside calls (a streamed one has opened it already)."""
         reply = status.reply if status else None
-        done = status is not None
+        output: list[dict[str, Any]] = []
+        if reply is not None:
+            if reply.content or streamed or not reply.tool_calls:
+                output.append(self.item(reply.content))
+            output += [function_call(call) for call in reply.tool_calls]
+        elif status is not None:
+            output.append(self.item(""))
+        tools = self.tools
         return {
             "id": self.id,
             "object": "response",
             "created_at": self.created,
-            "status": "completed" if done else "in_progress",
+            "status": "completed" if status is not None else "in_progress",
             "model": self.model,
             "instructions": self.instructions,
-            "output": [self.item(reply.content if reply else text)] if done else [],
-            "parallel_tool_calls": False,
-            "tool_choice": "none",
-            "tools": [],
+            "output": output,
+            "parallel_tool_calls": True,
+            "tool_choice": _choice(tools.choice) if tools else "none",
+            "tools": [
+                {"type": "function", "name": t.name, "description": t.description,
+                 "parameters": t.parameters, "strict": False}
+                for t in (tools.tools if tools else ())
+            ],
             "usage": _usage(status) if status else None,
             "error": None,
             "incomplete_details": None,
@@ -219,6 +285,21 @@ class _Shape:
     @staticmethod
     def part(text: str) -> dict[str, Any]:
         return {"type": "output_text", "text": text, "annotations": []}
+
+
+def _choice(choice: str) -> str | dict[str, str]:
+    return choice if choice in (AUTO, NONE, REQUIRED) else {"type": "function", "name": choice}
+
+
+def function_call(call: ToolCall, *, done: bool = True) -> dict[str, Any]:
+    return {
+        "type": "function_call",
+        "id": f"fc_{call.id}",
+        "call_id": call.id,
+        "name": call.name,
+        "arguments": json.dumps(call.arguments) if done else "",
+        "status": "completed" if done else "in_progress",
+    }
 
 
 def _usage(status: ReplyStatus) -> dict[str, Any]:
@@ -266,7 +347,16 @@ async def _events(
             yield event("response.content_part.done", **where, content_index=0,
                         part=shape.part(text))
             yield event("response.output_item.done", output_index=0, item=shape.item(text))
-            yield event("response.completed", response=shape.response(piece))
+            for index, call in enumerate(piece.reply.tool_calls if piece.reply else (), 1):
+                arguments = json.dumps(call.arguments)
+                at = {"item_id": f"fc_{call.id}", "output_index": index}
+                yield event("response.output_item.added", output_index=index,
+                            item=function_call(call, done=False))
+                yield event("response.function_call_arguments.delta", **at, delta=arguments)
+                yield event("response.function_call_arguments.done", **at, arguments=arguments)
+                yield event("response.output_item.done", output_index=index,
+                            item=function_call(call))
+            yield event("response.completed", response=shape.response(piece, streamed=True))
     except Exception as error:  # said in the stream, as the API does
         status, message = stream_failure(error)
         yield event("error", code=str(status), message=message, param=None)
