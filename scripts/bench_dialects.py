@@ -6,7 +6,12 @@
   the same machine);
 - `dropin_ttft_p50_ms` against `model_ttft_p50_ms`: streamed time to first token through the
   dialect, and the model's own (a model that writes its answer in pieces, the first after
-  `PIECE_SECONDS`).
+  `PIECE_SECONDS`);
+- `responses_added_p50_ms`: a new chat's question through `/v1/responses` over
+  `/v1/chat/completions`;
+- `tool_round_trip_added_p50_ms`: a tool round trip (the question with tools, answered by a
+  call; the call's result, answered in text) over two plain turns of the same shape;
+- `unnamed_concurrent_errors`: of 50 unrelated prompts of one app at once, naming no user.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ from admin_api import create_app
 from loop.service import open_services
 from loop.settings import Settings
 from memory_agent import ChatMessage, ChatModel, ChatReply, ToolSpec
-from memory_agent.chat_model import JsonSchema, TextSink, TokenUsage
+from memory_agent.chat_model import JsonSchema, TextSink, TokenUsage, ToolCall
 from mnemoloop.runner import http_server, listening_socket
 
 TOKEN = "bench-dialects"
@@ -56,6 +61,20 @@ class PacedModel(ChatModel):
                 self.first_piece_seconds.append(time.perf_counter() - started)
             on_text(f"word{piece} ")
         return ChatReply(" ".join(f"word{p}" for p in range(PIECES)), usage=TokenUsage(100, 8))
+
+
+class ToolCallingModel(InstantModel):
+    """Calls the first of a client's tools offered, unless it was sent a tool's result."""
+
+    async def chat(self, messages: Sequence[ChatMessage], *, tools: Sequence[ToolSpec] = (),
+                   json_schema: JsonSchema | None = None) -> ChatReply:
+        if tools and tools[0].name != "end_conversation" and messages[-1].role != "tool":
+            return ChatReply("", (ToolCall(tools[0].name, {"party": 2}),), TokenUsage(100, 10))
+        return await super().chat(messages, tools=tools, json_schema=json_schema)
+
+
+BOOK = {"type": "function", "function": {"name": "book_table", "description": "Book a table.",
+        "parameters": {"type": "object", "properties": {"party": {"type": "integer"}}}}}
 
 
 async def _serving(db: Path, model: ChatModel,
@@ -144,6 +163,33 @@ async def _responses_latency(client: httpx.AsyncClient, requests: int,
         assert reply.status_code == 200, reply.text
 
 
+async def _tool_round_trips(client: httpx.AsyncClient, requests: int,
+                            plain: list[float], tools: list[float]) -> None:
+    """Two plain turns of a new chat, and a tool round trip, alternately, each a user of its
+    own: the seconds each pair of requests took."""
+
+    async def completion(body: dict[str, Any]) -> dict[str, Any]:
+        reply = await client.post("/v1/chat/completions", json={"model": "any", **body})
+        assert reply.status_code == 200, reply.text
+        message: dict[str, Any] = reply.json()["choices"][0]["message"]
+        return message
+
+    for number in range(requests):
+        asked = [{"role": "user", "content": f"book a table {number}"}]
+        started = time.perf_counter()
+        answer = await completion({"user": f"p{number}", "messages": asked})
+        await completion({"user": f"p{number}", "messages": [
+            *asked, answer, {"role": "user", "content": "thanks"}]})
+        plain.append(time.perf_counter() - started)
+        started = time.perf_counter()
+        call = await completion({"user": f"t{number}", "messages": asked, "tools": [BOOK]})
+        assert call["tool_calls"], call
+        await completion({"user": f"t{number}", "tools": [BOOK], "messages": [
+            *asked, call, {"role": "tool", "tool_call_id": call["tool_calls"][0]["id"],
+                           "content": '{"confirmation": "BK-1"}'}]})
+        tools.append(time.perf_counter() - started)
+
+
 async def _unnamed_at_once(client: httpx.AsyncClient, requests: int,
                            outcomes: list[int]) -> None:
     """`requests` unrelated prompts of one app at once, naming no user or thread (a client's
@@ -172,6 +218,10 @@ def bench_dialects(tmp: Path, quick: bool) -> dict[str, Any]:
     responses: list[float] = []
     anyio.run(_serving, tmp / "dialects-responses.db", InstantModel(),
               lambda client: _responses_latency(client, 20 if quick else 100, chat, responses))
+    plain: list[float] = []
+    tools: list[float] = []
+    anyio.run(_serving, tmp / "dialects-tools.db", ToolCallingModel(),
+              lambda client: _tool_round_trips(client, 20 if quick else 100, plain, tools))
     unnamed: list[int] = []
     anyio.run(_serving, tmp / "dialects-unnamed.db", InstantModel(),
               lambda client: _unnamed_at_once(client, 50, unnamed))
@@ -179,6 +229,8 @@ def bench_dialects(tmp: Path, quick: bool) -> dict[str, Any]:
         "dropin_requests": len(dropin),
         "responses_added_p50_ms": round((statistics.median(responses)
                                          - statistics.median(chat)) * 1000, 3),
+        "tool_round_trip_added_p50_ms": round((statistics.median(tools)
+                                               - statistics.median(plain)) * 1000, 3),
         "unnamed_concurrent_requests": len(unnamed),
         "unnamed_concurrent_errors": sum(1 for status in unnamed if status != 200),
         "native_p50_ms": round(statistics.median(native) * 1000, 3),
