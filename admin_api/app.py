@@ -20,7 +20,7 @@ from admin_api.controllers.history import HistoryController
 from admin_api.controllers.memories import MemoriesController
 from admin_api.controllers.operations import OperationsController, health, home
 from admin_api.controllers.steering import SteeringController
-from admin_api.controllers.users import SpacesController
+from admin_api.controllers.users import ProfilesController, SpacesController
 from admin_api.dependencies import dependencies
 from admin_api.dialects import ollama_router, openai_router
 from admin_api.errors import EXCEPTION_HANDLERS, PROBLEM_JSON, problem_body
@@ -59,6 +59,7 @@ def create_app(services: Services, admin_token: AdminToken | str | None = None) 
             OperationsController,
             SteeringController,
             SpacesController,
+            ProfilesController,
         ],
         security=[{"bearer": []}],
     )

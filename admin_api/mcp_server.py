@@ -28,6 +28,7 @@ from loop.service import Stores
 from memory_agent.errors import MnemoloopError
 from memory_agent.models import MAX_MEMORY_ID, MemoryActor
 from memory_agent.steering import MemoryChange
+from memory_agent.store import PROFILE_APP
 
 ADMIN_TOOLS = frozenset({"list_apps"})
 MAX_TURNS = 200
@@ -117,19 +118,32 @@ def build_mcp_server(stores: Stores, find_caller: FindCaller) -> FastMCP[Any]:
         user_id: UserIdArgument = None,
     ) -> list[dict[str, Any]]:
         """An app's memories, newest first; with `query`, those matching it, best first. Of
-        the user's space with `user_id`, else of the app's shared space. Private memories
-        are never given to a model, here either."""
+        the user's space with `user_id`, else of the app's shared space; with `user_id` in an
+        app that shares its users' profiles, the person's profile memories after them (marked
+        `"profile": true`). Private memories are never given to a model, here either."""
         app = (await find_caller(ctx)).app(app_id)
         async with _tool_errors():
-            await registry.require(app)
+            record = await registry.require(app)
             space = _space(user_id)
-            if query is not None:
-                found = await agent.search_memories(
-                    app, query, limit=limit, user_id=space, injectable=True
-                )
-            else:
-                found = await agent.get_memories(app, limit, user_id=space)
-        return [_builtins(memory_out(m, agent.now())) for m in found]
+            spaces = [(app, space)]
+            if space and record.shares_profile:
+                spaces.append((PROFILE_APP, space))
+            found: list[dict[str, Any]] = []
+            for holder, user in spaces:
+                if query is not None:
+                    memories = await agent.search_memories(
+                        holder, query, limit=limit, user_id=user, injectable=True
+                    )
+                elif holder == PROFILE_APP:
+                    memories = (await agent.get_profile(user))[:limit]
+                else:
+                    memories = await agent.get_memories(holder, limit, user_id=user)
+                found += [
+                    {**_builtins(memory_out(m, agent.now())),
+                     **({"profile": True} if holder == PROFILE_APP else {})}
+                    for m in memories
+                ]
+        return found
 
     @server.tool()
     async def remember(

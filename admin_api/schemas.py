@@ -92,6 +92,8 @@ class InstallApp(Body):
     # A user's conversation writes its memory to the app's shared space too.
     users_write_shared: bool = False
     memory_ttl_seconds: MemoryTtl | None = None
+    # The app reads and writes its users' profiles (facts about the person across apps).
+    shares_profile: bool = False
 
 
 class AppSettings(Body):
@@ -99,6 +101,7 @@ class AppSettings(Body):
 
     users_write_shared: bool | None = None
     memory_ttl_seconds: MemoryTtl | None = None
+    shares_profile: bool | None = None
 
 
 class OpenConversation(Body):
@@ -192,6 +195,7 @@ class AppOut(Reply):
     memory_count: int
     users_write_shared: bool
     memory_ttl_seconds: int | None
+    shares_profile: bool
 
 
 class SpaceOut(Reply):
@@ -215,6 +219,13 @@ class ErasedAppOut(Reply):
 class ErasedUserOut(Reply):
     user_id: str
     apps: list[ErasedAppOut]
+    # Memories erased from the person's profile (shared by the apps that allow it).
+    profile_memories: int = 0
+
+
+class ProfileErasedOut(Reply):
+    user_id: str
+    profile_memories: int
 
 
 class AppsOut(Reply):

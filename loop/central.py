@@ -28,6 +28,7 @@ from memory_agent.chat_model import TokenUsage, ToolCall
 from memory_agent.context import neutralise
 from memory_agent.energy import energy_cost
 from memory_agent.errors import MnemoloopError
+from memory_agent.store import PROFILE_APP
 
 log = logging.getLogger("mnemoloop.loop")
 
@@ -283,7 +284,7 @@ class CentralLoop:
         app = await self._registry.require(conversation.app_id)
         context = await self.build_context(
             app, conversation.chat_messages(), conversation.system_prompt,
-            user_id=conversation.user_id,
+            user_id=conversation.user_id, conversation_id=conversation.conversation_id,
         )
         feed = self._conversations.replies
         model = self._model.named(conversation.model) if conversation.model else self._model
@@ -333,16 +334,24 @@ class CentralLoop:
         client_system_prompt: str | None = None,
         *,
         user_id: str = "",
+        conversation_id: str | None = None,
     ) -> list[ChatMessage]:
         """The base system prompt (or the client's own, within half the prompt budget), then
         the memory block (if any): the app's shared memories, and in a user's conversation
-        that user's before them; then the newest turns of the conversation that fit the
-        prompt budget."""
+        that user's before them, and before both the person's profile when the app shares
+        it, opened by what changed since the user's previous conversation (of a stored
+        conversation); then the newest turns of the conversation that fit the prompt
+        budget."""
         started = time.perf_counter()
         limit = self._agent.memory_limit
         shared = await self._agent.get_memories(app.app_id, limit)
         own = await self._agent.get_memories(app.app_id, limit, user_id=user_id) if user_id else []
-        block = self._memory_block(app.name, shared, own)
+        with_profile = app.shares_profile and bool(user_id)
+        profile = await self._agent.get_profile(user_id) if with_profile else []
+        changes = ""
+        if conversation_id is not None:
+            changes = await self._changes(app, user_id, with_profile, conversation_id)
+        block = self._memory_block(app.name, shared, own, profile, changes)
         self._metrics.retrieval_seconds.observe(time.perf_counter() - started)
         self._metrics.count_answer(with_memories=bool(block))
         system = (
@@ -355,15 +364,34 @@ class CentralLoop:
             context.append(ChatMessage("system", block))
         return context + self._budget.newest_turns_that_fit(context, conversation)
 
-    def _memory_block(self, app_name: str, shared: list[Memory], own: list[Memory]) -> str:
-        """The block. A user's conversation may bring twice the cap (theirs and the app's):
-        then it stays within half the prompt budget, the oldest shared memories left out
-        first, then the user's."""
+    async def _changes(
+        self, app: App, user_id: str, with_profile: bool, conversation_id: str
+    ) -> str:
+        """The delta header: the changes of the conversation's spaces since its user's
+        previous conversation in the app; "" for their first, or when nothing changed."""
+        spaces = [(app.app_id, "")] + ([(app.app_id, user_id)] if user_id else [])
+        if with_profile:
+            spaces.append((PROFILE_APP, user_id))
+        current = await self._agent.revision(spaces)
+        seen, previous = await self._conversations.revisions(conversation_id, current)
+        if previous is None or previous >= seen:
+            return ""
+        return await self._agent.changes_header(spaces, previous, seen)
+
+    def _memory_block(
+        self, app_name: str, shared: list[Memory], own: list[Memory],
+        profile: list[Memory], changes: str,
+    ) -> str:
+        """The block. A user's conversation may bring up to three caps (the profile's, theirs
+        and the app's): then it stays within half the prompt budget, the oldest shared
+        memories left out first, then the user's, then the profile's."""
         while True:
-            block = self._agent.format_memories_for_context(app_name, shared, own)
-            if not own or self._budget.within_half(block):
+            block = self._agent.format_memories_for_context(
+                app_name, shared, own, profile, changes
+            )
+            if not (own or profile) or self._budget.within_half(block):
                 return block
-            (shared if shared else own).pop()
+            (shared if shared else own if own else profile).pop()
 
     async def end_idle_conversations(self) -> int:
         """End conversations idle too long; never one whose answer is being written."""

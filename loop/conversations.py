@@ -340,6 +340,35 @@ class ConversationStore:
         await self._db.checkpoint()
         return len(changes)
 
+    async def revisions(self, conversation_id: str, current: int) -> tuple[int, int | None]:
+        """The memory revision the conversation was first answered at (`current`, on its
+        first answer), and the newest its user's other conversations in the app were at, up
+        to it (None: it is their first): what the delta header spans."""
+
+        async def read(tx: SqlTransaction) -> tuple[int, int | None]:
+            await tx.execute(
+                "UPDATE conversations SET memory_revision = ?"
+                " WHERE conversation_id = ? AND memory_revision IS NULL",
+                (current, conversation_id),
+            )
+            row = await tx.fetch_one(
+                "SELECT app_id, user_id, memory_revision FROM conversations"
+                " WHERE conversation_id = ?",
+                (conversation_id,),
+            )
+            if row is None:
+                raise ConversationNotFound(conversation_id)
+            seen = int(row["memory_revision"])
+            before = await tx.fetch_one(
+                "SELECT MAX(memory_revision) FROM conversations WHERE app_id = ?"
+                " AND user_id = ? AND conversation_id <> ? AND memory_revision <= ?",
+                (row["app_id"], row["user_id"], conversation_id, seen),
+            )
+            previous = before[0] if before else None
+            return seen, int(previous) if previous is not None else None
+
+        return await self._db.run_transaction(read)
+
     async def chat_messages(self, conversation_id: str) -> list[ChatMessage]:
         """The conversation's messages, for the model."""
         return await _chat_messages(self._db, conversation_id)
@@ -356,7 +385,8 @@ class ConversationStore:
             if job is None:
                 return None
             app = await tx.fetch_one(
-                "SELECT users_write_shared, memory_ttl_seconds FROM apps WHERE app_id = ?",
+                "SELECT users_write_shared, memory_ttl_seconds, shares_profile FROM apps"
+                " WHERE app_id = ?",
                 (job.app_id,),
             )
             return ClaimedJob(
@@ -364,6 +394,7 @@ class ConversationStore:
                 await _chat_messages(tx, job.conversation_id, carried=False),
                 also_shared=bool(job.user_id and app and app[0]),
                 memory_ttl_seconds=app[1] if app else None,
+                to_profile=bool(job.user_id and app and app[2]),
             )
 
         return await self._db.run_transaction(claim_and_read)

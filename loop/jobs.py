@@ -92,6 +92,8 @@ class ClaimedJob:
     also_shared: bool = False
     # The app's default time to live of a new memory, in seconds (None: memories last).
     memory_ttl_seconds: int | None = None
+    # A user's conversation of an app that shares its users' profiles.
+    to_profile: bool = False
 
 
 _RELEASE = "lease_owner = NULL, lease_until = NULL"

@@ -173,6 +173,7 @@ class MemoryWorker:
                             job.app_id, job.conversation_id, messages, job.id,
                             user_id=job.user_id, also_shared=claimed.also_shared,
                             ttl_seconds=claimed.memory_ttl_seconds,
+                            to_profile=claimed.to_profile,
                         ),
                         commit_guard=lambda tx, result: self._record_done(tx, job, result, spent),
                         shared_guard=lambda tx, _: self._jobs.within(tx).done_in_installed_app(

@@ -12,7 +12,7 @@ from loop.jobs import MemoryJobStore
 from loop.storage import Engine
 from memory_agent import MemorySubAgent
 from memory_agent.ports import Clock, Row, SqlTransaction, now_text
-from memory_agent.store import live_condition
+from memory_agent.store import PROFILE_APP, live_condition
 
 
 @dataclass(frozen=True)
@@ -27,6 +27,8 @@ class App:
     users_write_shared: bool = False
     # The time to live a new memory of the app gets (None: its memories last).
     memory_ttl_seconds: int | None = None
+    # The app reads and writes its users' profiles (the person across apps).
+    shares_profile: bool = False
 
     @classmethod
     def from_row(cls, row: Row) -> App:
@@ -40,6 +42,7 @@ class App:
             row["memory_count"] if "memory_count" in keys else 0,
             bool(row["users_write_shared"]),
             row["memory_ttl_seconds"],
+            bool(row["shares_profile"]),
         )
 
 
@@ -51,6 +54,11 @@ class ErasedFromApp:
     memories: int
     conversations: int
     jobs_cancelled: int
+
+    @property
+    def is_profile(self) -> bool:
+        """What went from the person's profile (`PROFILE_APP`), which no app holds."""
+        return self.app_id == PROFILE_APP
 
 
 @dataclass(frozen=True)
@@ -176,8 +184,9 @@ class AppRegistry:
     async def erase_user(self, user_id: str, *, app_id: str | None = None) -> list[ErasedFromApp]:
         """Erase one person from every app (or from `app_id` only), in one transaction: their
         memory spaces, their conversations with every message, their memory jobs (cancelled
-        first, so none in flight can write) and the history of their spaces. Nothing of them
-        is kept, not even an erased event. Returns what went, per app."""
+        first, so none in flight can write) and the history of their spaces, and (from every
+        app) their profile. Nothing of them is kept, not even an erased event. Returns what
+        went, per app, and from the profile (`ErasedFromApp.is_profile`), last."""
         validate_user_id(user_id)
         async with self._db.transaction() as tx:
             erased = [
@@ -186,6 +195,15 @@ class AppRegistry:
             ]
         await self._db.checkpoint()
         return erased
+
+    async def erase_profile(self, user_id: str) -> int:
+        """Erase one person's profile, its memories and their history, in one transaction;
+        returns how many memories went."""
+        validate_user_id(user_id)
+        async with self._db.transaction() as tx:
+            erased = await self._erase_user_within(tx, user_id, PROFILE_APP)
+        await self._db.checkpoint()
+        return erased.memories
 
     async def _apps_of_user(
         self, tx: SqlTransaction, user_id: str, app_id: str | None
@@ -199,11 +217,22 @@ class AppRegistry:
             ") AS touched ORDER BY app_id",
             (user_id, *params) * 3,
         )
-        return [str(row[0]) for row in rows]
+        # The profile last: a profile write holds only the person's row, never an app's.
+        apps = [str(row[0]) for row in rows]
+        return sorted(apps, key=lambda app: app == PROFILE_APP)
 
     async def _erase_user_within(
         self, tx: SqlTransaction, user_id: str, app_id: str
     ) -> ErasedFromApp:
+        if app_id == PROFILE_APP:
+            # The person's row, as a profile write holds it, then their profile.
+            await tx.fetch_one(
+                f"SELECT user_id FROM profiles WHERE user_id = ?{tx.dialect.lock_rows}",
+                (user_id,),
+            )
+            memories = await self._agent.erase_space(PROFILE_APP, user_id, tx=tx)
+            await tx.execute("DELETE FROM profiles WHERE user_id = ?", (user_id,))
+            return ErasedFromApp(PROFILE_APP, memories, 0, 0)
         # The app's row first, in app order: a memory job's transaction takes it first too.
         # Keeping keys: a conversation ending meanwhile inserts a memory job that points at
         # this row, and must not wait for us while we wait for its conversation.
@@ -234,7 +263,7 @@ class AppRegistry:
             params,
         )
         known = await self._db.fetch_one(
-            "SELECT COUNT(*) FROM (SELECT app_id, '' AS user_id FROM apps"
+            "SELECT COUNT(*) FROM (SELECT app_id, '' AS user_id FROM apps WHERE app_id <> ''"
             " UNION SELECT app_id, user_id FROM conversations"
             " UNION SELECT app_id, user_id FROM app_memories) AS s"
         )
@@ -245,6 +274,15 @@ class AppRegistry:
         await self.require(app_id)
         await self._db.execute(
             "UPDATE apps SET users_write_shared = ? WHERE app_id = ?", (int(value), app_id)
+        )
+        return await self.require(app_id)
+
+    async def set_shares_profile(self, app_id: str, value: bool) -> App:
+        """Whether the app reads and writes its users' profiles: the facts about a person
+        that hold whatever the app, which every app sharing them is given."""
+        await self.require(app_id)
+        await self._db.execute(
+            "UPDATE apps SET shares_profile = ? WHERE app_id = ?", (int(value), app_id)
         )
         return await self.require(app_id)
 
@@ -273,7 +311,8 @@ class AppRegistry:
         live, params = live_condition(now_text(self._clock), "m.")
         rows = await self._db.fetch_all(
             "SELECT a.*, (SELECT COUNT(*) FROM app_memories m WHERE m.app_id = a.app_id"
-            f"{live}) AS memory_count FROM apps a ORDER BY a.app_id",
+            # The profiles' row ('') is no app.
+            f"{live}) AS memory_count FROM apps a WHERE a.app_id <> '' ORDER BY a.app_id",
             params,
         )
         return [App.from_row(row) for row in rows]

@@ -135,6 +135,7 @@ async def open_services(
             memory_model,
             clock=clock,
             memory_limit=settings.memory_limit,
+            profile_limit=settings.profile_limit,
             max_chars=settings.memory_max_chars,
             llm_timeout=settings.llm_timeout,
             tokens_per_energy_unit=settings.tokens_per_energy_unit,

@@ -36,6 +36,8 @@ class Settings(BaseSettings):
     port: Annotated[int, Field(ge=0, le=65535)] = 8765
     admin_token: SecretStr | None = None
     memory_limit: Annotated[int, Field(ge=1, le=1000)] = 10
+    # Memories a person's profile keeps (the facts about them the apps sharing it read).
+    profile_limit: Annotated[int, Field(ge=1, le=1000)] = 10
     # Who writes a memory: the configured model (`model`), the conversation's key statements
     # in the speakers' words (`extractive`), or `auto`: extractive for the bundled 135M model,
     # the model for any other. Never switched at run time.

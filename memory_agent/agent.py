@@ -20,6 +20,7 @@ from memory_agent.creation import (
     MemoryCreation,
     MemoryCreationRequest,
 )
+from memory_agent.delta import MAX_CHANGES, delta_header
 from memory_agent.energy import EnergyMeter
 from memory_agent.errors import ChatModelTimeout
 from memory_agent.model_writer import GroundingRecord, ModelWriter
@@ -38,7 +39,7 @@ from memory_agent.ports import (
 )
 from memory_agent.search import search_terms
 from memory_agent.steering import MemoryChange
-from memory_agent.store import EventSource, MemoryState, MemoryStore
+from memory_agent.store import PROFILE_APP, EventSource, MemoryState, MemoryStore
 from memory_agent.writing import MemoryWriter, WriterKind
 
 log = logging.getLogger("mnemoloop.memory")
@@ -56,6 +57,7 @@ class MemorySubAgent:
         *,
         clock: Clock | None = None,
         memory_limit: int = 10,
+        profile_limit: int = 10,
         max_chars: int = 400,
         llm_timeout: float = 30.0,
         tokens_per_energy_unit: int = 100,
@@ -69,6 +71,7 @@ class MemorySubAgent:
         self._model = chat_model
         self._grace = grace_seconds
         self._limit = memory_limit
+        self._profile_limit = profile_limit
         self._max_chars = max_chars
         self._timeout = llm_timeout
         self._meter = EnergyMeter(tokens_per_energy_unit)
@@ -77,13 +80,29 @@ class MemorySubAgent:
             max_transcript_chars=max_transcript_chars,
         )
         self.stats = AgentStats()
+        profile_writer = _writer_of(
+            writer, self._ask_json, limit=profile_limit, max_chars=max_chars,
+            max_transcript_chars=max_transcript_chars,
+        )
         self._creation = MemoryCreation(
-            database, self._store, self._writer, self._clock, self.stats, chat_model.name
+            database, self._store, self._writer, self._clock, self.stats, chat_model.name,
+            profile_writer,
         )
 
     @property
     def memory_limit(self) -> int:
         return self._limit
+
+    @property
+    def profile_limit(self) -> int:
+        return self._profile_limit
+
+    async def get_profile(self, user_id: str) -> list[Memory]:
+        """A person's profile memories that may be injected, newest first (the loop's read
+        for a conversation of an app that shares it)."""
+        return await self._store.list_newest(
+            PROFILE_APP, self._profile_limit, user_id=user_id, injectable=True
+        )
 
     @property
     def writer(self) -> WriterKind:
@@ -188,9 +207,25 @@ class MemorySubAgent:
         return await self._store.latest_history_of(app_id, memory_ids, limit)
 
     def format_memories_for_context(
-        self, app_name: str, memories: Sequence[Memory], user_memories: Sequence[Memory] = ()
+        self,
+        app_name: str,
+        memories: Sequence[Memory],
+        user_memories: Sequence[Memory] = (),
+        profile: Sequence[Memory] = (),
+        changes: str = "",
     ) -> str:
-        return format_memories_for_context(app_name, memories, user_memories)
+        return format_memories_for_context(app_name, memories, user_memories, profile, changes)
+
+    async def revision(self, spaces: Sequence[tuple[str, str]]) -> int:
+        """The spaces' (app id, user id) revision: their newest change (`memory_agent.delta`)."""
+        return await self._store.revision(spaces)
+
+    async def changes_header(
+        self, spaces: Sequence[tuple[str, str]], since: int, up_to: int
+    ) -> str:
+        """The delta header of the spaces' changes after revision `since` up to `up_to`."""
+        changes = await self._store.changes(spaces, since, up_to, MAX_CHANGES)
+        return delta_header(since, changes)
 
     # -- admin ------------------------------------------------------------------------------
 

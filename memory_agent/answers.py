@@ -44,6 +44,8 @@ class CompactionDecision(_Strict):
 class QuotedSentence(_Strict):
     text: str
     quote: str = ""
+    # A fact about the person that holds whatever the app (their profile keeps it).
+    about_person: bool = Field(default=False, alias="aboutPerson")
 
 
 class ClaimedUpdate(_Strict):
@@ -99,6 +101,7 @@ def memory_schema(memory_ids: list[int], *, max_chars: int) -> dict[str, Any]:
         "properties": {
             "quote": {"type": "string", "maxLength": max_chars},
             "text": {"type": "string", "maxLength": max_chars},
+            "aboutPerson": {"type": "boolean"},
         },
         "required": ["quote", "text"],
     }

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from memory_agent.delta import MERGED
 from memory_agent.models import DEFAULT_IMPORTANCE, CompactionOutcome, Memory
 from memory_agent.secrets import redact_text
 from memory_agent.steps import NEW_MEMORY_ID, DecidedStep
@@ -114,7 +115,8 @@ async def _edit(write: _Write, decided: DecidedStep) -> CompactionOutcome:
     )
     await write.store.record_event(
         write.app_id, target, "edited", decided.decided_by, write.source,
-        reason=_reason(decided), before=write.content[target], after=content,
+        reason=(MERGED + _reason(decided)) if folded is not None else _reason(decided),
+        before=write.content[target], after=content,
         user_id=write.user_id,
     )
     write.content[target], write.metadata[target] = content, metadata

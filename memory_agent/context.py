@@ -22,6 +22,8 @@ FOOTER = "Use these memories to provide context-aware responses."
 # In a user's conversation, the user's own memories and the app's shared ones, each marked.
 OWN = "About this user:"
 SHARED = "Shared by everyone who uses this app:"
+# In a conversation of an app that shares its users' profiles, the person's, first.
+PROFILE = "About this person, from every app they use:"
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029\u0085]")
 _TEMPLATE_TOKEN = re.compile(r"<\|[^|>]*\|>|\[/?INST\]|<</?SYS>>|</?s>", re.IGNORECASE)
@@ -34,6 +36,8 @@ _BLOCK_MARKER = re.compile(
     + r"[\s\W_]*aware[\s\W_]*responses"
     r"|" + _GAP.join("the following are memories from previous conversations".split())
     + r"|" + _GAP.join("about this user".split()) + _GAP + ":"
+    + r"|" + _GAP.join("about this person".split()) + _GAP + r"[:,]"
+    + r"|" + _GAP.join("memory updates since rev".split())
     + r"|" + _GAP.join("shared by everyone who uses this app".split()),
     re.IGNORECASE,
 )
@@ -61,15 +65,26 @@ def neutralise(content: str) -> str:
 
 
 def format_memories_for_context(
-    app_name: str, memories: Sequence[Memory], user_memories: Sequence[Memory] = ()
+    app_name: str,
+    memories: Sequence[Memory],
+    user_memories: Sequence[Memory] = (),
+    profile: Sequence[Memory] = (),
+    changes: str = "",
 ) -> str:
     """The seed's memory block, newest memory first; "" when there is nothing to inject.
     With `user_memories` (a user's conversation), those come first under their own heading,
-    then `memories`, the app's shared ones, under theirs."""
-    if not memories and not user_memories:
-        return ""
+    then `memories`, the app's shared ones, under theirs; a person's `profile` before both.
+    `changes` (the delta header, `memory_agent.delta`) opens the block."""
+    if not memories and not user_memories and not profile:
+        return changes
     lines = [HEADER.format(app_name=neutralise(app_name)), INTRO, ""]
-    sections = [(OWN, user_memories), (SHARED, memories)] if user_memories else [("", memories)]
+    if changes:
+        lines = [changes, "", *lines]
+    sections = (
+        [(PROFILE, profile), (OWN, user_memories), (SHARED, memories)]
+        if user_memories or profile
+        else [("", memories)]
+    )
     number = 0
     for heading, section in sections:
         if heading and section:

@@ -27,7 +27,7 @@ from memory_agent.models import CompactionOutcome, Memory
 from memory_agent.ports import Clock, Database, SqlTransaction, format_timestamp, now_text
 from memory_agent.secrets import redact_text
 from memory_agent.steps import NEW_MEMORY_ID, DecidedStep
-from memory_agent.store import EventSource, MemoryStore
+from memory_agent.store import PROFILE_APP, EventSource, MemoryStore
 from memory_agent.writing import MemoryWriter, NothingToKeep, WrittenMemory
 
 log = logging.getLogger("mnemoloop.memory")
@@ -47,6 +47,11 @@ class MemoryCreationRequest:
     user_id: str = ""
     # Written to the app's shared space as well (an app whose users' memories are shared).
     also_shared: bool = False
+    # The memory's facts about the person go to the user's profile too (an app that shares
+    # it).
+    to_profile: bool = False
+    # The app a profile write comes from (the history says so); None: the request's own.
+    from_app: str | None = None
     # The app's default time to live of a new memory, in seconds (None: it lasts). A date the
     # user gave ("remember this until Friday") comes first.
     ttl_seconds: int | None = None
@@ -94,10 +99,13 @@ class MemoryCreation:
         clock: Clock,
         stats: AgentStats,
         model_name: str,
+        profile_writer: MemoryWriter | None = None,
     ) -> None:
         self._db = database
         self._store = store
         self._writer = writer
+        # The same kind of writer, at the profile's own cap.
+        self._profile_writer = profile_writer or writer
         self._clock = clock
         self.stats = stats
         self._model_name = model_name
@@ -144,6 +152,8 @@ class MemoryCreation:
         self._log_created(request, result)
         if request.also_shared:
             await self._write_shared_too(request, written, result, shared_guard)
+        if request.to_profile and request.user_id and written.about_person:
+            await self._write_profile_too(request, written, shared_guard)
         return result
 
     async def _space_of(self, request: MemoryCreationRequest) -> list[Memory]:
@@ -201,15 +211,47 @@ class MemoryCreation:
             return
         self._log_created(shared, result)
 
+    async def _write_profile_too(
+        self,
+        request: MemoryCreationRequest,
+        written: WrittenMemory,
+        guard: CommitGuard | None,
+    ) -> None:
+        """The memory's facts about the person in their profile, with its own cap and
+        compaction, after the app's memory was committed, if `guard` still allows it (an
+        erasure meanwhile does not). The app's time to live is not the profile's. A failure
+        is logged and counted, and leaves the app's memory as it is."""
+        profile = replace(
+            request, app_id=PROFILE_APP, also_shared=False, to_profile=False,
+            from_app=request.app_id, expires_at=None,
+        )
+        about = WrittenMemory(written.about_person, written.source, written.asked_model)
+        try:
+            result = await self._store_with_compaction(
+                profile, about, guard, self._profile_writer
+            )
+        except MemoryWriteRefused:
+            log.info("📝 The profile part of the memory of %s was not written: its job is"
+                     " gone", request.conversation_id)
+            return
+        except MnemoloopError as error:
+            self.stats.creation_failures += 1
+            log.error("❌ The profile part of the memory of %s was not written: %s",
+                      request.conversation_id, error)
+            return
+        self._log_created(profile, result)
+
     async def _store_with_compaction(
         self,
         request: MemoryCreationRequest,
         written: WrittenMemory,
         commit_guard: CommitGuard | None,
+        writer: MemoryWriter | None = None,
     ) -> MemoryCreated:
         # Most writes fit under the cap: one transaction reads the app's memories and writes.
         # When they do not, the model decides on what that transaction read (no lock held
         # while it thinks), and the next one applies the decision if nothing changed meanwhile.
+        writer = writer or self._writer
         today = now_text(self._clock)[:10]
         decided: tuple[list[Memory], list[DecidedStep]] | None = None
         for decisions in range(MODEL_DECISIONS + 1):
@@ -218,7 +260,7 @@ class MemoryCreation:
                 tx: SqlTransaction, decided: tuple[list[Memory], list[DecidedStep]] | None = decided
             ) -> MemoryCreated | list[Memory]:
                 current = await self._current_memories(tx, request)
-                steps = self._writer.steps_if_they_fit(current, written)
+                steps = writer.steps_if_they_fit(current, written)
                 if steps is None and decided and _fingerprint(current) == _fingerprint(decided[0]):
                     steps = decided[1]
                 if steps is None:
@@ -229,14 +271,14 @@ class MemoryCreation:
             if isinstance(outcome, MemoryCreated):
                 return outcome
             if decisions < MODEL_DECISIONS:
-                steps = await self._writer.decide(outcome, written, today)
+                steps = await writer.decide(outcome, written, today)
                 decided = (outcome, steps)
 
         # Still changing: the fallback decides on what is there now, inside the transaction.
         async def apply_policy(tx: SqlTransaction) -> MemoryCreated:
             current = await self._current_memories(tx, request)
-            steps = self._writer.fallback(
-                current, written, "the app's memories kept changing while the model decided"
+            steps = writer.fallback(
+                current, written, "the space's memories kept changing while the model decided"
             )
             return await self._apply(tx, request, written, current, steps, commit_guard)
 
@@ -249,7 +291,7 @@ class MemoryCreation:
         that no other write (from this instance or another) changes them before this
         transaction ends."""
         store = self._store.within(tx)
-        await store.lock_app(request.app_id)
+        await store.lock_space(request.app_id, request.user_id)
         return await store.list_oldest_first(request.app_id, user_id=request.user_id)
 
     async def _apply(
@@ -266,7 +308,8 @@ class MemoryCreation:
             app_id=request.app_id,
             content=written.content,
             source_conversation_id=request.conversation_id,
-            written_by=written.source,
+            written_by=written.source
+            + (f", from the app {request.from_app}" if request.from_app else ""),
             current=current,
             steps=steps,
             source=EventSource(

@@ -56,7 +56,8 @@ class ExtractiveWriter(MemoryWriter):
             for m in messages
             if m.role in ("user", "tool") or (m.role == "assistant" and not m.from_bundled_model)
         ]
-        content = compose(facts.key_statements(turns), self._max_chars)
+        statements = facts.key_statements(turns)
+        content = compose(statements, self._max_chars)
         if not content:
             users_text = " ".join(c for role, c in turns if role == "user")
             if not facts.readable(users_text):
@@ -65,7 +66,11 @@ class ExtractiveWriter(MemoryWriter):
                     " the user carries a value or is long enough to keep"
                 )
             return NothingToKeep()
-        return WrittenMemory(content, "statements", asked_model=False)
+        personal = [s for s in statements if facts.about_the_person(s)]
+        return WrittenMemory(
+            content, "statements", asked_model=False,
+            about_person=compose(personal, self._max_chars) if personal else "",
+        )
 
     def steps_if_they_fit(
         self, current: Sequence[Memory], written: WrittenMemory

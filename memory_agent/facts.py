@@ -251,6 +251,18 @@ def statement_score(sentence: str, speaker: str, *, confirming: bool = False) ->
     return markers
 
 
+def about_the_person(statement: Statement) -> bool:
+    """A statement the floor counts as a lasting personal fact: the user's, about themselves
+    (first person, or a statement in a script such texts leave it out of), with a word of a
+    lasting kind (health, family, home, diet, how to be reached), not a habit or a question.
+    These hold whatever the app: the person's profile keeps them."""
+    if statement.speaker != "user" or statement.score <= 0:
+        return False
+    text = normalise_text(statement.text)
+    own = _FIRST_PERSON.search(text) or (_mostly_other_scripts(text) and word_count(text) >= 4)
+    return bool(own) and not _asks(text) and bool(lasting_words(text) - FREQUENCY)
+
+
 def _asks(text: str) -> bool:
     """The text ends with a question mark of any script (NFKC makes "?" of "？")."""
     return text.rstrip(" \"'”’)»」").endswith(("?", "؟", "፧", "՞"))

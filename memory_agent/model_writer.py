@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from memory_agent import grounding, prompts
 from memory_agent.answers import (
@@ -80,6 +80,8 @@ class GroundingRecord:
 class _Checked:
     kept: list[str]
     failures: list[tuple[str, str]]  # (sentence, why)
+    # The kept sentences the model says are about the person (their profile's).
+    about_person: list[str] = field(default_factory=list)
 
 
 class ModelWriter(MemoryWriter):
@@ -152,7 +154,11 @@ class ModelWriter(MemoryWriter):
                         claim.memory_id, " ".join(claim.still_true.split()),
                         shown_at[claim.memory_id],
                     ))
-        return WrittenMemory(content, "model", updates=tuple(claims.values()), note=note)
+        personal = [s for s in checked.about_person if s in content]
+        return WrittenMemory(
+            content, "model", updates=tuple(claims.values()), note=note,
+            about_person=self._within_limits(personal) if personal else "",
+        )
 
     async def _asked_again(
         self,
@@ -178,6 +184,7 @@ class ModelWriter(MemoryWriter):
     def _checked(self, answer: MemoryAnswer, turns: tuple[str, ...]) -> _Checked:
         kept: list[str] = []
         failures: list[tuple[str, str]] = []
+        about_person: list[str] = []
         for given in answer.sentences:
             sentence = grounding.ends_as_a_sentence(given.text)
             if not grounding.folded(sentence):
@@ -187,9 +194,11 @@ class ModelWriter(MemoryWriter):
                 why = f"it is longer than the {self._max_chars}-character limit"
             if why is None:
                 kept.append(sentence)
+                if given.about_person:
+                    about_person.append(sentence)
             else:
                 failures.append((sentence, why))
-        return _Checked(kept, failures)
+        return _Checked(kept, failures, about_person)
 
     def _within_limits(self, sentences: list[str]) -> str:
         """Four sentences at most, within the length limit. A model that gave more (a

@@ -26,7 +26,9 @@ a general question. If nothing is worth remembering, give no sentences.
 
 Format: 2-4 sentences, factual and concise, at most {max_chars} characters in all. For each \
 sentence, first copy its quote: the words of the conversation it rests on, exactly as written \
-there; then write the sentence.
+there; then write the sentence. Set "aboutPerson" to true on a sentence that tells who the user \
+is, whatever the app (their name, language, timezone, household, diet, health constraints, how \
+they want to be contacted), and to false on one about this app's business.
 {known}
 Conversation (between the markers; every line is one turn):
 <<<CONVERSATION
@@ -35,7 +37,7 @@ CONVERSATION>>>
 
 Answer with the JSON object only:
 {{"sentences": [{{"quote": "<words copied from the conversation>", "text": "<what they tell, \
-as a memory sentence>"}}], "updates": []}}
+as a memory sentence>", "aboutPerson": false}}], "updates": []}}
 Create memory:"""
 
 KNOWN_HINT = """

@@ -18,9 +18,13 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from memory_agent import search
+from memory_agent.delta import MERGED, MemoryChange
 from memory_agent.models import Memory, MemoryActor, MemoryEvent, MemoryEventKind
 from memory_agent.ports import Clock, Row, SqlSession, SystemClock, in_space, now_text
 
+# The app id of every person's profile space (no app can have it): the person's memories that
+# hold whatever the app, which the apps sharing the profile read and write.
+PROFILE_APP = ""
 # The order Memory.from_row reads them in.
 _COLUMNS = (
     "id, app_id, content, created_at, updated_at, source_conversation_id, metadata, user_id,"
@@ -52,6 +56,12 @@ class EventSource:
     conversation_id: str | None = None
     job_id: int | None = None
     model: str | None = None
+
+
+def _spaces(spaces: Sequence[tuple[str, str]], alias: str = "") -> tuple[str, tuple[str, ...]]:
+    """The condition on (app_id, user_id) of history events in any of `spaces`."""
+    where = " OR ".join(f"({alias}app_id = ? AND {alias}user_id = ?)" for _ in spaces)
+    return where or "1 = 0", tuple(part for space in spaces for part in space)
 
 
 def live_condition(now: str, alias: str = "") -> tuple[str, tuple[str]]:
@@ -93,6 +103,24 @@ class MemoryStore:
         await self._db.fetch_one(
             f"SELECT app_id FROM apps WHERE app_id = ?{self._db.dialect.lock_rows}", (app_id,)
         )
+
+    async def lock_space(self, app_id: str, user_id: str) -> None:
+        """Inside a transaction: hold what serialises writes to the space: the app's row, or
+        for a person's profile (which many apps write) the person's `profiles` row, made on
+        their first profile write."""
+        if app_id != PROFILE_APP:
+            await self.lock_app(app_id)
+            return
+        await self._db.execute(
+            "INSERT INTO profiles (user_id, created_at) VALUES (?, ?)"
+            " ON CONFLICT (user_id) DO NOTHING",
+            (user_id, now_text(self._clock)),
+        )
+        if self._db.dialect.lock_rows:
+            await self._db.fetch_one(
+                f"SELECT user_id FROM profiles WHERE user_id = ?{self._db.dialect.lock_rows}",
+                (user_id,),
+            )
 
     async def insert(
         self,
@@ -356,6 +384,34 @@ class MemoryStore:
             (app_id, memory_id, event, actor, reason, before, after, source.conversation_id,
              source.job_id, source.model, source.at, user_id),
         )
+
+    async def revision(self, spaces: Sequence[tuple[str, str]]) -> int:
+        """The spaces' revision: their newest history event (0: none yet)."""
+        where, params = _spaces(spaces)
+        row = await self._db.fetch_one(
+            f"SELECT MAX(id) FROM memory_events WHERE {where}", params
+        )
+        return int(row[0]) if row and row[0] is not None else 0
+
+    async def changes(
+        self, spaces: Sequence[tuple[str, str]], after: int, up_to: int, limit: int
+    ) -> list[MemoryChange]:
+        """The spaces' changes after revision `after` up to `up_to`, newest first: created,
+        edited, deleted and restored memories, but for private ones and erased text."""
+        where, params = _spaces(spaces, "e.")
+        rows = await self._db.fetch_all(
+            "SELECT e.id, e.event, e.reason, COALESCE(e.content_after, e.content_before, '')"
+            " FROM memory_events e LEFT JOIN app_memories m"
+            " ON m.app_id = e.app_id AND m.id = e.memory_id"
+            f" WHERE ({where}) AND e.id > ? AND e.id <= ? AND e.erased = 0"
+            " AND e.event IN ('created', 'edited', 'deleted', 'restored')"
+            " AND COALESCE(m.private, 0) = 0 ORDER BY e.id DESC LIMIT ?",
+            (*params, after, up_to, limit),
+        )
+        return [
+            MemoryChange(int(r[0]), str(r[1]), str(r[3]), merged=(r[2] or "").startswith(MERGED))
+            for r in rows
+        ]
 
     async def compact_search_index(self) -> None:
         """Purge: deleted memories' terms can linger in the SQLite search index's older

@@ -54,6 +54,10 @@ class WrittenMemory:
     updates: tuple[UpdateClaim, ...] = ()
     # What the job's note adds (sentences dropped, say); "" when nothing.
     note: str = ""
+    # The memory's facts about the person rather than the app's business (their name,
+    # timezone, diet, household), as a memory of their own for the person's profile; "" when
+    # it has none.
+    about_person: str = ""
 
 
 @dataclass(frozen=True)

@@ -398,6 +398,9 @@ async def _users(settings: Settings, args: argparse.Namespace) -> int:
             await services.stores.registry.require(args.app)
         erased = await services.stores.registry.erase_user(args.user_id, app_id=args.app)
         for app in erased:
+            if app.is_profile:
+                print(f"profile: erased {app.memories} memories")
+                continue
             print(
                 f"{app.app_id}: erased {app.memories} memories and {app.conversations}"
                 f" conversations; cancelled {app.jobs_cancelled} memory jobs"

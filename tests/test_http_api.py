@@ -114,7 +114,7 @@ async def test_install_list_and_uninstall(client):
     listed = await client.get("/apps", headers=ADMIN)
     assert listed.json() == {"apps": [
         {"appId": "cal", "name": "Calendar", "installed": True, "memoryCount": 0,
-         "usersWriteShared": False, "memoryTtlSeconds": None}]}
+         "usersWriteShared": False, "memoryTtlSeconds": None, "sharesProfile": False}]}
     gone = await client.delete("/apps/cal", headers=ADMIN)
     assert gone.json() == {"success": True, "purgedMemories": 0}
     assert (await client.get("/apps", headers=ADMIN)).json()["apps"][0]["installed"] is False

@@ -410,7 +410,7 @@ async def test_history_records_creation_and_compaction_with_reasons(database, cl
     assert created.content_after == friend_memory(1) and created.conversation_id == "c1"
     assert edited.content_before == friend_memory(1)
     assert edited.content_after == f"{friend_memory(1)} {friend_memory(11)}"
-    assert edited.reason == "both are friends" and edited.conversation_id == "c11"
+    assert edited.reason == "merged: both are friends" and edited.conversation_id == "c11"
     page = await agent.history("app", after_id=events[0].id, limit=3)
     assert len(page) == 3 and page[0].id > events[0].id
 

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Annotated, Any
 
 from litestar import Controller, Request, delete, get, patch, post
@@ -34,10 +35,12 @@ class AppsController(Controller):
     async def install(
         self, request: Request[Any, Any, Any], data: JSONBody[InstallApp], stores: Provided[Stores]
     ) -> InstalledAppOut:
-        strict_booleans(await request.json(), "usersWriteShared")
+        strict_booleans(await request.json(), "usersWriteShared", "sharesProfile")
         installed = await stores.registry.install(data.app_id, data.name)
         if data.users_write_shared:
             await stores.registry.set_users_write_shared(data.app_id, True)
+        if data.shares_profile:
+            await stores.registry.set_shares_profile(data.app_id, True)
         if data.memory_ttl_seconds is not None:
             await stores.registry.set_memory_ttl(data.app_id, data.memory_ttl_seconds)
         app = installed.app
@@ -46,6 +49,15 @@ class AppsController(Controller):
     @get("/", summary="List apps with their memory counts", responses=problems(401, 403))
     async def list_apps(self, stores: Provided[Stores]) -> AppsOut:
         return AppsOut([_app_out(a) for a in await stores.registry.list()])
+
+    @get(
+        "/{app_id:str}",
+        summary="An app: its settings and memory count",
+        responses=problems(401, 403, 404),
+    )
+    async def get_app(self, app_id: FromPath[str], stores: Provided[Stores]) -> AppOut:
+        app = await stores.registry.require(app_id)
+        return _app_out(replace(app, memory_count=await stores.agent.get_memory_count(app_id)))
 
     @patch(
         "/{app_id:str}",
@@ -56,6 +68,9 @@ class AppsController(Controller):
             " conversations get those). `memoryTtlSeconds`: the time to live a new memory of"
             " the app gets (a date the user gives, \"remember this until Friday\", comes"
             " first); `null` removes it. Memories already held keep their expiry."
+            " `sharesProfile`: the app reads and writes its users' profiles, the facts about a"
+            " person that hold whatever the app (name, timezone, diet, household), which every"
+            " app sharing them is given; off, it neither reads nor writes them."
         ),
         responses=problems(400, 401, 403, 404, 413),
     )
@@ -67,8 +82,10 @@ class AppsController(Controller):
         stores: Provided[Stores],
     ) -> AppOut:
         raw = await request.json()
-        strict_booleans(raw, "usersWriteShared")
+        strict_booleans(raw, "usersWriteShared", "sharesProfile")
         app = await stores.registry.require(app_id)
+        if data.shares_profile is not None:
+            app = await stores.registry.set_shares_profile(app_id, data.shares_profile)
         if data.users_write_shared is not None:
             app = await stores.registry.set_users_write_shared(app_id, data.users_write_shared)
         if isinstance(raw, dict) and "memoryTtlSeconds" in raw:
@@ -94,5 +111,5 @@ class AppsController(Controller):
 def _app_out(app: App) -> AppOut:
     return AppOut(
         app.app_id, app.name, app.installed, app.memory_count, app.users_write_shared,
-        app.memory_ttl_seconds,
+        app.memory_ttl_seconds, app.shares_profile,
     )

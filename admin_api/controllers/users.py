@@ -1,23 +1,30 @@
-"""Memory spaces: an app's, with their counts, and erasing one person from every app."""
+"""Memory spaces: an app's, with their counts; erasing one person from every app; a person's
+profile (the facts about them the apps that share it read and write)."""
 
 from __future__ import annotations
 
 from typing import Annotated, Any
 
 from litestar import Controller, Request, delete, get
-from litestar.params import FromPath, PathParameter
+from litestar.params import FromPath, PathParameter, QueryParameter
 
-from admin_api.auth import admin_or_any_app, admin_or_own_app, key_app
+from admin_api.auth import admin_only, admin_or_any_app, admin_or_own_app, key_app
+from admin_api.controllers.history import page
 from admin_api.dependencies import Provided
 from admin_api.schemas import (
     ErasedAppOut,
     ErasedUserOut,
+    HistoryOut,
+    MemoriesOut,
+    ProfileErasedOut,
     SpaceOut,
     SpacesOut,
+    memory_out,
     problems,
 )
 from loop.registry import MAX_USER_ID, USER_ID_PATTERN
 from loop.service import Stores
+from memory_agent.store import PROFILE_APP
 
 UserIdPath = Annotated[
     str,
@@ -53,6 +60,8 @@ class SpacesController(Controller):
             " spaces, in one transaction; the search index and the database files are cleaned"
             " as a purge does. Answers what went, per app. Memories an app wrote to its shared"
             " space from the user's conversations (`usersWriteShared`) are the app's, and stay."
+            " With the admin token, the person's profile (`sharesProfile`) goes too"
+            " (`profileMemories`); an app key leaves it, as other apps share it."
         ),
         responses=problems(400, 401, 403),
     )
@@ -63,5 +72,62 @@ class SpacesController(Controller):
         return ErasedUserOut(
             user_id,
             [ErasedAppOut(e.app_id, e.memories, e.conversations, e.jobs_cancelled)
-             for e in erased],
+             for e in erased if not e.is_profile],
+            sum(e.memories for e in erased if e.is_profile),
         )
+
+
+class ProfilesController(Controller):
+    """A person's profile, for an operator (admin token): the facts about them that hold
+    whatever the app, written and read by the apps that share it (`sharesProfile`)."""
+
+    path = "/users/{user_id:str}/profile"
+    tags = ["memories"]
+    before_request = staticmethod(admin_only)
+
+    @get(
+        "/",
+        summary="A person's profile: its memories, newest first (with q, those matching it)",
+        responses=problems(400, 401, 403),
+    )
+    async def profile(
+        self,
+        user_id: UserIdPath,
+        stores: Provided[Stores],
+        words: Annotated[str | None, QueryParameter(name="q", max_length=500)] = None,
+    ) -> MemoriesOut:
+        agent = stores.agent
+        if words is not None:
+            found = await agent.search_memories(PROFILE_APP, words, user_id=user_id)
+        else:
+            found = await agent.list_memories(PROFILE_APP, user_id=user_id)
+        return MemoriesOut([memory_out(m, agent.now()) for m in found])
+
+    @get(
+        "/history",
+        summary="Every change to a person's profile, oldest first: which app's conversation"
+        " wrote each memory, and every merge and delete",
+        responses=problems(400, 401, 403),
+    )
+    async def profile_history(
+        self,
+        user_id: UserIdPath,
+        stores: Provided[Stores],
+        since: Annotated[int, QueryParameter(ge=0)] = 0,
+        limit: Annotated[int, QueryParameter(ge=1, le=1000)] = 100,
+    ) -> HistoryOut:
+        events = await stores.agent.history(
+            PROFILE_APP, after_id=since, limit=limit, user_id=user_id
+        )
+        return page(events, limit)
+
+    @delete(
+        "/",
+        status_code=200,
+        summary="Erase a person's profile (its memories and their history), in every app",
+        responses=problems(400, 401, 403),
+    )
+    async def erase_profile(
+        self, user_id: UserIdPath, stores: Provided[Stores]
+    ) -> ProfileErasedOut:
+        return ProfileErasedOut(user_id, await stores.registry.erase_profile(user_id))

@@ -69,12 +69,15 @@ class Apps(Group[S]):
 
     @route
     def install(
-        self, app_id: str, name: str, *, memory_ttl_seconds: int | None = None
+        self, app_id: str, name: str, *, memory_ttl_seconds: int | None = None,
+        shares_profile: bool = False,
     ) -> Call[InstalledAppOut]:
         """Install an app (or re-install an uninstalled one); its API key is in this answer
         only. An app already installed raises `Conflict` (its key stays valid).
-        `memory_ttl_seconds`: the time to live of its new memories."""
-        body = InstallApp(app_id, name, memory_ttl_seconds=memory_ttl_seconds)
+        `memory_ttl_seconds`: the time to live of its new memories; `shares_profile`: it
+        reads and writes its users' profiles."""
+        body = InstallApp(app_id, name, memory_ttl_seconds=memory_ttl_seconds,
+                          shares_profile=shares_profile)
         return Call("POST", "/apps", decoded_as(InstalledAppOut), body=body)
 
     @route
@@ -84,10 +87,12 @@ class Apps(Group[S]):
         *,
         users_write_shared: bool | UnsetType = UNSET,
         memory_ttl_seconds: int | UnsetType | None = UNSET,
+        shares_profile: bool | UnsetType = UNSET,
     ) -> Call[AppOut]:
         """Change an app's settings; only those given change (`memory_ttl_seconds=None`
-        removes the default time to live)."""
-        body = _AppChange(users_write_shared, memory_ttl_seconds)
+        removes the default time to live; `shares_profile`: the app reads and writes its
+        users' profiles)."""
+        body = _AppChange(users_write_shared, memory_ttl_seconds, shares_profile)
         return Call("PATCH", f"/apps/{segment(app_id)}", decoded_as(AppOut), body=body)
 
     @route
@@ -302,6 +307,7 @@ class _AppChange(msgspec.Struct, rename="camel", omit_defaults=True):
 
     users_write_shared: bool | UnsetType = UNSET
     memory_ttl_seconds: int | UnsetType | None = UNSET
+    shares_profile: bool | UnsetType = UNSET
 
 
 class _MemoryChange(msgspec.Struct, rename="camel", omit_defaults=True):
