@@ -12,8 +12,10 @@ import os
 # litellm reads its model prices from the internet at import unless told to use its own copy.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
+import gc
 import json
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import litellm
@@ -27,8 +29,7 @@ from llm.default_plugins.openai_models import Chat
 from pydantic import BaseModel
 
 from tests.fake_ollama import MODEL, SHOW_PROMPT
-from tests.test_dialects import BOOKED, END, City, Service
-from tests.test_dialects import service as _service  # noqa: F401 (the fixture `service`)
+from tests.test_dialects import BOOKED, END, City, Service, serving
 
 USER = "X-Mnemoloop-User"
 pytestmark = [
@@ -38,6 +39,18 @@ pytestmark = [
     # garbage collector.
     pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning"),
 ]
+
+
+@pytest.fixture(scope="module")
+def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
+    yield from serving(tmp_path_factory)
+
+
+@pytest.fixture(autouse=True)
+def collected() -> Iterator[None]:
+    """The clients' unclosed sockets are collected within the test that left them."""
+    yield
+    gc.collect()
 
 
 @tool

@@ -81,6 +81,11 @@ class Service:
 
 @pytest.fixture(scope="module")
 def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
+    yield from serving(tmp_path_factory)
+
+
+def serving(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
+    """`mnemoloop serve` in front of the stand-in Ollama, until the generator is closed."""
     folder: Path = tmp_path_factory.mktemp("dialects")
     port = free_port()
     with fake_ollama(delay=0.005) as backend:
