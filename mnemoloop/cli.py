@@ -37,6 +37,7 @@ from memory_agent.errors import MemoryNotFound, MnemoloopError
 from memory_agent.models import MAX_MEMORY_ID, Memory, MemoryEvent
 from memory_agent.ports import now_text
 from memory_agent.steering import MemoryChange
+from memory_agent.store import PROFILE_APP
 from mnemoloop.runner import ServeRefused, claimed, run_worker, serve
 
 Command = Callable[[Settings, argparse.Namespace], Awaitable[int]]
@@ -89,6 +90,8 @@ def build_parser() -> argparse.ArgumentParser:
     install = command(apps, "install", "install an app (or re-install an uninstalled one)")
     install.add_argument("app_id")
     install.add_argument("--name", help="display name (default: the app id)")
+    install.add_argument("--shares-profile", action="store_true",
+                         help="it reads and writes its users' profiles (the person across apps)")
     uninstall = command(apps, "uninstall", "uninstall an app (memories are kept)")
     uninstall.add_argument("app_id")
     uninstall.add_argument("--purge-memories", action="store_true", help="delete its memories")
@@ -96,6 +99,9 @@ def build_parser() -> argparse.ArgumentParser:
     ttl = command(apps, "ttl", "set the time to live of an app's new memories")
     ttl.add_argument("app_id")
     ttl.add_argument("seconds", type=ttl_seconds, help="seconds (at least 60), or `none`")
+    shares = command(apps, "profile", "whether an app reads and writes its users' profiles")
+    shares.add_argument("app_id")
+    shares.add_argument("sharing", choices=("on", "off"))
 
     memories = command(
         commands, "memories", "list, search, export, import, purge and delete memories"
@@ -156,6 +162,11 @@ def build_parser() -> argparse.ArgumentParser:
     erase = command(users, "erase", "erase a person from every app: memories, conversations")
     erase.add_argument("user_id")
     erase.add_argument("--app", metavar="APP_ID", help="from this app only")
+    profile = command(users, "profile", "a person's profile: the facts every sharing app reads")
+    profile.add_argument("user_id")
+    profile.add_argument("--search", metavar="QUERY", help="only those matching it, best first")
+    forget = command(users, "forget-profile", "erase a person's profile (apps' memories stay)")
+    forget.add_argument("user_id")
     return parser
 
 
@@ -244,6 +255,8 @@ async def _apps(settings: Settings, args: argparse.Namespace) -> int:
         if args.action == "install":
             name = args.app_id if args.name is None else args.name
             installed = await services.stores.registry.install(args.app_id, name)
+            if args.shares_profile:
+                await services.stores.registry.set_shares_profile(args.app_id, True)
             print(f"installed {args.app_id}; its API key (shown once): {installed.api_key}")
         elif args.action == "uninstall":
             purged = await services.stores.registry.uninstall(
@@ -254,15 +267,22 @@ async def _apps(settings: Settings, args: argparse.Namespace) -> int:
             app = await services.stores.registry.set_memory_ttl(args.app_id, args.seconds)
             lives = f"{app.memory_ttl_seconds} s" if app.memory_ttl_seconds else "until removed"
             print(f"new memories of {args.app_id} live {lives}")
+        elif args.action == "profile":
+            app = await services.stores.registry.set_shares_profile(
+                args.app_id, args.sharing == "on"
+            )
+            print(f"{args.app_id} {'shares' if app.shares_profile else 'does not share'}"
+                  " its users' profiles")
         else:
             apps = await services.stores.registry.list()
             if not apps:
                 print("no apps installed yet: `mnemoloop apps install APP_ID`", file=sys.stderr)
                 return 0
-            print("APP\tNAME\tSTATE\tMEMORIES")
+            print("APP\tNAME\tSTATE\tMEMORIES\tPROFILE")
             for app in apps:
                 state = "installed" if app.installed else "uninstalled"
-                print(f"{app.app_id}\t{app.name}\t{state}\t{app.memory_count}")
+                shares = "shared" if app.shares_profile else "-"
+                print(f"{app.app_id}\t{app.name}\t{state}\t{app.memory_count}\t{shares}")
     return 0
 
 
@@ -394,6 +414,23 @@ def _marks(memory: Memory, now: str) -> str:
 
 async def _users(settings: Settings, args: argparse.Namespace) -> int:
     async with _admin_services(settings) as services:
+        validate_user_id(args.user_id)
+        agent = services.stores.agent
+        if args.action == "profile":
+            found = (
+                await agent.search_memories(PROFILE_APP, args.search, user_id=args.user_id)
+                if args.search
+                else await agent.list_memories(PROFILE_APP, user_id=args.user_id)
+            )
+            if not found:
+                print(f"{args.user_id!r} has no profile memories", file=sys.stderr)
+            for memory in found:
+                print(f"[{memory.id}] {memory.content}")
+            return 0
+        if args.action == "forget-profile":
+            count = await services.stores.registry.erase_profile(args.user_id)
+            print(f"profile of {args.user_id}: erased {count} memories")
+            return 0
         if args.app:
             await services.stores.registry.require(args.app)
         erased = await services.stores.registry.erase_user(args.user_id, app_id=args.app)

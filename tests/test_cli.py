@@ -30,7 +30,7 @@ def test_install_list_export_purge_and_uninstall(db_path):
     assert "its API key (shown once): mlk_" in installed.stdout
     listed = mnemoloop(db_path, "apps", "list")
     assert listed.stdout.splitlines() == [
-        "APP\tNAME\tSTATE\tMEMORIES", "cal\tCalendar\tinstalled\t0"
+        "APP\tNAME\tSTATE\tMEMORIES\tPROFILE", "cal\tCalendar\tinstalled\t0\t-"
     ]
 
     query(db_path, "INSERT INTO app_memories (app_id, content, created_at, updated_at, metadata)"
@@ -242,3 +242,24 @@ def test_the_demo_shows_its_progress_and_reaches_a_compaction(db_path):
     assert "…writing the memory" in demo.stdout
     assert "compaction (the app passed its cap):" in demo.stdout
     assert "chosen by the" in demo.stdout and "memories (cap 10); see" in demo.stdout
+
+
+def test_an_apps_profile_sharing_and_a_persons_profile(db_path):
+    mnemoloop(db_path, "migrate")
+    assert mnemoloop(db_path, "apps", "install", "cal", "--shares-profile").returncode == 0
+    assert mnemoloop(db_path, "apps", "install", "notes").returncode == 0
+    listed = mnemoloop(db_path, "apps", "list").stdout.splitlines()
+    assert listed[1:] == ["cal\tcal\tinstalled\t0\tshared", "notes\tnotes\tinstalled\t0\t-"]
+    assert "notes shares its users' profiles" in mnemoloop(
+        db_path, "apps", "profile", "notes", "on").stdout
+    for content in ("The user is vegetarian.", "The user's partner is Sam."):
+        query(db_path, "INSERT INTO app_memories (app_id, user_id, content, created_at,"
+                       " updated_at, metadata) VALUES ('', 'ana', ?, '2025-10-10T10:00:00Z',"
+                       " '2025-10-10T10:00:00Z', '{}')", (content,))
+    shown = mnemoloop(db_path, "users", "profile", "ana")
+    assert "The user is vegetarian." in shown.stdout and "Sam" in shown.stdout
+    found = mnemoloop(db_path, "users", "profile", "ana", "--search", "partner")
+    assert found.stdout.count("\n") == 1 and "Sam" in found.stdout
+    forgotten = mnemoloop(db_path, "users", "forget-profile", "ana")
+    assert "profile of ana: erased 2 memories" in forgotten.stdout
+    assert "no profile memories" in mnemoloop(db_path, "users", "profile", "ana").stderr
