@@ -263,6 +263,7 @@ async def test_the_console_fits_a_phone(db_path, browser, engine):
                 ("app", "/console/apps/cal"),
                 ("jobs", "/console/jobs"),
                 ("conversations", "/console/conversations"),
+                ("profile", "/console/users/ana/profile"),
             ):
                 await console.open(path)
                 # Nothing runs off the side of the screen (a wide table scrolls in its own box).

@@ -232,3 +232,42 @@ async def test_compaction_outcomes_are_counted_from_the_jobs_steps(db_path):
 
 async def _all_done(jobs: MemoryJobStore, count: int) -> bool:
     return (await jobs.counts_by_status())["done"] == count
+
+
+async def test_an_apps_profile_sharing_and_a_persons_profile_page(db_path):
+    """The app's page says whether it shares its users' profiles and changes it; a person's
+    profile page lists, searches and purges their profile memories."""
+    from memory_agent.store import PROFILE_APP, MemoryStore
+
+    async with service(db_path, assistant_model()) as services:
+        await services.stores.registry.install("cal", "Calendar")
+        client = http_client(services, TOKEN)
+        csrf = await _signed_in(client)
+        app_page = await client.get("/console/apps/cal?user=ana")
+        assert "Does not share its users' profiles" in app_page.text
+        assert 'href="/console/users/ana/profile"' in app_page.text
+        shared = await client.post("/console/apps/cal/profile-sharing",
+                                   data={"csrf": csrf, "sharing": "1"})
+        assert shared.status_code == 303
+        assert (await services.stores.registry.require("cal")).shares_profile
+        assert "It now shares its users" in (
+            await client.get(shared.headers["location"])).text
+
+        store = MemoryStore(services.database, services.clock)
+        for content in ("The user is vegetarian.", "The user's partner is Sam."):
+            await store.insert(PROFILE_APP, content, created_at="2026-01-01T00:00:00.000000Z",
+                               user_id="ana")
+        profile = await client.get("/console/users/ana/profile")
+        assert profile.status_code == 200
+        assert "vegetarian" in profile.text and "Sam" in profile.text
+        assert 'href="/console/apps/cal?user=ana">Calendar</a>' in profile.text
+        found = await client.get("/console/users/ana/profile", params={"q": "partner"})
+        assert "Sam" in found.text and "vegetarian" not in found.text
+        asked = await client.get("/console/users/ana/profile/purge")
+        assert "all <strong>2</strong> memories" in asked.text
+        purged = await client.post("/console/users/ana/profile/purge", data={"csrf": csrf})
+        assert purged.status_code == 303
+        assert "Profile erased: 2 memories." in (await client.get(purged.headers["location"])).text
+        assert await services.stores.agent.list_memories(PROFILE_APP, user_id="ana") == []
+        refused = await client.post("/console/users/ana/profile/purge", data={"csrf": "x"})
+        assert refused.status_code == 403

@@ -19,6 +19,7 @@ from loop.service import Stores
 from memory_agent.errors import MemoryNotFound
 from memory_agent.models import MAX_MEMORY_ID
 from memory_agent.steering import MemoryChange
+from memory_agent.store import PROFILE_APP
 
 
 def _back_to_app(app_id: str, done: str, n: int, user: str = "") -> Redirect:
@@ -160,6 +161,37 @@ async def _confirmed_count(request: Request[Any, Any, Any]) -> int:
     """The number of memories the confirmation named (-1, matching none, if it is unreadable)."""
     sent = (await request.form()).get("count")
     return int(sent) if isinstance(sent, str) and sent.isdecimal() and len(sent) < 12 else -1
+
+
+@post("/apps/{app_id:str}/profile-sharing", include_in_schema=False)
+async def profile_sharing(
+    request: Request[Any, Any, Any], stores: Provided[Stores], app_id: FromPath[str]
+) -> Redirect:
+    """Whether the app reads and writes its users' profiles (`sharing=1` or `0`)."""
+    sharing = (await request.form()).get("sharing") == "1"
+    await stores.registry.set_shares_profile(app_id, sharing)
+    return _back_to_app(app_id, "sharing-on" if sharing else "sharing-off", 0)
+
+
+UserPath = Annotated[str, PathParameter(max_length=MAX_USER_ID)]
+
+
+@get("/users/{user_id:str}/profile/purge", include_in_schema=False)
+async def confirm_profile_purge(
+    request: Request[Any, Any, Any], stores: Provided[Stores], user_id: UserPath
+) -> Response[Any]:
+    validate_user_id(user_id)
+    count = len(await stores.agent.list_memories(PROFILE_APP, user_id=user_id))
+    return page(request, "confirm_profile_purge.html", user=user_id, count=count)
+
+
+@post("/users/{user_id:str}/profile/purge", include_in_schema=False)
+async def purge_profile(stores: Provided[Stores], user_id: UserPath) -> Redirect:
+    erased = await stores.registry.erase_profile(user_id)
+    return Redirect(
+        f"/console/users/{quote(user_id, safe='')}/profile?done=profile-purged&n={erased}",
+        status_code=303,
+    )
 
 
 @post("/apps", include_in_schema=False)

@@ -17,6 +17,7 @@ from loop.jobs import JOB_STATUSES
 from loop.registry import MAX_USER_ID, validate_user_id
 from loop.service import Stores
 from memory_agent.errors import InvalidSearchQuery
+from memory_agent.store import PROFILE_APP
 
 CHART_MINUTES = 60
 # What the app's page says after a change (`?done=<key>&n=<number>`): fixed texts, so that a
@@ -30,6 +31,9 @@ NOTICES = {
     "purged": "Purged: {n} memories deleted.",
     "uninstalled-kept": "Uninstalled; its memories are kept.",
     "uninstalled-purged": "Uninstalled; its {n} memories were purged.",
+    "sharing-on": "It now shares its users' profiles: it reads and writes them.",
+    "sharing-off": "It no longer shares its users' profiles.",
+    "profile-purged": "Profile erased: {n} memories.",
 }
 LIST_LIMIT = 200
 HISTORY_LIMIT = 50
@@ -105,6 +109,44 @@ async def app_page(
         history_limit=HISTORY_LIMIT,
         changes=await stores.agent.history(
             app_id, limit=50, newest_first=True, user_id=space
+        ),
+        q=q or "",
+        search_error=search_error,
+        done=NOTICES[done].format(n=n) if done in NOTICES else None,
+    )
+
+
+@get("/users/{user_id:str}/profile", include_in_schema=False)
+async def profile_page(
+    request: Request[Any, Any, Any],
+    stores: Provided[Stores],
+    user_id: FromPath[str],
+    q: Annotated[str | None, QueryParameter(max_length=1000)] = None,
+    done: Annotated[str | None, QueryParameter(max_length=40)] = None,
+    n: Annotated[int, QueryParameter(ge=0, le=2**53)] = 0,
+) -> Template:
+    """A person's profile: its memories (or those matching `q`), each with its history."""
+    validate_user_id(user_id)
+    agent = stores.agent
+    everything = await agent.list_memories(PROFILE_APP, user_id=user_id)
+    memories, search_error = everything, None
+    if q:
+        try:
+            memories = await agent.search_memories(
+                PROFILE_APP, q, limit=LIST_LIMIT, user_id=user_id
+            )
+        except InvalidSearchQuery as error:
+            memories, search_error = [], str(error)
+    return page(
+        request,
+        "profile.html",
+        user=user_id,
+        memories=memories,
+        count=len(everything),
+        cap=agent.profile_limit,
+        sharing=[app for app in await stores.registry.list() if app.shares_profile],
+        histories=await agent.latest_history_of(
+            PROFILE_APP, [memory.id for memory in memories], HISTORY_LIMIT
         ),
         q=q or "",
         search_error=search_error,
