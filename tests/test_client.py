@@ -275,3 +275,21 @@ async def test_steering_a_memory_from_the_client(server, admin) -> None:
     assert (await admin.apps.change("desk", memory_ttl_seconds=None)).memory_ttl_seconds is None
     with pytest.raises(BadRequest, match="importance"):
         await admin.memories.steer("desk", memory.id, importance=11)
+
+
+async def test_an_apps_profile_setting_and_a_persons_profile(admin, db_path) -> None:
+    from tests.db_query import query
+
+    await admin.apps.install("cal", "Calendar", shares_profile=True)
+    assert (await admin.apps.get("cal")).shares_profile
+    changed = await admin.apps.change("cal", shares_profile=False)
+    assert not changed.shares_profile and not (await admin.apps.get("cal")).shares_profile
+    query(db_path, "INSERT INTO app_memories (app_id, user_id, content, created_at, updated_at,"
+                   " metadata) VALUES ('', 'ana', 'The user is vegetarian.',"
+                   " '2026-01-01T00:00:00Z', '2026-01-01T00:00:00Z', '{}')")
+    [memory] = await admin.users.profile("ana")
+    assert memory.content == "The user is vegetarian." and memory.user_id == "ana"
+    assert await admin.users.profile("ana", query="vegetarian")
+    assert (await admin.users.profile_history("ana")).events == []
+    erased = await admin.users.erase_profile("ana")
+    assert erased.profile_memories == 1 and await admin.users.profile("ana") == []

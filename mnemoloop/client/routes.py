@@ -31,6 +31,7 @@ from admin_api.schemas import (
     OpenConversation,
     PostedOut,
     PostMessage,
+    ProfileErasedOut,
     PurgedOut,
     RestoreMemory,
     SpaceOut,
@@ -99,6 +100,11 @@ class Apps(Group[S]):
     def uninstall(self, app_id: str, purge_memories: bool = False) -> Call[UninstalledOut]:
         params = query_params(purgeMemories=purge_memories)
         return Call("DELETE", f"/apps/{segment(app_id)}", decoded_as(UninstalledOut), params)
+
+    @route
+    def get(self, app_id: str) -> Call[AppOut]:
+        """An app: its settings and memory count."""
+        return Call("GET", f"/apps/{segment(app_id)}", decoded_as(AppOut))
 
     @route
     def list(self) -> Call[AppList]:
@@ -300,6 +306,33 @@ class Users(Group[S]):
         """Erase the user's memory spaces, conversations and their history; answers what
         went, per app."""
         return Call("DELETE", f"/users/{segment(user_id)}/memories", decoded_as(ErasedUserOut))
+
+    @route
+    def profile(self, user_id: str, query: str | None = None) -> Call[MemoryList]:
+        """A person's profile memories, newest first (with `query`, those matching it, best
+        first): the facts about them every app sharing profiles reads (admin token)."""
+        return Call(
+            "GET", f"/users/{segment(user_id)}/profile",
+            picked(MemoriesOut, lambda out: out.memories), query_params(q=query),
+        )
+
+    @route
+    def profile_history(
+        self, user_id: str, *, since: int | None = None, limit: int | None = None
+    ) -> Call[HistoryOut]:
+        """Every change to a person's profile, oldest first: which app's conversation wrote
+        each memory, and every merge and delete."""
+        return Call(
+            "GET", f"/users/{segment(user_id)}/profile/history", decoded_as(HistoryOut),
+            query_params(since=since, limit=limit),
+        )
+
+    @route
+    def erase_profile(self, user_id: str) -> Call[ProfileErasedOut]:
+        """Erase a person's profile in every app (their apps' own memories stay)."""
+        return Call(
+            "DELETE", f"/users/{segment(user_id)}/profile", decoded_as(ProfileErasedOut)
+        )
 
 
 class _AppChange(msgspec.Struct, rename="camel", omit_defaults=True):
