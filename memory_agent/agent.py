@@ -348,14 +348,16 @@ class MemorySubAgent:
         its limit. With `replace`, the space's memories are deleted first. Returns how many
         memories the space holds after."""
         prepared = transfer.checked(memories, max_chars=self._max_chars)
+        # A person's profile (`PROFILE_APP`) has its own cap.
+        limit = self._profile_limit if app_id == PROFILE_APP else self._limit
         async with self._db.transaction() as tx:
             store = self._store.within(tx)
-            await store.lock_app(app_id)
+            await store.lock_space(app_id, user_id)
             kept = 0 if replace else await store.count(app_id, user_id=user_id)
-            transfer.check_room(app_id, len(prepared), kept, self._limit)
+            transfer.check_room(app_id, len(prepared), kept, limit)
             pins = 0 if replace else await store.count_pinned(app_id, user_id)
             transfer.check_pins(
-                app_id, sum(m.pinned for m in prepared), pins, self._limit
+                app_id, sum(m.pinned for m in prepared), pins, limit
             )
             await transfer.write_imported(
                 store, app_id, prepared, replacing=replace,

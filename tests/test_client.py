@@ -291,5 +291,7 @@ async def test_an_apps_profile_setting_and_a_persons_profile(admin, db_path) -> 
     assert memory.content == "The user is vegetarian." and memory.user_id == "ana"
     assert await admin.users.profile("ana", query="vegetarian")
     assert (await admin.users.profile_history("ana")).events == []
+    exported = await admin.users.export_profile("ana")
     erased = await admin.users.erase_profile("ana")
     assert erased.profile_memories == 1 and await admin.users.profile("ana") == []
+    assert (await admin.users.import_profile("ana", exported)).memory_count == 1

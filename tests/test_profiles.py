@@ -89,6 +89,19 @@ async def test_a_fact_told_to_one_app_follows_the_person_to_the_apps_that_share(
     found = await client.get("/users/ana/profile", params={"q": "email"}, headers=ADMIN)
     assert [m for m in found.json()["memories"] if "email" in m["content"]]
 
+    # Exported, erased, and imported back, within its cap.
+    exported = await client.get("/users/ana/profile/export", headers=ADMIN)
+    assert exported.json()["appId"] == "" and len(exported.json()["memories"]) == 3
+    kept = await profile(client, "ana")
+    assert (await client.delete("/users/ana/profile", headers=ADMIN)).status_code == 200
+    imported = await client.post("/users/ana/profile/import", json=exported.json(),
+                                 headers=ADMIN)
+    assert imported.status_code == 201, imported.text
+    assert sorted(await profile(client, "ana")) == sorted(kept)
+    too_many = await client.post("/users/ana/profile/import", json=exported.json(),
+                                 headers=ADMIN)
+    assert too_many.status_code == 409  # 6 would be above the profile's cap of 3
+
     erased = await client.delete("/users/ana/memories", headers=ADMIN)
     assert erased.status_code == 200, erased.text
     assert erased.json()["profileMemories"] == 3

@@ -5,25 +5,32 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from litestar import Controller, Request, delete, get
-from litestar.params import FromPath, PathParameter, QueryParameter
+from litestar import Controller, Request, delete, get, post
+from litestar.params import FromPath, JSONBody, PathParameter, QueryParameter
 
 from admin_api.auth import admin_only, admin_or_any_app, admin_or_own_app, key_app
 from admin_api.controllers.history import page
+from admin_api.controllers.memories import MAX_IMPORT_BYTES
 from admin_api.dependencies import Provided
 from admin_api.schemas import (
     ErasedAppOut,
     ErasedUserOut,
+    ExportOut,
     HistoryOut,
+    ImportedOut,
+    ImportMemories,
     MemoriesOut,
     ProfileErasedOut,
     SpaceOut,
     SpacesOut,
+    export_out,
+    imported_memories,
     memory_out,
     problems,
 )
 from loop.registry import MAX_USER_ID, USER_ID_PATTERN
 from loop.service import Stores
+from memory_agent.ports import Clock, now_text
 from memory_agent.store import PROFILE_APP
 
 UserIdPath = Annotated[
@@ -120,6 +127,46 @@ class ProfilesController(Controller):
             PROFILE_APP, after_id=since, limit=limit, user_id=user_id
         )
         return page(events, limit)
+
+    @get(
+        "/export",
+        summary="A person's profile memories, newest first, as `POST .../profile/import`"
+        " takes them back (`appId` is \"\": the profile is no app's)",
+        responses=problems(400, 401, 403),
+    )
+    async def export_profile(
+        self, user_id: UserIdPath, stores: Provided[Stores], clock: Provided[Clock]
+    ) -> ExportOut:
+        memories = await stores.agent.list_memories(PROFILE_APP, user_id=user_id)
+        return export_out(PROFILE_APP, now_text(clock), memories)
+
+    @post(
+        "/import",
+        status_code=201,
+        request_max_body_size=MAX_IMPORT_BYTES,
+        summary="Store memories from an export in a person's profile, all or none",
+        description=(
+            "Takes the document an export gives (of a profile, or of an app's space). An"
+            " import that would leave the profile above `MNEMOLOOP_PROFILE_LIMIT` is refused"
+            " (409) and nothing is stored; with `replace=true` the profile's memories are"
+            " deleted first."
+        ),
+        responses=problems(400, 401, 403, 409, 413),
+    )
+    async def import_profile(
+        self,
+        user_id: UserIdPath,
+        data: JSONBody[ImportMemories],
+        stores: Provided[Stores],
+        replace: Annotated[
+            bool, QueryParameter(description="delete the profile's memories first")
+        ] = False,
+    ) -> ImportedOut:
+        memories = imported_memories(data, user_id)
+        count = await stores.agent.import_memories(
+            PROFILE_APP, memories, replace=replace, user_id=user_id
+        )
+        return ImportedOut(len(memories), count)
 
     @delete(
         "/",

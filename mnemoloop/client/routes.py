@@ -328,6 +328,21 @@ class Users(Group[S]):
         )
 
     @route
+    def export_profile(self, user_id: str) -> Call[ExportOut]:
+        """A person's profile as a document `import_profile` takes back."""
+        return Call("GET", f"/users/{segment(user_id)}/profile/export", decoded_as(ExportOut))
+
+    @route
+    def import_profile(
+        self, user_id: str, document: ExportOut | ImportMemories, *, replace: bool = False
+    ) -> Call[ImportedOut]:
+        """Store the memories of an export in a person's profile, all or none; refused
+        (`Conflict`) past the profile's cap; `replace` deletes its memories first."""
+        params = query_params(replace="true" if replace else None)
+        path = f"/users/{segment(user_id)}/profile/import"
+        return Call("POST", path, decoded_as(ImportedOut), params, body=document)
+
+    @route
     def erase_profile(self, user_id: str) -> Call[ProfileErasedOut]:
         """Erase a person's profile in every app (their apps' own memories stay)."""
         return Call(
