@@ -42,6 +42,7 @@ from bench_support import (
     percentile,
     seed_ended_conversations,
     seed_memories,
+    seed_profiles,
     seed_user_spaces,
 )
 
@@ -105,6 +106,50 @@ async def space_latencies(dbs: dict[int, Path | str], samples: int, rounds: int 
                     agent.format_memories_for_context("app0", shared, own)
                     timings[users].append(time.perf_counter() - started)
         return timings
+
+
+async def profile_latencies(dbs: dict[int, Path | str], samples: int, rounds: int = 20
+                            ) -> dict[int, list[float]]:
+    """Seconds the central loop takes to build a random user's memory block in an app that
+    shares profiles (`CentralLoop.build_context`): the user's memories, the app's shared ones,
+    the person's profile, and the delta header since their previous conversation."""
+    async with AsyncExitStack() as stack:
+        running = {}
+        for users, db in dbs.items():
+            services = await stack.enter_async_context(open_services(
+                settings(Path(db)), chat_model=InstantModel(), memory_model=InstantModel()))
+            running[users] = (services, await services.stores.registry.require("app0"))
+        rng = random.Random(1)
+        timings: dict[int, list[float]] = {users: [] for users in dbs}
+        for _ in range(rounds):
+            for users, (services, app) in running.items():
+                for _ in range(samples // rounds):
+                    user_id = f"user{rng.randrange(users)}"
+                    started = time.perf_counter()
+                    context = await services.central.build_context(
+                        app, [], user_id=user_id, conversation_id=f"now-{user_id}")
+                    timings[users].append(time.perf_counter() - started)
+                    assert "Memory updates since rev" in context[1].content
+        return timings
+
+
+def bench_profiles(tmp: Path, quick: bool) -> dict[str, Any]:
+    """`bench_spaces` with a profile and a delta header: 100 users against 100,000 (10,000
+    with --quick)."""
+    small_users, large_users = (100, 10_000) if quick else (100, 100_000)
+    samples = 2_000 if quick else 10_000
+    dbs: dict[int, Path | str] = {}
+    for users in (small_users, large_users):
+        dbs[users] = tmp / f"profiles-{users}.db"
+        seed_profiles(dbs[users], users=users, per_user=5, shared=5)
+    timings = anyio.run(profile_latencies, dbs, samples)
+    small, large = timings[small_users], timings[large_users]
+    return {
+        "profile_users": [small_users, large_users],
+        "profile_retrieval_p99_ms": [round(percentile(small, 99) * 1000, 4),
+                                     round(percentile(large, 99) * 1000, 4)],
+        "profile_p99_scaling": round(percentile(large, 99) / percentile(small, 99), 3),
+    }
 
 
 def bench_spaces(tmp: Path, quick: bool) -> dict[str, Any]:
@@ -484,8 +529,8 @@ def main() -> None:
     results: dict[str, Any] = {"mode": "quick" if args.quick else "full", "cpus": os.cpu_count()}
     with tempfile.TemporaryDirectory(prefix="mnemoloop-bench-") as folder:
         tmp = Path(folder)
-        benches = (bench_retrieval, bench_spaces, bench_jobs, bench_overhead, bench_http,
-                   bench_dialects, bench_postgres, bench_model, bench_energy)
+        benches = (bench_retrieval, bench_spaces, bench_profiles, bench_jobs, bench_overhead,
+                   bench_http, bench_dialects, bench_postgres, bench_model, bench_energy)
         for bench in benches:
             if args.only and bench.__name__ != args.only:
                 continue

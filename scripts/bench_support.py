@@ -73,6 +73,37 @@ def seed_user_spaces(db: Path, *, users: int, per_user: int, shared: int) -> Non
         connection.execute("ANALYZE")
 
 
+def seed_profiles(db: Path, *, users: int, per_user: int, shared: int) -> None:
+    """`seed_user_spaces`, with `app0` sharing its users' profiles: each user also has
+    `per_user` profile memories, every memory its `created` history event, and a previous
+    conversation that saw the user's first event (so the delta header has changes to name)
+    beside the current one (`now-user<n>`)."""
+    seed_user_spaces(db, users=users, per_user=per_user, shared=shared)
+    with closing(sqlite3.connect(db)) as connection, connection:
+        connection.execute("UPDATE apps SET shares_profile = 1 WHERE app_id = 'app0'")
+        connection.executemany(
+            "INSERT INTO app_memories (app_id, user_id, content, created_at, updated_at,"
+            " metadata) VALUES ('', ?, ?, ?, ?, '{}')",
+            ((f"user{n}", f"user{n} is vegetarian, fact {k}.",
+              f"2025-10-{k + 1:02d}T10:00:00.000000Z", STAMP)
+             for n in range(users) for k in range(per_user)))
+        connection.execute(
+            "INSERT INTO memory_events (app_id, user_id, memory_id, event, actor,"
+            " content_after, created_at) SELECT app_id, user_id, id, 'created', 'job',"
+            " content, created_at FROM app_memories ORDER BY user_id, id"
+        )
+        connection.executemany(
+            "INSERT INTO conversations (conversation_id, app_id, user_id, status,"
+            " created_at, last_activity_at, memory_revision) VALUES (?, 'app0', ?, ?, ?, ?, ?)",
+            ((f"{kind}-user{n}", f"user{n}", status, STAMP, STAMP, None)
+             for n in range(users) for kind, status in (("prev", "ended"), ("now", "open"))))
+        connection.execute(
+            "UPDATE conversations SET memory_revision = (SELECT MIN(e.id) FROM memory_events e"
+            " WHERE e.user_id = conversations.user_id) WHERE conversation_id LIKE 'prev-%'"
+        )
+        connection.execute("ANALYZE")
+
+
 def seed_ended_conversations(db: Path, *, apps: int, per_app: int) -> None:
     """Ended conversations with their pending memory jobs, interleaved across apps."""
     with closing(_migrated_with_apps(db, apps)) as connection, connection:

@@ -17,7 +17,7 @@ KEYS = {
     "pg_worker_scaling", "spaces_p99_scaling", "spaces_retrieval_p99_ms", "dropin_added_p50_ms",
     "dropin_ttft_p50_ms", "model_ttft_p50_ms", "energy_memory_share_steady",
     "model_memory_s_busy_core", "unnamed_concurrent_errors", "responses_added_p50_ms",
-    "tool_round_trip_added_p50_ms",
+    "tool_round_trip_added_p50_ms", "profile_retrieval_p99_ms", "profile_p99_scaling",
 }
 
 
