@@ -207,3 +207,45 @@ async def test_the_model_writer_says_which_facts_are_about_the_person(db_path):
         return True
 
     await eventually(no_job)
+
+
+@pytest.mark.postgresql_only
+@pytest.mark.fault
+async def test_the_delta_header_over_three_instances_on_postgresql(db_path, tmp_path):
+    """Each conversation answered by another instance: the header is the database's, not an
+    instance's."""
+    from tests.fake_ollama import fake_ollama
+    from tests.test_multi_instance import HEADERS, Instances
+
+    with fake_ollama(delay=0.01) as ollama:
+        instances = Instances(db_path, ollama, tmp_path)
+        try:
+            urls = await instances.serve(3)
+            clients = [httpx.AsyncClient(base_url=u, headers=HEADERS, timeout=30) for u in urls]
+            installed = await clients[0].post("/apps", json={"appId": "team", "name": "Team"})
+            assert installed.status_code == 201
+
+            async def talk(instance: int, text: str) -> str:
+                client = clients[instance]
+                opened = await client.post("/apps/team/conversations", json={"userId": "ana"})
+                conversation_id = opened.json()["conversationId"]
+                posted = await client.post(f"/conversations/{conversation_id}/messages?wait=30",
+                                           json={"content": text})
+                await client.post(f"/conversations/{conversation_id}/end")
+                return str(posted.json()["reply"]["content"])
+
+            async def written() -> bool:
+                jobs = (await clients[0].get("/memory-jobs?appId=team")).json()["jobs"]
+                return bool(jobs) and all(j["status"] == "done" for j in jobs)
+
+            assert header_of(await talk(0, SHOW_PROMPT)) == []
+            await talk(1, "My friend Ines lives in Braga.")
+            await eventually(written, timeout=30)
+            header = header_of(await talk(2, SHOW_PROMPT))
+            assert len(header) == 2 and "Ines" in header[1] and "+created" in header[1]
+            assert header_of(await talk(0, SHOW_PROMPT)) == []
+            assert header_of(await talk(1, SHOW_PROMPT)) == []
+            for client in clients:
+                await client.aclose()
+        finally:
+            instances.stop()
