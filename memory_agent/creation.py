@@ -194,22 +194,9 @@ class MemoryCreation:
                     return False
             return shared_guard is None or await shared_guard(tx, first)
 
-        try:
-            # The model's updates name memories of the user's space, not of the shared one.
-            copy = replace(written, updates=())
-            result = await self._store_with_compaction(shared, copy, allowed)
-        except MemoryWriteRefused:
-            log.info("📝 The shared copy of the memory of %s was not written: its user's memory"
-                     " or job is gone", request.conversation_id)
-            return
-        except MnemoloopError as error:
-            self.stats.creation_failures += 1
-            log.error(
-                "❌ The shared copy of the memory of %s was not written: %s",
-                request.conversation_id, error,
-            )
-            return
-        self._log_created(shared, result)
+        # The model's updates name memories of the user's space, not of the shared one.
+        copy = replace(written, updates=())
+        await self._write_copy(shared, copy, allowed, self._writer, "the shared copy")
 
     async def _write_profile_too(
         self,
@@ -226,20 +213,30 @@ class MemoryCreation:
             from_app=request.app_id, expires_at=None,
         )
         about = WrittenMemory(written.about_person, written.source, written.asked_model)
+        await self._write_copy(profile, about, guard, self._profile_writer, "the profile part")
+
+    async def _write_copy(
+        self,
+        request: MemoryCreationRequest,
+        written: WrittenMemory,
+        guard: CommitGuard | None,
+        writer: MemoryWriter,
+        what: str,
+    ) -> None:
+        """Write `what` of a memory already committed elsewhere: a refusal (its job or the
+        memory it copies is gone) and a failure are logged, the failure counted too."""
         try:
-            result = await self._store_with_compaction(
-                profile, about, guard, self._profile_writer
-            )
+            result = await self._store_with_compaction(request, written, guard, writer)
         except MemoryWriteRefused:
-            log.info("📝 The profile part of the memory of %s was not written: its job is"
-                     " gone", request.conversation_id)
+            log.info("📝 %s of the memory of %s was not written: its memory or job is gone",
+                     what.capitalize(), request.conversation_id)
             return
         except MnemoloopError as error:
             self.stats.creation_failures += 1
-            log.error("❌ The profile part of the memory of %s was not written: %s",
-                      request.conversation_id, error)
+            log.error("❌ %s of the memory of %s was not written: %s",
+                      what.capitalize(), request.conversation_id, error)
             return
-        self._log_created(profile, result)
+        self._log_created(request, result)
 
     async def _store_with_compaction(
         self,

@@ -133,41 +133,35 @@ async def profile_latencies(dbs: dict[int, Path | str], samples: int, rounds: in
         return timings
 
 
-def bench_profiles(tmp: Path, quick: bool) -> dict[str, Any]:
-    """`bench_spaces` with a profile and a delta header: 100 users against 100,000 (10,000
-    with --quick)."""
+def _users_scaling(tmp: Path, quick: bool, name: str, seed: Any, latencies: Any,
+                   samples: int) -> dict[str, Any]:
+    """p99 of `latencies` on one app with 100 users against 100,000 (10,000 with --quick),
+    each database made by `seed`; the figures named `name`."""
     small_users, large_users = (100, 10_000) if quick else (100, 100_000)
-    samples = 2_000 if quick else 10_000
     dbs: dict[int, Path | str] = {}
     for users in (small_users, large_users):
-        dbs[users] = tmp / f"profiles-{users}.db"
-        seed_profiles(dbs[users], users=users, per_user=5, shared=5)
-    timings = anyio.run(profile_latencies, dbs, samples)
+        dbs[users] = tmp / f"{name}-{users}.db"
+        seed(dbs[users], users=users, per_user=5, shared=5)
+    timings = anyio.run(latencies, dbs, samples)
     small, large = timings[small_users], timings[large_users]
     return {
-        "profile_users": [small_users, large_users],
-        "profile_retrieval_p99_ms": [round(percentile(small, 99) * 1000, 4),
+        f"{name}_users": [small_users, large_users],
+        f"{name}_retrieval_p99_ms": [round(percentile(small, 99) * 1000, 4),
                                      round(percentile(large, 99) * 1000, 4)],
-        "profile_p99_scaling": round(percentile(large, 99) / percentile(small, 99), 3),
+        f"{name}_p99_scaling": round(percentile(large, 99) / percentile(small, 99), 3),
     }
+
+
+def bench_profiles(tmp: Path, quick: bool) -> dict[str, Any]:
+    """`bench_spaces` with a profile and a delta header."""
+    return _users_scaling(tmp, quick, "profile", seed_profiles, profile_latencies,
+                          2_000 if quick else 10_000)
 
 
 def bench_spaces(tmp: Path, quick: bool) -> dict[str, Any]:
-    """One app's users: retrieval with 100 users against 100,000 (10,000 with --quick)."""
-    small_users, large_users = (100, 10_000) if quick else (100, 100_000)
-    samples = 3_000 if quick else 20_000
-    dbs: dict[int, Path | str] = {}
-    for users in (small_users, large_users):
-        dbs[users] = tmp / f"spaces-{users}.db"
-        seed_user_spaces(dbs[users], users=users, per_user=5, shared=5)
-    timings = anyio.run(space_latencies, dbs, samples)
-    small, large = timings[small_users], timings[large_users]
-    return {
-        "spaces_users": [small_users, large_users],
-        "spaces_retrieval_p99_ms": [round(percentile(small, 99) * 1000, 4),
-                                    round(percentile(large, 99) * 1000, 4)],
-        "spaces_p99_scaling": round(percentile(large, 99) / percentile(small, 99), 3),
-    }
+    """One app's users: a user's conversation's memories."""
+    return _users_scaling(tmp, quick, "spaces", seed_user_spaces, space_latencies,
+                          3_000 if quick else 20_000)
 
 
 def bench_retrieval(tmp: Path, quick: bool) -> dict[str, Any]:
