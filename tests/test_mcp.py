@@ -225,3 +225,27 @@ async def test_http_mcp_on_a_live_server(db_path, tmp_path):
         finally:
             process.terminate()
             process.wait(timeout=30)
+
+
+async def test_recall_gives_a_users_profile_in_an_app_that_shares_it(db_path):
+    key = install(db_path, "cal")
+    mnemoloop(db_path, "apps", "profile", "cal", "on")
+    notes_key = install(db_path, "notes")
+    for app_id, user, text in (("cal", "ana", "The user has a dentist visit on 2026-03-02."),
+                               ("", "ana", "The user is vegetarian."),
+                               ("", "ben", "The user is allergic to nuts.")):
+        query(db_path, "INSERT INTO app_memories (app_id, user_id, content, created_at,"
+                       " updated_at, metadata) VALUES (?, ?, ?, ?, ?, '{}')",
+              (app_id, user, text, STAMP, STAMP))
+    with anyio.fail_after(60):
+        async with stdio_session(db_path, key) as session:
+            recalled = payload(await session.call_tool("recall", {"user_id": "ana"}))
+            assert [(m["content"], m.get("profile", False)) for m in recalled] == [
+                ("The user has a dentist visit on 2026-03-02.", False),
+                ("The user is vegetarian.", True)]
+            found = payload(await session.call_tool(
+                "recall", {"user_id": "ana", "query": "vegetarian"}))
+            assert [m["content"] for m in found] == ["The user is vegetarian."]
+            assert payload(await session.call_tool("recall", {})) == []  # the shared space
+        async with stdio_session(db_path, notes_key) as session:  # does not share
+            assert payload(await session.call_tool("recall", {"user_id": "ana"})) == []
