@@ -344,30 +344,33 @@ class ConversationStore:
         """The memory revision the conversation was first answered at (`current`, on its
         first answer), and the newest its user's other conversations in the app were at, up
         to it (None: it is their first): what the delta header spans."""
-
-        async def read(tx: SqlTransaction) -> tuple[int, int | None]:
-            await tx.execute(
+        row = await self._revision_of(conversation_id)
+        if row["memory_revision"] is None:
+            # Its first answer: written once (the first writer wins), later answers only read.
+            await self._db.execute(
                 "UPDATE conversations SET memory_revision = ?"
                 " WHERE conversation_id = ? AND memory_revision IS NULL",
                 (current, conversation_id),
             )
-            row = await tx.fetch_one(
-                "SELECT app_id, user_id, memory_revision FROM conversations"
-                " WHERE conversation_id = ?",
-                (conversation_id,),
-            )
-            if row is None:
-                raise ConversationNotFound(conversation_id)
-            seen = int(row["memory_revision"])
-            before = await tx.fetch_one(
-                "SELECT MAX(memory_revision) FROM conversations WHERE app_id = ?"
-                " AND user_id = ? AND conversation_id <> ? AND memory_revision <= ?",
-                (row["app_id"], row["user_id"], conversation_id, seen),
-            )
-            previous = before[0] if before else None
-            return seen, int(previous) if previous is not None else None
+            row = await self._revision_of(conversation_id)
+        seen = int(row["memory_revision"])
+        before = await self._db.fetch_one(
+            "SELECT MAX(memory_revision) FROM conversations WHERE app_id = ?"
+            " AND user_id = ? AND conversation_id <> ? AND memory_revision <= ?",
+            (row["app_id"], row["user_id"], conversation_id, seen),
+        )
+        previous = before[0] if before else None
+        return seen, int(previous) if previous is not None else None
 
-        return await self._db.run_transaction(read)
+    async def _revision_of(self, conversation_id: str) -> Row:
+        row = await self._db.fetch_one(
+            "SELECT app_id, user_id, memory_revision FROM conversations"
+            " WHERE conversation_id = ?",
+            (conversation_id,),
+        )
+        if row is None:
+            raise ConversationNotFound(conversation_id)
+        return row
 
     async def chat_messages(self, conversation_id: str) -> list[ChatMessage]:
         """The conversation's messages, for the model."""

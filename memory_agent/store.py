@@ -58,12 +58,6 @@ class EventSource:
     model: str | None = None
 
 
-def _spaces(spaces: Sequence[tuple[str, str]], alias: str = "") -> tuple[str, tuple[str, ...]]:
-    """The condition on (app_id, user_id) of history events in any of `spaces`."""
-    where = " OR ".join(f"({alias}app_id = ? AND {alias}user_id = ?)" for _ in spaces)
-    return where or "1 = 0", tuple(part for space in spaces for part in space)
-
-
 def live_condition(now: str, alias: str = "") -> tuple[str, tuple[str]]:
     """The condition (` AND …`, with its parameter) that keeps the memories live at `now`:
     neither deleted nor expired. `alias` names the table (`m.`) in a join."""
@@ -386,31 +380,38 @@ class MemoryStore:
         )
 
     async def revision(self, spaces: Sequence[tuple[str, str]]) -> int:
-        """The spaces' revision: their newest history event (0: none yet)."""
-        where, params = _spaces(spaces)
-        row = await self._db.fetch_one(
-            f"SELECT MAX(id) FROM memory_events WHERE {where}", params
-        )
-        return int(row[0]) if row and row[0] is not None else 0
+        """The spaces' revision: their newest history event (0: none yet). Each space is
+        read on its own, from the end of its index (an OR of spaces would scan the table)."""
+        newest = 0
+        for app_id, user_id in spaces:
+            row = await self._db.fetch_one(
+                "SELECT MAX(id) FROM memory_events WHERE app_id = ? AND user_id = ?",
+                (app_id, user_id),
+            )
+            newest = max(newest, int(row[0]) if row and row[0] is not None else 0)
+        return newest
 
     async def changes(
         self, spaces: Sequence[tuple[str, str]], after: int, up_to: int, limit: int
     ) -> list[MemoryChange]:
         """The spaces' changes after revision `after` up to `up_to`, newest first: created,
         edited, deleted and restored memories, but for private ones and erased text."""
-        where, params = _spaces(spaces, "e.")
-        rows = await self._db.fetch_all(
-            "SELECT e.id, e.event, e.reason, COALESCE(e.content_after, e.content_before, '')"
-            " FROM memory_events e LEFT JOIN app_memories m"
-            " ON m.app_id = e.app_id AND m.id = e.memory_id"
-            f" WHERE ({where}) AND e.id > ? AND e.id <= ? AND e.erased = 0"
-            " AND e.event IN ('created', 'edited', 'deleted', 'restored')"
-            " AND COALESCE(m.private, 0) = 0 ORDER BY e.id DESC LIMIT ?",
-            (*params, after, up_to, limit),
-        )
+        rows = []
+        for app_id, user_id in spaces:
+            rows += await self._db.fetch_all(
+                "SELECT e.id, e.event, e.reason,"
+                " COALESCE(e.content_after, e.content_before, '')"
+                " FROM memory_events e LEFT JOIN app_memories m"
+                " ON m.app_id = e.app_id AND m.id = e.memory_id"
+                " WHERE e.app_id = ? AND e.user_id = ? AND e.id > ? AND e.id <= ?"
+                " AND e.erased = 0 AND e.event IN ('created', 'edited', 'deleted', 'restored')"
+                " AND COALESCE(m.private, 0) = 0 ORDER BY e.id DESC LIMIT ?",
+                (app_id, user_id, after, up_to, limit),
+            )
+        newest = sorted(rows, key=lambda row: -int(row[0]))[:limit]
         return [
             MemoryChange(int(r[0]), str(r[1]), str(r[3]), merged=(r[2] or "").startswith(MERGED))
-            for r in rows
+            for r in newest
         ]
 
     async def compact_search_index(self) -> None:
