@@ -187,7 +187,9 @@ class ClientThreads:
         if have and have == wanted[: len(have)]:
             await self._keep_settings(tx, conversation_id, request)
             now = now_text(self._clock)
-            await self._store_answered(tx, conversation_id, request.turns[len(have):-1], now)
+            await self._store_answered(
+                tx, conversation_id, request.turns[len(have):-1], now, continued=True
+            )
             return Posted(
                 conversation_id, await self._ask(tx, conversation_id, request), opened=False
             )
@@ -207,13 +209,18 @@ class ClientThreads:
         )
 
     async def _store_answered(
-        self, tx: SqlTransaction, conversation_id: str, turns: Sequence[ChatMessage], now: str
+        self, tx: SqlTransaction, conversation_id: str, turns: Sequence[ChatMessage], now: str,
+        *, continued: bool = False,
     ) -> None:
-        """Earlier turns the client holds: stored as carried, and taken as answered."""
+        """Earlier turns the client holds: stored as carried, and taken as answered. Tool
+        results that continue a conversation (all but the last of several calls' results)
+        are what the app did in it, which its memory job reads: not carried."""
         last = 0
         for turn in turns:
+            carried = not (continued and turn.role == "tool")
             last = await insert_message(
-                tx, conversation_id, turn.role, turn.content, now, carried=True, tool_turn=turn
+                tx, conversation_id, turn.role, turn.content, now, carried=carried,
+                tool_turn=turn,
             )
         if last:
             await tx.execute(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -27,7 +28,7 @@ from memory_agent.ports import (
     format_timestamp,
     now_text,
 )
-from memory_agent.secrets import redact
+from memory_agent.secrets import Redacted, redact, redact_json
 
 # The roles of messages the model answers: the user's, and a tool's result a client sends back.
 ASKING_ROLES = ("user", "tool")
@@ -312,12 +313,19 @@ class ConversationStore:
         memory job has read them), and clean the database files of the originals; returns
         how many texts changed. Read first: a conversation without secrets (most) costs no
         write transaction. It has ended, so nothing changes its texts meanwhile."""
-        # A drop-in client's own system prompt is the conversation's too.
+        # A drop-in client's own system prompt is the conversation's too, and the arguments
+        # of its tool calls (as their JSON text, each string of it redacted).
+        rows = await self._db.fetch_all(
+            "SELECT id, content, tool_calls FROM messages WHERE conversation_id = ?",
+            (conversation_id,),
+        )
         texts = [
             ("UPDATE messages SET content = ? WHERE id = ?", row["id"], row["content"])
-            for row in await self._db.fetch_all(
-                "SELECT id, content FROM messages WHERE conversation_id = ?", (conversation_id,)
-            )
+            for row in rows
+        ] + [
+            ("UPDATE messages SET tool_calls = ? WHERE id = ?", row["id"], row["tool_calls"])
+            for row in rows
+            if row["tool_calls"]
         ] + [
             ("UPDATE conversations SET system_prompt = ? WHERE conversation_id = ?",
              conversation_id, row["system_prompt"])
@@ -330,7 +338,7 @@ class ConversationStore:
         changes = [
             (update, redacted.text, key)
             for update, key, text in texts
-            if (redacted := redact(text)).changed
+            if (redacted := _redacted(update, text)).changed
         ]
         if not changes:
             return 0
@@ -474,6 +482,16 @@ class ConversationStore:
             raise ConversationNotFound(conversation_id)
         if row["status"] != "open":
             raise ConversationEnded(conversation_id)
+
+
+def _redacted(update: str, text: str) -> Redacted:
+    """A text with its secrets replaced; tool calls' JSON string by string, so that it stays
+    JSON."""
+    if "tool_calls" not in update:
+        return redact(text)
+    calls = json.loads(text)
+    redacted = redact_json(calls)
+    return Redacted(json.dumps(redacted), Counter(secret=1) if redacted != calls else Counter())
 
 
 async def _chat_messages(

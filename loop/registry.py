@@ -189,12 +189,13 @@ class AppRegistry:
         went, per app, and from the profile (`ErasedFromApp.is_profile`), last."""
         validate_user_id(user_id)
         async with self._db.transaction() as tx:
-            erased = [
-                await self._erase_user_within(tx, user_id, app)
-                for app in await self._apps_of_user(tx, user_id, app_id)
-            ]
+            apps = await self._apps_of_user(tx, user_id, app_id)
+            if app_id is None and PROFILE_APP not in apps:
+                # A first profile write may be under way: taking the person's row waits for it.
+                apps.append(PROFILE_APP)
+            erased = [await self._erase_user_within(tx, user_id, app) for app in apps]
         await self._db.checkpoint()
-        return erased
+        return [e for e in erased if not (e.is_profile and not e.memories)]
 
     async def erase_profile(self, user_id: str) -> int:
         """Erase one person's profile, its memories and their history, in one transaction;
@@ -225,11 +226,9 @@ class AppRegistry:
         self, tx: SqlTransaction, user_id: str, app_id: str
     ) -> ErasedFromApp:
         if app_id == PROFILE_APP:
-            # The person's row, as a profile write holds it, then their profile.
-            await tx.fetch_one(
-                f"SELECT user_id FROM profiles WHERE user_id = ?{tx.dialect.lock_rows}",
-                (user_id,),
-            )
+            # The person's row, as a profile write holds it (made, so that a first write
+            # under way is waited for), then their profile.
+            await self._agent.lock_space(PROFILE_APP, user_id, tx=tx)
             memories = await self._agent.erase_space(PROFILE_APP, user_id, tx=tx)
             await tx.execute("DELETE FROM profiles WHERE user_id = ?", (user_id,))
             return ErasedFromApp(PROFILE_APP, memories, 0, 0)
@@ -259,13 +258,13 @@ class AppRegistry:
         live, params = live_condition(now_text(self._clock))
         holding = await self._db.fetch_one(
             "SELECT COUNT(*) FROM (SELECT DISTINCT app_id, user_id FROM app_memories"
-            f" WHERE 1 = 1{live}) AS s",
+            f" WHERE app_id <> ''{live}) AS s",
             params,
         )
         known = await self._db.fetch_one(
             "SELECT COUNT(*) FROM (SELECT app_id, '' AS user_id FROM apps WHERE app_id <> ''"
             " UNION SELECT app_id, user_id FROM conversations"
-            " UNION SELECT app_id, user_id FROM app_memories) AS s"
+            " UNION SELECT app_id, user_id FROM app_memories WHERE app_id <> '') AS s"
         )
         return int(holding[0]) if holding else 0, int(known[0]) if known else 0
 

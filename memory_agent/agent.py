@@ -326,6 +326,10 @@ class MemorySubAgent:
         await store.compact_search_index()
         return sum(not retired for _, _, retired in deleted)
 
+    async def lock_space(self, app_id: str, user_id: str, *, tx: SqlTransaction) -> None:
+        """Inside the caller's transaction: hold what memory writes to the space hold."""
+        await self._store.within(tx).lock_space(app_id, user_id)
+
     async def erase_space(self, app_id: str, user_id: str, *, tx: SqlTransaction) -> int:
         """Erasing a person, inside the caller's transaction (which holds the app's row): the
         user's space and its history go, and the search index is compacted as a purge does.

@@ -25,7 +25,7 @@ from memory_agent.errors import MemoryWriteRefused, MnemoloopError
 from memory_agent.expiry import remembered_until
 from memory_agent.models import CompactionOutcome, Memory
 from memory_agent.ports import Clock, Database, SqlTransaction, format_timestamp, now_text
-from memory_agent.secrets import redact_text
+from memory_agent.secrets import redact_json, redact_text
 from memory_agent.steps import NEW_MEMORY_ID, DecidedStep
 from memory_agent.store import PROFILE_APP, EventSource, MemoryStore
 from memory_agent.writing import MemoryWriter, NothingToKeep, WrittenMemory
@@ -126,7 +126,13 @@ class MemoryCreation:
         """
         try:
             # The model never reads a secret, and what it writes is checked again.
-            messages = [replace(m, content=redact_text(m.content)) for m in request.messages]
+            messages = [
+                replace(m, content=redact_text(m.content), tool_calls=tuple(
+                    replace(call, arguments=redact_json(call.arguments))
+                    for call in m.tool_calls
+                ))
+                for m in request.messages
+            ]
             written = await self._writer.write(messages, await self._space_of(request))
             if isinstance(written, NothingToKeep):
                 result = MemoryCreated(None, [], written.why)
@@ -141,7 +147,10 @@ class MemoryCreation:
                     written.why,
                 )
                 return result
-            written = replace(written, content=redact_text(written.content))
+            written = replace(
+                written, content=redact_text(written.content),
+                about_person=redact_text(written.about_person),
+            )
             request = self._with_expiry(request)
             result = await self._store_with_compaction(request, written, commit_guard)
             self.stats.written_without_model += not written.asked_model

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from typing import Any
 
 import regex as re
 
@@ -120,6 +121,18 @@ def redact(text: str) -> Redacted:
 
 def redact_text(text: str) -> str:
     return redact(text).text
+
+
+def redact_json(value: Any) -> Any:
+    """A JSON value with the secrets in each of its strings (keys too) replaced by markers:
+    a tool call's arguments, say."""
+    if isinstance(value, str):
+        return redact_text(value)
+    if isinstance(value, dict):
+        return {redact_text(str(k)): redact_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [redact_json(v) for v in value]
+    return value
 
 
 def _given(match: re.Match[str], marker: object) -> str:

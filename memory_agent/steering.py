@@ -15,7 +15,7 @@ from memory_agent.errors import InvalidExpiry, MemoryNotFound, MemorySteeringRef
 from memory_agent.models import MAX_IMPORTANCE, MIN_IMPORTANCE, Memory, MemoryActor
 from memory_agent.ports import format_timestamp, parse_timestamp
 from memory_agent.secrets import redact_text
-from memory_agent.store import EventSource, MemoryStore
+from memory_agent.store import PROFILE_APP, EventSource, MemoryStore
 
 # How far one relevance tag moves a memory's importance (a memory without one is at 5).
 RELEVANCE_STEP = 2
@@ -199,11 +199,16 @@ async def erase_retired(
     Returns how many went."""
     cutoff = _plus(source.at, -grace_seconds)
     erased = 0
-    locked: str | None = None
-    for memory in await store.retired_before(cutoff, limit):
-        if memory.app_id != locked:  # in app order: each app's row is taken once
-            await store.lock_app(memory.app_id)
-            locked = memory.app_id
+    locked: tuple[str, str] | None = None
+    # In app order, each app's row taken once, and the profiles' (each person's row) last,
+    # as an erasure of a person takes them: never the other way round.
+    retired = sorted(await store.retired_before(cutoff, limit),
+                     key=lambda m: (m.app_id == PROFILE_APP, m.app_id, m.user_id, m.id))
+    for memory in retired:
+        space = (memory.app_id, memory.user_id if memory.app_id == PROFILE_APP else "")
+        if space != locked:
+            await store.lock_space(*space)
+            locked = space
         if not await store.erase_retired(memory.app_id, memory.id, cutoff):
             continue  # restored meanwhile
         why = (

@@ -105,16 +105,20 @@ class MemoryStore:
         if app_id != PROFILE_APP:
             await self.lock_app(app_id)
             return
-        await self._db.execute(
-            "INSERT INTO profiles (user_id, created_at) VALUES (?, ?)"
-            " ON CONFLICT (user_id) DO NOTHING",
-            (user_id, now_text(self._clock)),
-        )
-        if self._db.dialect.lock_rows:
-            await self._db.fetch_one(
+        while True:
+            await self._db.execute(
+                "INSERT INTO profiles (user_id, created_at) VALUES (?, ?)"
+                " ON CONFLICT (user_id) DO NOTHING",
+                (user_id, now_text(self._clock)),
+            )
+            if not self._db.dialect.lock_rows:
+                return
+            # An erasure may delete the row between the two: then it is made again.
+            if await self._db.fetch_one(
                 f"SELECT user_id FROM profiles WHERE user_id = ?{self._db.dialect.lock_rows}",
                 (user_id,),
-            )
+            ):
+                return
 
     async def insert(
         self,
@@ -396,17 +400,22 @@ class MemoryStore:
     ) -> list[MemoryChange]:
         """The spaces' changes after revision `after` up to `up_to`, newest first: created,
         edited, deleted and restored memories, but for private ones and erased text."""
+        # A deletion is named without its text (the memory may have been private, or
+        # deleted to be out of sight); any other change with its text only while the memory
+        # is live and not private.
+        live, live_params = self._live("m.")
         rows = []
         for app_id, user_id in spaces:
             rows += await self._db.fetch_all(
                 "SELECT e.id, e.event, e.reason,"
-                " COALESCE(e.content_after, e.content_before, '')"
+                " CASE WHEN e.event = 'deleted' THEN '' ELSE COALESCE(e.content_after, '') END"
                 " FROM memory_events e LEFT JOIN app_memories m"
                 " ON m.app_id = e.app_id AND m.id = e.memory_id"
                 " WHERE e.app_id = ? AND e.user_id = ? AND e.id > ? AND e.id <= ?"
-                " AND e.erased = 0 AND e.event IN ('created', 'edited', 'deleted', 'restored')"
-                " AND COALESCE(m.private, 0) = 0 ORDER BY e.id DESC LIMIT ?",
-                (app_id, user_id, after, up_to, limit),
+                " AND e.erased = 0 AND (e.event = 'deleted' OR (e.event IN"
+                f" ('created', 'edited', 'restored') AND m.private = 0{live}))"
+                " ORDER BY e.id DESC LIMIT ?",
+                (app_id, user_id, after, up_to, *live_params, limit),
             )
         newest = sorted(rows, key=lambda row: -int(row[0]))[:limit]
         return [

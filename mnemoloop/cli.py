@@ -167,6 +167,10 @@ def build_parser() -> argparse.ArgumentParser:
     profile.add_argument("--search", metavar="QUERY", help="only those matching it, best first")
     forget = command(users, "forget-profile", "erase a person's profile (apps' memories stay)")
     forget.add_argument("user_id")
+    restore = command(users, "import-profile", "store a profile's export in a person's profile")
+    restore.add_argument("user_id")
+    restore.add_argument("file", help="the export's JSON file, or - for standard input")
+    restore.add_argument("--replace", action="store_true", help="delete the profile first")
     return parser
 
 
@@ -307,15 +311,20 @@ async def _memories(settings: Settings, args: argparse.Namespace) -> int:
             for user_id, count in await services.stores.agent.spaces(args.app_id):
                 print(f"{user_id or '(shared)'}\t{count}")
         elif args.action == "export":  # of one space; without an app, of every space
-            registry = services.stores.registry
+            registry, agent = services.stores.registry, services.stores.agent
             if args.app_id:
                 documents = [await _export(services, args.app_id, space)]
             else:
-                # Every app and every space of it: a backup loses no user's memories.
+                # Every app and every space of it, and every person's profile (`appId` ""):
+                # a backup loses no user's memories.
                 documents = [
                     await _export(services, app.app_id, user_id)
                     for app in await registry.list()
                     for user_id in await _spaces_of(services, app.app_id)
+                ] + [
+                    export_out(PROFILE_APP, now_text(services.clock),
+                               await agent.list_memories(PROFILE_APP, user_id=user_id))
+                    for user_id, _ in await agent.spaces(PROFILE_APP)
                 ]
             exported = documents[0] if args.app_id else documents
             print(msgspec.json.format(msgspec.json.encode(exported)).decode())
@@ -426,6 +435,15 @@ async def _users(settings: Settings, args: argparse.Namespace) -> int:
                 print(f"{args.user_id!r} has no profile memories", file=sys.stderr)
             for memory in found:
                 print(f"[{memory.id}] {memory.content}")
+            return 0
+        if args.action == "import-profile":
+            document = _read_export(args.file)
+            count = await agent.import_memories(
+                PROFILE_APP, imported_memories(document, args.user_id), replace=args.replace,
+                user_id=args.user_id,
+            )
+            print(f"imported {len(document.memories)} memories into the profile of"
+                  f" {args.user_id}; it holds {count}")
             return 0
         if args.action == "forget-profile":
             count = await services.stores.registry.erase_profile(args.user_id)

@@ -244,7 +244,7 @@ def test_the_demo_shows_its_progress_and_reaches_a_compaction(db_path):
     assert "chosen by the" in demo.stdout and "memories (cap 10); see" in demo.stdout
 
 
-def test_an_apps_profile_sharing_and_a_persons_profile(db_path):
+def test_an_apps_profile_sharing_and_a_persons_profile(db_path, tmp_path):
     mnemoloop(db_path, "migrate")
     assert mnemoloop(db_path, "apps", "install", "cal", "--shares-profile").returncode == 0
     assert mnemoloop(db_path, "apps", "install", "notes").returncode == 0
@@ -260,6 +260,13 @@ def test_an_apps_profile_sharing_and_a_persons_profile(db_path):
     assert "The user is vegetarian." in shown.stdout and "Sam" in shown.stdout
     found = mnemoloop(db_path, "users", "profile", "ana", "--search", "partner")
     assert found.stdout.count("\n") == 1 and "Sam" in found.stdout
+    backup = json.loads(mnemoloop(db_path, "memories", "export").stdout)
+    [document] = [d for d in backup if d["appId"] == ""]
+    assert len(document["memories"]) == 2
     forgotten = mnemoloop(db_path, "users", "forget-profile", "ana")
     assert "profile of ana: erased 2 memories" in forgotten.stdout
     assert "no profile memories" in mnemoloop(db_path, "users", "profile", "ana").stderr
+    saved = tmp_path / "profile.json"
+    saved.write_text(json.dumps(document))
+    restored = mnemoloop(db_path, "users", "import-profile", "ana", str(saved))
+    assert "it holds 2" in restored.stdout, restored.stderr

@@ -499,6 +499,18 @@ def test_the_responses_api_runs_a_tool_round_trip(service, stream):
     assert not [item for item in second.output if item.type == "function_call"]
     [conversation] = service.conversations(app)
     assert conversation["messageCount"] == 4
+    # A client that keeps the history itself resends the output items as they came: the
+    # same conversation.
+    asked = [{"role": "user", "content": "Book us a table tonight, please."}]
+    resent = [item.model_dump(exclude_none=True) for item in first.output]
+    third = ask(input=[*asked, *resent, {"type": "function_call_output",
+                                         "call_id": call.call_id, "output": BOOKED},
+                       *[item.model_dump(exclude_none=True) for item in second.output],
+                       {"role": "user", "content": "Thanks!"}])
+    assert [item.name for item in third.output if item.type == "function_call"] == [
+        "book_table"]  # the stand-in model calls again
+    [conversation] = service.conversations(app)
+    assert conversation["messageCount"] == 6
 
 
 def test_an_answer_schema_no_grammar_can_hold_is_refused(service):

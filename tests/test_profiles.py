@@ -162,8 +162,19 @@ async def test_the_delta_header_names_what_changed_since_the_users_last_conversa
     await settled(client, "calendar")
     header = header_of(await converse(client, "calendar", SHOW_PROMPT, user="ana"))
     assert len(header) == 4, header
-    assert header[1].startswith("- −deleted") and "4821" in "".join(header[1:3]), header
+    # A deletion is named without its text.
+    assert header[1:3] == ["- −deleted", "- −deleted"], header
     assert header[3].startswith('- +created: "') and "4822" in header[3], header
+    # A memory made private is never named, nor any text of it.
+    [newest] = [m for m in (await client.get(
+        "/apps/calendar/memories", params={"userId": "ana"}, headers=ADMIN)).json()["memories"]
+        if "4822" in m["content"]]
+    assert (await client.patch(f"/apps/calendar/memories/{newest['id']}",
+                               json={"private": True}, headers=ADMIN)).status_code == 200
+    await converse(client, "calendar", "My gym locker code is now 5555.", user="ana")
+    await settled(client, "calendar")
+    header = header_of(await converse(client, "calendar", SHOW_PROMPT, user="ana"))
+    assert header and "4822" not in "".join(header) and "5555" in "".join(header), header
 
 
 async def test_the_delta_header_holds_over_a_restart(db_path):

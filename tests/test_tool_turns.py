@@ -158,3 +158,76 @@ async def test_a_history_with_tool_turns_continues_its_conversation(parts):
         ClientRequest("bistro", thread, [booking()[0], other, result], tools=tools)
     )
     assert elsewhere.opened
+
+
+@pytest.mark.anyio
+async def test_results_of_several_calls_are_all_read_by_the_memory_job(parts, database):
+    """The client answers two calls at once: both results are what the app did in this
+    conversation (the last is the question, the other stored before it), none carried."""
+    threads, _, answers = parts
+    thread = thread_key("", "")
+    calls = (ToolCall("weather", {"city": "Lisbon"}, "c1"), ToolCall("tides", {}, "c2"))
+    asked = await threads.post(ClientRequest("bistro", thread, booking()[:1],
+                                             tools=ClientTools((BOOK,))))
+    assert await answers.claim(asked.conversation_id)
+    assert await answers.store(asked.conversation_id, "", None,
+                               answers_up_to=asked.message_id, tool_calls=calls)
+    history = client_turns([
+        booking()[0], ChatMessage("assistant", "", tool_calls=calls),
+        ChatMessage("tool", "21 C", tool_call_id="c1"),
+        ChatMessage("tool", "low at 14:05", tool_call_id="c2"),
+    ])
+    await threads.post(ClientRequest("bistro", thread, history.turns,
+                                     tools=ClientTools((BOOK,))))
+    rows = await database.fetch_all(
+        "SELECT role, tool_name, carried FROM messages WHERE conversation_id = ? ORDER BY id",
+        (asked.conversation_id,))
+    assert [tuple(row) for row in rows] == [
+        ("user", None, 0), ("assistant", None, 0), ("tool", "weather", 0), ("tool", "tides", 0)]
+
+
+@pytest.mark.anyio
+async def test_a_secret_in_a_calls_arguments_is_redacted_once_read(parts, database):
+    threads, conversations, answers = parts
+    card = "4111 1111 1111 1111"
+    thread = thread_key("", "")
+    asked = await threads.post(ClientRequest("bistro", thread, booking()[:1]))
+    paid = ToolCall("pay", {"card": card, "amount": 40}, "c1")
+    assert await answers.claim(asked.conversation_id)
+    assert await answers.store(asked.conversation_id, "", None,
+                               answers_up_to=asked.message_id, tool_calls=[paid])
+    assert await conversations.redact_messages(asked.conversation_id) == 1
+    [row] = await database.fetch_all(
+        "SELECT tool_calls FROM messages WHERE tool_calls IS NOT NULL")
+    [stored] = json.loads(row[0])
+    assert card not in row[0] and stored["arguments"]["amount"] == 40
+
+
+@pytest.mark.anyio
+async def test_the_memory_writer_never_reads_a_secret_in_a_calls_arguments(database):
+    """The model writer's transcript shows a call's arguments with their secrets replaced,
+    and what the model says is the person's is redacted too."""
+    from memory_agent import MemoryCreationRequest, MemorySubAgent
+    from tests.fakes import FunctionModel, ModelCall
+
+    card = "4111 1111 1111 1111"
+    seen: list[str] = []
+
+    def answer(call: ModelCall) -> str:
+        seen.append(call.prompt)
+        return json.dumps({"sentences": [{
+            "quote": "Pay for the table", "text": f"The user paid with card {card}.",
+            "aboutPerson": True}], "updates": []})
+
+    await install_app(database, "bistro")
+    agent = MemorySubAgent(database, FunctionModel(answer))
+    paid = ToolCall("pay", {"card": card, "amount": 40}, "c1")
+    created = await agent.create_memory(MemoryCreationRequest("bistro", "c-1", [
+        ChatMessage("user", "Pay for the table, please."),
+        ChatMessage("assistant", "", tool_calls=(paid,)),
+        ChatMessage("tool", '{"paid": true}', tool_call_id="c1", tool_name="pay"),
+    ], user_id="ana", to_profile=True))
+    assert created.memory is not None and card not in created.memory.content
+    assert seen and card not in seen[0] and '"amount": 40' in seen[0]
+    profile = await agent.get_profile("ana")
+    assert profile and all(card not in m.content for m in profile)

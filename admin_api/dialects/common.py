@@ -168,7 +168,8 @@ def tool_spec(function: Any, where: str) -> ToolSpec:
     parameters = function.get("parameters") or {"type": "object", "properties": {}}
     if not isinstance(parameters, dict):
         raise DialectError(400, f"{where}.parameters: a JSON schema object")
-    return ToolSpec(name, description, checked_schema(parameters, f"{where}.parameters"))
+    checked = checked_schema(parameters, f"{where}.parameters", grammar=False)
+    return ToolSpec(name, description, checked)
 
 
 def offered_tools(tools: list[ToolSpec], choice: str = AUTO) -> ClientTools | None:
@@ -349,28 +350,26 @@ async def end_if_asked(
 MAX_SCHEMA_BYTES = 16 * 1024
 MAX_SCHEMA_DEPTH = 16
 MAX_SCHEMA_LIMIT = 1000
+MAX_TOOL_SCHEMA_BYTES = 64 * 1024
 _LIMITS = ("maxLength", "minLength", "maxItems", "minItems", "maxProperties", "minProperties")
 _REPEAT = re.compile(r"\{\s*(\d+)\s*(?:,\s*(\d*)\s*)?\}")
 
 
-def checked_schema(schema: JsonSchema, where: str) -> JsonSchema:
+def checked_schema(schema: JsonSchema, where: str, *, grammar: bool = True) -> JsonSchema:
     """The client's answer schema, or a 400 when it is larger, deeper or asks for longer
-    runs than a backend's grammar can hold."""
-    if len(json.dumps(schema)) > MAX_SCHEMA_BYTES:
-        raise DialectError(400, f"{where}: at most {MAX_SCHEMA_BYTES} bytes of JSON schema")
+    runs than a backend's grammar can hold. A tool's parameters (`grammar=False`) become no
+    grammar: only their size and depth are bounded."""
+    most = MAX_SCHEMA_BYTES if grammar else MAX_TOOL_SCHEMA_BYTES
+    if len(json.dumps(schema)) > most:
+        raise DialectError(400, f"{where}: at most {most} bytes of JSON schema")
 
     def walk(part: Any, depth: int) -> None:
         if depth > MAX_SCHEMA_DEPTH:
             raise DialectError(400, f"{where}: nested at most {MAX_SCHEMA_DEPTH} deep")
         if isinstance(part, dict):
             for key, value in part.items():
-                if key in _LIMITS and isinstance(value, int | float) and value > MAX_SCHEMA_LIMIT:
-                    raise DialectError(400, f"{where}: {key} at most {MAX_SCHEMA_LIMIT}")
-                if key == "pattern" and isinstance(value, str) and any(
-                    int(bound or 0) > MAX_SCHEMA_LIMIT for bound in
-                    (n for match in _REPEAT.findall(value) for n in match)
-                ):
-                    raise DialectError(400, f"{where}: pattern repeats at most {MAX_SCHEMA_LIMIT}")
+                if grammar:
+                    _check_limit(key, value, where)
                 walk(value, depth + 1)
         elif isinstance(part, list):
             for value in part:
@@ -378,6 +377,17 @@ def checked_schema(schema: JsonSchema, where: str) -> JsonSchema:
 
     walk(schema, 0)
     return schema
+
+
+def _check_limit(key: str, value: Any, where: str) -> None:
+    """A 400 when a schema keyword asks a grammar for a run longer than it can hold."""
+    if key in _LIMITS and isinstance(value, int | float) and value > MAX_SCHEMA_LIMIT:
+        raise DialectError(400, f"{where}: {key} at most {MAX_SCHEMA_LIMIT}")
+    if key == "pattern" and isinstance(value, str) and any(
+        int(bound or 0) > MAX_SCHEMA_LIMIT
+        for match in _REPEAT.findall(value) for bound in match
+    ):
+        raise DialectError(400, f"{where}: pattern repeats at most {MAX_SCHEMA_LIMIT}")
 
 
 def stream_failure(error: Exception) -> tuple[int, str]:

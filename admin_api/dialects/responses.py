@@ -88,8 +88,10 @@ def _input(body: dict[str, Any]) -> list[ChatMessage]:
             raise DialectError(400, f"{where}: a message object is required")
         kind = item.get("type", "message")
         if kind == "function_call":
+            # A response's output resent as it came: its message, then its calls, is one
+            # assistant turn.
             call = _function_call(item, where)
-            if read and read[-1].role == "assistant" and read[-1].tool_calls:
+            if read and read[-1].role == "assistant":
                 read[-1] = replace(read[-1], tool_calls=(*read[-1].tool_calls, call))
             else:
                 read.append(ChatMessage("assistant", "", tool_calls=(call,)))
