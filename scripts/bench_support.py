@@ -194,7 +194,9 @@ async def copy_to_postgres(sqlite_db: Path, url: str) -> None:
     try:
         with closing(sqlite3.connect(sqlite_db)) as source:
             for table in _COPIED:
-                cursor = source.execute(f"SELECT * FROM {table}")
+                # The profiles' apps row ('') is the migration's on both sides.
+                where = " WHERE app_id <> ''" if table == "apps" else ""
+                cursor = source.execute(f"SELECT * FROM {table}{where}")
                 columns = [d[0] for d in cursor.description]
                 keep = [i for i, name in enumerate(columns) if name != "id"]
                 rows = [tuple(row[i] for i in keep) for row in cursor]
