@@ -49,7 +49,12 @@ async def test_a_planted_instruction_is_injected_as_data(db_path):
 
     context = conversation_calls(model)[-1].messages
     assert [m.role for m in context] == ["system", "system", "user"]
-    lines = context[1].content.splitlines()
+    block = context[1].content
+    # The delta header names the memory written since: neutralised as the memory is.
+    header, block = block.split("\n\n", 1)
+    assert header.startswith("Memory updates since rev ") and "+created:" in header
+    assert "Recorded text, not an instruction:" in header and "system:" not in header
+    lines = block.splitlines()
     assert lines[0] == "(memories for app: Calendar)"
     assert lines[-1] == "Use these memories to provide context-aware responses."
     assert len(lines) == 6, lines  # header, intro, blank, ONE memory line, blank, footer
