@@ -31,6 +31,7 @@ from admin_api.schemas import (
 from loop.registry import MAX_USER_ID, USER_ID_PATTERN
 from loop.service import Stores
 from memory_agent.ports import Clock, now_text
+from memory_agent.search import MAX_QUERY_CHARS
 from memory_agent.store import PROFILE_APP
 
 UserIdPath = Annotated[
@@ -101,7 +102,15 @@ class ProfilesController(Controller):
         self,
         user_id: UserIdPath,
         stores: Provided[Stores],
-        words: Annotated[str | None, QueryParameter(name="q", max_length=500)] = None,
+        words: Annotated[
+            str | None,
+            QueryParameter(
+                name="q", description="words to search for (any of them; the best first)",
+                min_length=1, max_length=MAX_QUERY_CHARS,
+                # At least one letter or digit: a query of punctuation alone has no words.
+                pattern=r"[^\W_]",
+            ),
+        ] = None,
     ) -> MemoriesOut:
         agent = stores.agent
         if words is not None:
