@@ -134,7 +134,8 @@ async def test_includes_memories_in_context_for_same_app_and_isolates_apps(
     answering = [sent for sent in model.sent
                  if not sent[0].content.startswith("You are a memory")]
     calendar_context, recipes_context = answering[0], answering[-1]
-    block = calendar_context[1].content
+    header, block = calendar_context[1].content.split("\n\n", 1)
+    assert header.startswith("Memory updates since rev ")  # the memory written since
     assert block.startswith("(memories for app: Calendar)")
     assert neutralise(memory["content"])[:40] in block
     assert all("(memories for app" not in m.content for m in recipes_context)

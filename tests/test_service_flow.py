@@ -98,7 +98,9 @@ async def test_memories_are_in_the_context_of_the_same_app_only(db_path):
     calls = conversation_calls(model)
     same_app, other_app = calls[-2], calls[-1]
     assert [m.role for m in same_app.messages] == ["system", "system", "user"]
-    block = same_app.messages[1].content
+    # What changed since the app's last conversation (the memory written), then the block.
+    header, block = same_app.messages[1].content.split("\n\n", 1)
+    assert header.startswith("Memory updates since rev ") and "Phoenix" in header
     assert block.startswith("(memories for app: Calendar)\n")
     assert "I work on project Phoenix" in block
     assert [m.role for m in other_app.messages] == ["system", "user"]
