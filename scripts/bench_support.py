@@ -98,8 +98,10 @@ def seed_profiles(db: Path, *, users: int, per_user: int, shared: int) -> None:
             ((f"{kind}-user{n}", f"user{n}", status, STAMP, STAMP, None)
              for n in range(users) for kind, status in (("prev", "ended"), ("now", "open"))))
         connection.execute(
+            # By the index on (app_id, user_id, id): a user id alone would scan every event.
             "UPDATE conversations SET memory_revision = (SELECT MIN(e.id) FROM memory_events e"
-            " WHERE e.user_id = conversations.user_id) WHERE conversation_id LIKE 'prev-%'"
+            " WHERE e.app_id = 'app0' AND e.user_id = conversations.user_id)"
+            " WHERE conversation_id LIKE 'prev-%'"
         )
         connection.execute("ANALYZE")
 
