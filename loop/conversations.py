@@ -320,15 +320,16 @@ class ConversationStore:
             (conversation_id,),
         )
         texts = [
-            ("UPDATE messages SET content = ? WHERE id = ?", row["id"], row["content"])
+            ("UPDATE messages SET content = ? WHERE id = ?", row["id"], row["content"], redact)
             for row in rows
         ] + [
-            ("UPDATE messages SET tool_calls = ? WHERE id = ?", row["id"], row["tool_calls"])
+            ("UPDATE messages SET tool_calls = ? WHERE id = ?", row["id"], row["tool_calls"],
+             _redacted_calls)
             for row in rows
             if row["tool_calls"]
         ] + [
             ("UPDATE conversations SET system_prompt = ? WHERE conversation_id = ?",
-             conversation_id, row["system_prompt"])
+             conversation_id, row["system_prompt"], redact)
             for row in await self._db.fetch_all(
                 "SELECT system_prompt FROM conversations WHERE conversation_id = ?"
                 " AND system_prompt IS NOT NULL",
@@ -337,8 +338,8 @@ class ConversationStore:
         ]
         changes = [
             (update, redacted.text, key)
-            for update, key, text in texts
-            if (redacted := _redacted(update, text)).changed
+            for update, key, text, redacted_by in texts
+            if (redacted := redacted_by(text)).changed
         ]
         if not changes:
             return 0
@@ -484,11 +485,9 @@ class ConversationStore:
             raise ConversationEnded(conversation_id)
 
 
-def _redacted(update: str, text: str) -> Redacted:
-    """A text with its secrets replaced; tool calls' JSON string by string, so that it stays
+def _redacted_calls(text: str) -> Redacted:
+    """Tool calls' JSON text with its secrets replaced string by string, so that it stays
     JSON."""
-    if "tool_calls" not in update:
-        return redact(text)
     calls = json.loads(text)
     redacted = redact_json(calls)
     return Redacted(json.dumps(redacted), Counter(secret=1) if redacted != calls else Counter())
