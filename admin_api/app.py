@@ -32,8 +32,7 @@ from admin_api.mcp_server import (
 )
 from admin_api.reference_page import ReferencePagePlugin
 from admin_api.throttle import Refused, WrongTokens
-from loop.admin_token import AdminToken
-from loop.console_sessions import ConsoleSessions
+from loop.operations import AdminToken, ConsoleSessions
 from loop.service import Services
 
 MAX_BODY_BYTES = 64 * 1024

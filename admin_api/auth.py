@@ -25,8 +25,7 @@ from litestar.exceptions import (
 )
 
 from admin_api.throttle import Refused, TokenCheck, WrongTokens
-from loop.admin_token import AdminToken
-from loop.registry import AppRegistry
+from loop.operations import AdminToken, AppRegistry
 
 CHALLENGE = {"WWW-Authenticate": 'Bearer realm="mnemoloop"'}
 # Where `admin_or_any_app` leaves the app of the key, in the request's state.

@@ -20,7 +20,7 @@ from loop.errors import (
     MemoryCountChanged,
     NoChatModel,
 )
-from memory_agent.errors import (
+from memory_agent import (
     InvalidExpiry,
     InvalidImport,
     InvalidSearchQuery,

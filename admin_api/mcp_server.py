@@ -22,13 +22,16 @@ from pydantic import BaseModel, Field
 
 from admin_api.auth import TokenOwner, token_owner
 from admin_api.schemas import job_out, memory_event_out, memory_out
-from loop.admin_token import AdminToken
-from loop.registry import MAX_USER_ID, AppRegistry, validate_user_id
+from loop.operations import MAX_USER_ID, AdminToken, AppRegistry, validate_user_id
 from loop.service import Stores
-from memory_agent.errors import MnemoloopError
-from memory_agent.models import MAX_MEMORY_ID, MemoryActor
-from memory_agent.steering import MemoryChange
-from memory_agent.store import PROFILE_APP
+from memory_agent import (
+    MAX_MEMORY_ID,
+    PROFILE_APP,
+    MemoryActor,
+    MemoryChange,
+    MnemoloopError,
+    format_memories_for_context,
+)
 
 ADMIN_TOOLS = frozenset({"list_apps"})
 MAX_TURNS = 200
@@ -279,7 +282,7 @@ def build_mcp_server(stores: Stores, find_caller: FindCaller) -> FastMCP[Any]:
         async with _tool_errors():
             app_record = await registry.require(app)
             memories = await agent.get_memories(app)
-        return agent.format_memories_for_context(app_record.name, memories)
+        return format_memories_for_context(app_record.name, memories)
 
     return server
 

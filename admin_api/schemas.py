@@ -11,9 +11,8 @@ from litestar.params import PathParameter, QueryParameter
 
 from loop.errors import InvalidInput
 from loop.jobs import MemoryJob
-from loop.registry import APP_ID_PATTERN, MAX_NAME, MAX_USER_ID, NAME_PATTERN, USER_ID_PATTERN
-from memory_agent.models import MAX_MEMORY_ID, ImportedMemory, Memory, MemoryEvent
-from memory_agent.ports import given_timestamp
+from loop.operations import APP_ID_PATTERN, MAX_NAME, MAX_USER_ID, NAME_PATTERN, USER_ID_PATTERN
+from memory_agent import MAX_MEMORY_ID, ImportedMemory, Memory, MemoryEvent, given_timestamp
 
 AppId = Annotated[
     str,

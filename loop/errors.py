@@ -1,4 +1,4 @@
-"""Errors of the host, beside `memory_agent.errors` whose base they share.
+"""Errors of the host, beside `memory_agent.core.errors` whose base they share.
 
 MnemoloopError
 ├── AppNotFound               no app with this id
@@ -12,7 +12,7 @@ MnemoloopError
 
 from __future__ import annotations
 
-from memory_agent.errors import MnemoloopError
+from memory_agent import MnemoloopError
 
 
 class AppNotFound(MnemoloopError):

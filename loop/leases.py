@@ -8,7 +8,7 @@ from typing import TypeVar
 
 import anyio
 
-from memory_agent.errors import MnemoloopError
+from memory_agent import MnemoloopError
 
 log = logging.getLogger("mnemoloop.loop")
 T = TypeVar("T")

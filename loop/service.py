@@ -10,25 +10,23 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
-from loop.admin_token import AdminToken
-from loop.answer_claims import AnswerClaims
-from loop.central import CentralLoop
-from loop.client_threads import ClientThreads
-from loop.conversations import ConversationStore
-from loop.energy import EnergyBudget
-from loop.health import HealthChecks
-from loop.jobs import MemoryJobStore
+from loop.conversations.answer_claims import AnswerClaims
+from loop.conversations.central import CentralLoop
+from loop.conversations.client_threads import ClientThreads
+from loop.conversations.prompt_budget import PromptBudget
+from loop.conversations.store import ConversationStore
+from loop.jobs.store import MemoryJobStore
+from loop.jobs.worker import MemoryWorker
 from loop.llm.choice import open_chat_model
-from loop.memory_worker import MemoryWorker
-from loop.metrics import Metrics
-from loop.prompt_budget import PromptBudget
-from loop.registry import AppRegistry
+from loop.operations.admin_token import AdminToken
+from loop.operations.energy import EnergyBudget
+from loop.operations.health import HealthChecks
+from loop.operations.metrics import Metrics
+from loop.operations.registry import AppRegistry
 from loop.settings import Settings
 from loop.storage import Engine, database_for
 from loop.wakeups import JOBS_CHANNEL, MESSAGES_CHANNEL
-from memory_agent import ChatModel, MemorySubAgent
-from memory_agent.chat_model import memory_writer_for
-from memory_agent.ports import Clock, SystemClock
+from memory_agent import ChatModel, Clock, MemorySubAgent, SystemClock, memory_writer_for
 
 log = logging.getLogger("mnemoloop")
 

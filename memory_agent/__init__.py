@@ -1,30 +1,160 @@
-"""The memory sub-agent: writes, compacts, recalls and formats per-app memories.
+"""The memory sub-agent: writes, compacts, recalls and steers the memories of apps, users and
+people's profiles. This file is its door: the host (`loop`), the HTTP API and the command line
+import from here only, never from the rooms inside (a contract of `lint-imports`).
 
-It imports nothing from `loop` or `admin_api`: it receives its database handle, chat model
-and clock in its constructor (see `ports.py` and `chat_model.py`).
+The rooms: `core/` (what the host and the agent share: the chat-model seam, the database and
+clock ports, errors, redaction), `storage/` (memories, their history and search), `recall/`
+(the memory block and the delta header), `steering/` (pins, expiry, deletes, import and
+export), `writers/` (the two writers behind one seam: `model/` and `extractive/`, whose
+words are in `extractive/words/`), `job/` (one memory job, from a conversation to its
+commit) and `agent.py` (the sub-agent the host holds).
 """
-
-from memory_agent.agent import MemorySubAgent
-from memory_agent.chat_model import (
+from memory_agent.agent import (
+    MemorySubAgent,
+)
+from memory_agent.core.chat_model import (
     ChatMessage,
     ChatModel,
     ChatReply,
+    JsonSchema,
+    Role,
+    TextSink,
     TokenUsage,
     ToolCall,
     ToolSpec,
 )
-from memory_agent.creation import MemoryCreationRequest
-from memory_agent.models import CompactionOutcome, Memory
+from memory_agent.core.energy import (
+    energy_cost,
+)
+from memory_agent.core.errors import (
+    ChatModelError,
+    ChatModelResponseError,
+    ChatModelTimeout,
+    ChatModelUnavailable,
+    InvalidExpiry,
+    InvalidImport,
+    InvalidSearchQuery,
+    MemoryImportRefused,
+    MemoryNotFound,
+    MemorySteeringRefused,
+    MemoryWriteRefused,
+    MnemoloopError,
+    StorageError,
+)
+from memory_agent.core.ports import (
+    POSTGRESQL,
+    SQLITE,
+    Clock,
+    Database,
+    Dialect,
+    Params,
+    Row,
+    SqlSession,
+    SqlTransaction,
+    SystemClock,
+    TransactionBody,
+    format_timestamp,
+    given_timestamp,
+    in_space,
+    now_text,
+)
+from memory_agent.core.redaction import (
+    Redacted,
+    redact,
+    redact_json,
+)
+from memory_agent.job.creation import (
+    AgentStats,
+    JobRecord,
+    MemoryCreated,
+    MemoryCreationRequest,
+)
+from memory_agent.models import (
+    MAX_MEMORY_ID,
+    CompactionOutcome,
+    ImportedMemory,
+    Memory,
+    MemoryActor,
+    MemoryEvent,
+    outcome_label,
+)
+from memory_agent.recall.context import (
+    format_memories_for_context,
+    neutralise,
+)
+from memory_agent.steering.changes import (
+    MemoryChange,
+)
+from memory_agent.storage.search import (
+    MAX_QUERY_CHARS,
+)
+from memory_agent.storage.store import (
+    PROFILE_APP,
+    MemoryState,
+)
+from memory_agent.writers.choice import memory_writer_for
+from memory_agent.writers.written import GroundingRecord
 
 __all__ = [
+    "MAX_MEMORY_ID",
+    "MAX_QUERY_CHARS",
+    "POSTGRESQL",
+    "PROFILE_APP",
+    "SQLITE",
+    "AgentStats",
     "ChatMessage",
     "ChatModel",
+    "ChatModelError",
+    "ChatModelResponseError",
+    "ChatModelTimeout",
+    "ChatModelUnavailable",
     "ChatReply",
+    "Clock",
     "CompactionOutcome",
+    "Database",
+    "Dialect",
+    "GroundingRecord",
+    "ImportedMemory",
+    "InvalidExpiry",
+    "InvalidImport",
+    "InvalidSearchQuery",
+    "JobRecord",
+    "JsonSchema",
     "Memory",
+    "MemoryActor",
+    "MemoryChange",
+    "MemoryCreated",
     "MemoryCreationRequest",
+    "MemoryEvent",
+    "MemoryImportRefused",
+    "MemoryNotFound",
+    "MemoryState",
+    "MemorySteeringRefused",
     "MemorySubAgent",
+    "MemoryWriteRefused",
+    "MnemoloopError",
+    "Params",
+    "Redacted",
+    "Role",
+    "Row",
+    "SqlSession",
+    "SqlTransaction",
+    "StorageError",
+    "SystemClock",
+    "TextSink",
     "TokenUsage",
     "ToolCall",
     "ToolSpec",
+    "TransactionBody",
+    "energy_cost",
+    "format_memories_for_context",
+    "format_timestamp",
+    "given_timestamp",
+    "in_space",
+    "memory_writer_for",
+    "neutralise",
+    "now_text",
+    "outcome_label",
+    "redact",
+    "redact_json",
 ]

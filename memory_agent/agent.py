@@ -1,6 +1,6 @@
-"""The memory sub-agent: writes a memory when a conversation ends and keeps each space at its
-cap (`creation`, through the operator's writer), and reads, steers, purges and transfers
-memories for the loop, the API and the console."""
+"""The memory sub-agent as the host holds it: the memory job when a conversation ends
+(`job.creation`, through the operator's writer), and the reads, steering, purges and transfers
+of memories for the loop, the API and the console."""
 
 from __future__ import annotations
 
@@ -8,39 +8,38 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
 
-import anyio
-
-from memory_agent import steering, transfer
-from memory_agent.chat_model import ChatMessage, ChatModel, ChatReply, JsonSchema
-from memory_agent.context import format_memories_for_context
-from memory_agent.creation import (
-    AgentStats,
-    CommitGuard,
-    MemoryCreated,
-    MemoryCreation,
-    MemoryCreationRequest,
-)
-from memory_agent.delta import MAX_CHANGES, delta_header
-from memory_agent.energy import EnergyMeter
-from memory_agent.errors import ChatModelTimeout
-from memory_agent.model_writer import GroundingRecord, ModelWriter
-from memory_agent.models import (
-    ImportedMemory,
-    Memory,
-    MemoryActor,
-    MemoryEvent,
-)
-from memory_agent.ports import (
+from memory_agent.core.chat_model import ChatModel
+from memory_agent.core.energy import EnergyMeter
+from memory_agent.core.ports import (
     Clock,
     Database,
     SqlTransaction,
     SystemClock,
     now_text,
 )
-from memory_agent.search import search_terms
-from memory_agent.steering import MemoryChange
-from memory_agent.store import PROFILE_APP, EventSource, MemoryState, MemoryStore
-from memory_agent.writing import MemoryWriter, WriterKind
+from memory_agent.job.creation import (
+    AgentStats,
+    JobRecord,
+    MemoryCreated,
+    MemoryCreation,
+    MemoryCreationRequest,
+)
+from memory_agent.models import (
+    ImportedMemory,
+    Memory,
+    MemoryActor,
+    MemoryEvent,
+)
+from memory_agent.recall.delta import MAX_CHANGES, delta_header
+from memory_agent.steering import changes as steering
+from memory_agent.steering import transfer
+from memory_agent.steering.changes import MemoryChange
+from memory_agent.storage.search import search_terms
+from memory_agent.storage.store import PROFILE_APP, EventSource, MemoryState, MemoryStore
+from memory_agent.writers.asking import MemoryLimits, MemoryModel
+from memory_agent.writers.choice import writer_of
+from memory_agent.writers.writer import WriterKind
+from memory_agent.writers.written import GroundingRecord
 
 log = logging.getLogger("mnemoloop.memory")
 
@@ -68,40 +67,36 @@ class MemorySubAgent:
         self._db = database
         self._clock = clock or SystemClock()
         self._store = MemoryStore(database, self._clock)
-        self._model = chat_model
         self._grace = grace_seconds
-        self._limit = memory_limit
-        self._profile_limit = profile_limit
-        self._max_chars = max_chars
-        self._timeout = llm_timeout
+        self._limits = MemoryLimits(memory_limit, max_chars, max_transcript_chars)
+        self._profile_limits = MemoryLimits(profile_limit, max_chars, max_transcript_chars)
         self._meter = EnergyMeter(tokens_per_energy_unit)
-        self._writer = _writer_of(
-            writer, self._ask_json, limit=memory_limit, max_chars=max_chars,
-            max_transcript_chars=max_transcript_chars,
-        )
-        self.stats = AgentStats()
-        profile_writer = _writer_of(
-            writer, self._ask_json, limit=profile_limit, max_chars=max_chars,
-            max_transcript_chars=max_transcript_chars,
+        self._writer = writer_of(
+            writer, MemoryModel(chat_model, timeout=llm_timeout, meter=self._meter), self._limits
         )
         self._creation = MemoryCreation(
-            database, self._store, self._writer, self._clock, self.stats, chat_model.name,
-            profile_writer,
+            database, self._store, self._writer, self._clock, self._meter,
+            limits=self._limits, profile_limits=self._profile_limits,
         )
 
     @property
     def memory_limit(self) -> int:
-        return self._limit
+        return self._limits.memories
 
     @property
     def profile_limit(self) -> int:
-        return self._profile_limit
+        return self._profile_limits.memories
+
+    @property
+    def stats(self) -> AgentStats:
+        """Running counts of the memory jobs, for the metrics."""
+        return self._creation.stats
 
     async def get_profile(self, user_id: str) -> list[Memory]:
         """A person's profile memories that may be injected, newest first (the loop's read
         for a conversation of an app that shares it)."""
         return await self._store.list_newest(
-            PROFILE_APP, self._profile_limit, user_id=user_id, injectable=True
+            PROFILE_APP, self.profile_limit, user_id=user_id, injectable=True
         )
 
     @property
@@ -111,28 +106,21 @@ class MemorySubAgent:
     @property
     def grounding(self) -> GroundingRecord | None:
         """The model writer's record of its sentences since start (None: extractive)."""
-        return self._writer.record if isinstance(self._writer, ModelWriter) else None
+        return self._writer.record
 
     def warnings(self) -> list[str]:
         """What an operator should know of the memory work (`GET /health`)."""
         warning = self.grounding.warning() if self.grounding is not None else None
         return [warning] if warning else []
 
-    # -- creation ---------------------------------------------------------------------------
+    # -- the memory job ---------------------------------------------------------------------
 
     async def create_memory(
-        self,
-        request: MemoryCreationRequest,
-        *,
-        commit_guard: CommitGuard | None = None,
-        shared_guard: CommitGuard | None = None,
+        self, request: MemoryCreationRequest, record: JobRecord | None = None
     ) -> MemoryCreated:
         """Write the conversation's memory and keep its space at its cap, in one transaction
-        (`creation.MemoryCreation.create`)."""
-        return await self._creation.create(
-            request, commit_guard=commit_guard, shared_guard=shared_guard
-        )
-
+        with the job's `record` (`job.creation.MemoryCreation.create`)."""
+        return await self._creation.create(request, record)
 
     # -- recall -----------------------------------------------------------------------------
 
@@ -151,7 +139,7 @@ class MemorySubAgent:
         """Every memory of a space in `state` (live, retired, or all), private ones too,
         newest first (for operators)."""
         return await self._store.list_newest(
-            app_id, max(self._limit * 10, 1000), user_id=user_id, state=state
+            app_id, max(self._limits.memories * 10, 1000), user_id=user_id, state=state
         )
 
     async def get_memory(self, app_id: str, memory_id: int) -> Memory | None:
@@ -173,6 +161,14 @@ class MemorySubAgent:
         return await self._store.search(
             app_id, search_terms(query), limit, user_id=user_id, injectable=injectable
         )
+
+    async def memory_counts_by_app(self) -> dict[str, int]:
+        """How many live memories each app holds, in all its spaces."""
+        return await self._store.counts_by_app()
+
+    async def spaces_holding_memories(self) -> int:
+        """How many apps' memory spaces hold at least one live memory."""
+        return await self._store.spaces_holding_memories()
 
     async def has_memory(self, app_id: str, memory_id: int) -> bool:
         return await self._store.get(app_id, memory_id) is not None
@@ -206,18 +202,9 @@ class MemorySubAgent:
         """Each memory's newest `limit` events, oldest first."""
         return await self._store.latest_history_of(app_id, memory_ids, limit)
 
-    def format_memories_for_context(
-        self,
-        app_name: str,
-        memories: Sequence[Memory],
-        user_memories: Sequence[Memory] = (),
-        profile: Sequence[Memory] = (),
-        changes: str = "",
-    ) -> str:
-        return format_memories_for_context(app_name, memories, user_memories, profile, changes)
-
     async def revision(self, spaces: Sequence[tuple[str, str]]) -> int:
-        """The spaces' (app id, user id) revision: their newest change (`memory_agent.delta`)."""
+        """The spaces' (app id, user id) revision: their newest change
+        (`memory_agent.recall.delta`)."""
         return await self._store.revision(spaces)
 
     async def changes_header(
@@ -251,7 +238,7 @@ class MemorySubAgent:
         (`steering.restore`)."""
         return await self._steering(
             lambda store, source: steering.restore(
-                store, app_id, memory_id, actor=actor, source=source, limit=self._limit,
+                store, app_id, memory_id, actor=actor, source=source, limit=self.memory_limit,
                 expires_at=expires_at, grace_seconds=self._grace,
             )
         )
@@ -263,7 +250,8 @@ class MemorySubAgent:
         """Pin, weigh, make private or set the expiry of one live memory (`steering.steer`)."""
         return await self._steering(
             lambda store, source: steering.steer(
-                store, app_id, memory_id, change, actor=actor, source=source, limit=self._limit
+                store, app_id, memory_id, change, actor=actor, source=source,
+                limit=self.memory_limit,
             )
         )
 
@@ -275,7 +263,7 @@ class MemorySubAgent:
         return await self._steering(
             lambda store, source: steering.tag_relevance(
                 store, app_id, memory_id, relevant=relevant, reason=reason, actor=actor,
-                source=source, limit=self._limit,
+                source=source, limit=self.memory_limit,
             )
         )
 
@@ -287,6 +275,11 @@ class MemorySubAgent:
                 store, source=source, grace_seconds=self._grace, limit=batch
             )
         )
+
+    @property
+    def erase_batch(self) -> int:
+        """The most `erase_retired` erases at once: when it erased that many, more wait."""
+        return ERASE_BATCH
 
     @property
     def grace_seconds(self) -> float:
@@ -351,9 +344,9 @@ class MemorySubAgent:
         (`MemoryImportRefused`) when one cannot be stored or the space would hold more than
         its limit. With `replace`, the space's memories are deleted first. Returns how many
         memories the space holds after."""
-        prepared = transfer.checked(memories, max_chars=self._max_chars)
+        prepared = transfer.checked(memories, max_chars=self._limits.max_chars)
         # A person's profile (`PROFILE_APP`) has its own cap.
-        limit = self._profile_limit if app_id == PROFILE_APP else self._limit
+        limit = self.profile_limit if app_id == PROFILE_APP else self.memory_limit
         async with self._db.transaction() as tx:
             store = self._store.within(tx)
             await store.lock_space(app_id, user_id)
@@ -379,37 +372,3 @@ class MemorySubAgent:
         """Polled units whose spending was not recorded (its transaction rolled back): the
         next poll hands them out again."""
         self._meter.give_back(units)
-
-    # -- helpers ----------------------------------------------------------------------------
-
-    async def _ask_json(
-        self, messages: list[ChatMessage], json_schema: JsonSchema | None
-    ) -> ChatReply:
-        try:
-            with anyio.fail_after(self._timeout):
-                reply = await self._model.chat(messages, json_schema=json_schema)
-        except TimeoutError:
-            raise ChatModelTimeout(
-                f"no answer within {self._timeout:g} s", model=self._model.name
-            ) from None
-        self._meter.charge(reply.usage)
-        return reply
-
-
-
-def _writer_of(
-    kind: WriterKind,
-    ask_json: Callable[[list[ChatMessage], JsonSchema | None], Awaitable[ChatReply]],
-    *,
-    limit: int,
-    max_chars: int,
-    max_transcript_chars: int,
-) -> MemoryWriter:
-    if kind == "model":
-        return ModelWriter(
-            ask_json, limit=limit, max_chars=max_chars, max_transcript_chars=max_transcript_chars
-        )
-    # Imported here: the model writer never loads the floor's word lists.
-    from memory_agent.extractive import ExtractiveWriter
-
-    return ExtractiveWriter(ask_json, limit=limit, max_chars=max_chars)

@@ -170,3 +170,19 @@ class MemoryEvent:
     job_id: int | None = None
     model: str | None = None
     erased: bool = False
+
+
+# The start of the history's reason for a merge (`job.commit`), by which the delta header
+# tells a merge from an update.
+MERGED = "merged: "
+
+
+@dataclass(frozen=True)
+class SpaceChange:
+    """One change to a memory space, as the delta header names it."""
+
+    revision: int
+    event: str  # created, edited, deleted, restored
+    content: str
+    # An edit that folded another memory in (compaction's EDIT), not an update.
+    merged: bool = False

@@ -21,9 +21,8 @@ from admin_api.schemas import (
     imported_memories,
     stored_time,
 )
-from loop.admin_token import REFRESH_SECONDS
-from loop.llm.choice import NoModelLoaded
-from loop.registry import validate_user_id
+from loop.llm import NoModelLoaded
+from loop.operations import REFRESH_SECONDS, validate_user_id
 from loop.service import Services, open_services
 from loop.settings import Settings, SettingsError, load_settings
 from loop.storage import (
@@ -33,11 +32,16 @@ from loop.storage import (
     describe_url,
     migrate,
 )
-from memory_agent.errors import MemoryNotFound, MnemoloopError
-from memory_agent.models import MAX_MEMORY_ID, Memory, MemoryEvent
-from memory_agent.ports import now_text
-from memory_agent.steering import MemoryChange
-from memory_agent.store import PROFILE_APP
+from memory_agent import (
+    MAX_MEMORY_ID,
+    PROFILE_APP,
+    Memory,
+    MemoryChange,
+    MemoryEvent,
+    MemoryNotFound,
+    MnemoloopError,
+    now_text,
+)
 from mnemoloop.runner import ServeRefused, claimed, run_worker, serve
 
 Command = Callable[[Settings, argparse.Namespace], Awaitable[int]]

@@ -22,7 +22,7 @@ import anyio
 import uvicorn
 
 from admin_api import create_app
-from loop.llm.choice import NoModelLoaded
+from loop.llm import NoModelLoaded
 from loop.service import Services, open_services
 from loop.settings import Settings
 

@@ -12,9 +12,8 @@ import sys
 
 import anyio
 
-from loop.central import Answer
+from loop.conversations import Answer, Question, ask
 from loop.errors import AppNotFound
-from loop.replies import Question, ask
 from loop.service import Services
 from memory_agent import Memory
 

@@ -46,12 +46,16 @@ from bench_support import (
     seed_user_spaces,
 )
 
-from loop.llm.choice import NoModelLoaded
-from loop.llm.local import LocalChatModel, local_backend_available
+from loop.llm import LocalChatModel, NoModelLoaded, local_backend_available
 from loop.service import open_services
 from loop.settings import Settings
 from loop.storage import database_for
-from memory_agent import ChatMessage, MemoryCreationRequest, MemorySubAgent
+from memory_agent import (
+    ChatMessage,
+    MemoryCreationRequest,
+    MemorySubAgent,
+    format_memories_for_context,
+)
 
 ADMIN_TOKEN = "bench-token"
 
@@ -80,7 +84,7 @@ async def retrieval_latencies(dbs: dict[int, Path | str], samples: int, rounds: 
                     app_id = f"app{rng.randrange(apps)}"
                     started = time.perf_counter()
                     memories = await agent.get_memories(app_id)
-                    agent.format_memories_for_context(app_id, memories)
+                    format_memories_for_context(app_id, memories)
                     timings[apps].append(time.perf_counter() - started)
         return timings
 
@@ -103,7 +107,7 @@ async def space_latencies(dbs: dict[int, Path | str], samples: int, rounds: int 
                     started = time.perf_counter()
                     shared = await agent.get_memories("app0")
                     own = await agent.get_memories("app0", user_id=user_id)
-                    agent.format_memories_for_context("app0", shared, own)
+                    format_memories_for_context("app0", shared, own)
                     timings[users].append(time.perf_counter() - started)
         return timings
 

@@ -29,8 +29,16 @@ from bench_support import InstantModel, scripted_answer
 from admin_api import create_app
 from loop.service import open_services
 from loop.settings import Settings
-from memory_agent import ChatMessage, ChatModel, ChatReply, ToolSpec
-from memory_agent.chat_model import JsonSchema, TextSink, TokenUsage, ToolCall
+from memory_agent import (
+    ChatMessage,
+    ChatModel,
+    ChatReply,
+    JsonSchema,
+    TextSink,
+    TokenUsage,
+    ToolCall,
+    ToolSpec,
+)
 from mnemoloop.runner import http_server, listening_socket
 
 TOKEN = "bench-dialects"

@@ -26,9 +26,8 @@ from typing import Any
 
 import anyio
 
-from loop.storage.sqlite import apply_migrations
-from memory_agent import ChatMessage, ChatModel, ChatReply, TokenUsage, ToolSpec
-from memory_agent.chat_model import JsonSchema
+from loop.storage import apply_migrations
+from memory_agent import ChatMessage, ChatModel, ChatReply, JsonSchema, TokenUsage, ToolSpec
 
 TIMED_MODEL_SECONDS = 0.05
 STAMP = "2025-10-01T00:00:00.000000Z"
@@ -254,7 +253,7 @@ def serve(kind: str, db: str, port: int, token: str, lag_file: str | None = None
     from litestar import Litestar, get
 
     from admin_api import create_app
-    from loop.llm.choice import NoModelLoaded
+    from loop.llm import NoModelLoaded
     from loop.service import open_services
     from loop.settings import Settings
     from mnemoloop.runner import SignalFreeServer

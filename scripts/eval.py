@@ -37,19 +37,20 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from loop.llm.choice import open_chat_model
+from loop.llm import open_chat_model
 from loop.settings import load_settings
 from loop.storage import SqliteDatabase
 from memory_agent import (
     ChatMessage,
     ChatModel,
     ChatReply,
+    JsonSchema,
     MemoryCreationRequest,
     MemorySubAgent,
+    MnemoloopError,
     ToolSpec,
+    memory_writer_for,
 )
-from memory_agent.chat_model import JsonSchema, memory_writer_for
-from memory_agent.errors import MnemoloopError
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from eval_oracle import OracleModel, is_memory_answer, oracle_facts

@@ -20,8 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from memory_agent import ChatMessage, ChatModel, ChatReply, TokenUsage, ToolSpec
-from memory_agent.chat_model import JsonSchema
+from memory_agent import ChatMessage, ChatModel, ChatReply, JsonSchema, TokenUsage, ToolSpec
 
 _MEMORY_LINE = re.compile(r"^\[id=(\d+)\] \(created [^)]*\) (.*)$", re.M)
 _LIMIT = re.compile(r"at most (\d+) characters")

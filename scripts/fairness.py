@@ -26,8 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from loop.service import open_services
 from loop.settings import Settings
-from memory_agent import ChatMessage, ChatModel, ChatReply, ToolSpec
-from memory_agent.chat_model import JsonSchema
+from memory_agent import ChatMessage, ChatModel, ChatReply, JsonSchema, ToolSpec
 
 HANGING_APP = "Hanging"
 

@@ -6,11 +6,12 @@ import inspect
 import json
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import anyio
 
-from memory_agent.chat_model import (
+from memory_agent.core.chat_model import (
     ChatMessage,
     ChatModel,
     ChatReply,
@@ -19,6 +20,9 @@ from memory_agent.chat_model import (
     TokenUsage,
     ToolSpec,
 )
+from memory_agent.core.energy import EnergyMeter
+from memory_agent.writers.asking import MemoryLimits, MemoryModel
+from memory_agent.writers.extractive.writer import ExtractiveWriter
 
 CREATION_PREFIX = "You are a memory creation assistant."
 COMPACTION_PREFIX = "You are a memory management assistant."
@@ -126,9 +130,11 @@ def transcript_turns(call: ModelCall) -> list[str]:
 def quoted(
     text: str, call: ModelCall, *, quote: str | None = None,
     updates: Sequence[tuple[int, str]] = (),
+    keep_until: tuple[str, str] | None = None,
 ) -> str:
     """`text` as the model writer's answer: each sentence quoting `quote` (by default the
-    conversation's first user turn), and `updates` as (memory id, what still holds)."""
+    conversation's first user turn), `updates` as (memory id, what still holds), and the end
+    the user asked for as (date, their words asking it)."""
     import re
 
     turns = transcript_turns(call)
@@ -136,10 +142,13 @@ def quoted(
     sentences = [s for s in re.split(r"(?<=[.!?])\s+", text.strip()) if s]
     if text.strip().upper() == "NOTHING":
         sentences = []
-    return json.dumps({
+    answer: dict[str, object] = {
         "sentences": [{"text": s, "quote": evidence} for s in sentences],
         "updates": [{"memoryId": i, "stillTrue": rest} for i, rest in updates],
-    })
+    }
+    if keep_until is not None:
+        answer["keepUntil"] = {"date": keep_until[0], "quote": keep_until[1]}
+    return json.dumps(answer)
 
 
 def ids_in_prompt(call: ModelCall) -> list[int]:
@@ -192,3 +201,17 @@ def memory_lines(call: ModelCall) -> dict[int, str]:
         int(m.group(1)): m.group(2)
         for m in re.finditer(r"^\[id=(\d+)\] \(created [\d-]+\) (.*)$", call.prompt, re.M)
     }
+
+
+# When the extractive writer's unit tests say a conversation ended (a Tuesday).
+EXTRACTION_NOW = datetime(2026, 11, 24, 22, 0, tzinfo=UTC)
+
+
+def extractive_writer(max_chars: int = 600) -> ExtractiveWriter:
+    """The extractive writer within `max_chars`, with a model it must never ask for a memory."""
+
+    def never(call: ModelCall) -> str:
+        raise AssertionError("the extractive writer asks no model for a memory")
+
+    model = MemoryModel(FunctionModel(never), timeout=5, meter=EnergyMeter(100))
+    return ExtractiveWriter(model, MemoryLimits(10, max_chars))

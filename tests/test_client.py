@@ -10,7 +10,7 @@ import pytest
 
 from admin_api.schemas import MemoryOut
 from admin_api.throttle import MAX_WRONG
-from memory_agent.errors import ChatModelResponseError
+from memory_agent.core.errors import ChatModelResponseError
 from mnemoloop.client import (
     ApiError,
     AsyncClient,

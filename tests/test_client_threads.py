@@ -1,5 +1,5 @@
-"""Which stored conversation a dialect client's request continues (loop/client_threads.py),
-on both engines."""
+"""Which stored conversation a dialect client's request continues
+(loop/conversations/client_threads.py), on both engines."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ from datetime import timedelta
 
 import pytest
 
-from loop.answer_claims import AnswerClaims
-from loop.client_threads import ClientRequest, ClientThreads, thread_key
-from loop.conversations import ConversationStore
-from loop.jobs import MemoryJob
-from loop.reply_feed import AnswerSettled, AnswerText, ReplyFeed
+from loop.conversations.answer_claims import AnswerClaims
+from loop.conversations.client_threads import ClientRequest, ClientThreads, thread_key
+from loop.conversations.reply_feed import AnswerSettled, AnswerText, ReplyFeed
+from loop.conversations.store import ConversationStore
+from loop.jobs.store import MemoryJob
 from memory_agent import ChatMessage
 from tests.conftest import install_app
 

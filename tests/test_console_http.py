@@ -10,8 +10,8 @@ import anyio
 import pytest
 from httpx import AsyncClient
 
-from loop.energy import EnergyBudget
-from loop.jobs import MemoryJobStore
+from loop.jobs.store import MemoryJobStore
+from loop.operations.energy import EnergyBudget
 from tests.harness import assistant_model, csrf_in, eventually, http_client, running, service
 
 pytestmark = pytest.mark.anyio
@@ -237,7 +237,7 @@ async def _all_done(jobs: MemoryJobStore, count: int) -> bool:
 async def test_an_apps_profile_sharing_and_a_persons_profile_page(db_path):
     """The app's page says whether it shares its users' profiles and changes it; a person's
     profile page lists, searches and purges their profile memories."""
-    from memory_agent.store import PROFILE_APP, MemoryStore
+    from memory_agent.storage.store import PROFILE_APP, MemoryStore
 
     async with service(db_path, assistant_model()) as services:
         await services.stores.registry.install("cal", "Calendar")

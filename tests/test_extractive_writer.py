@@ -8,7 +8,7 @@ import pytest
 
 from loop.settings import SettingsError, load_settings
 from memory_agent import ChatMessage, MemoryCreationRequest, MemorySubAgent
-from memory_agent.chat_model import memory_writer_for
+from memory_agent.writers.choice import memory_writer_for
 from tests.conftest import install_app
 from tests.fakes import FunctionModel, memory_model
 

@@ -20,7 +20,7 @@ from httpx import AsyncClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memory_agent.store import MemoryStore
+from memory_agent.storage.store import MemoryStore
 from tests.db_query import query
 from tests.harness import assistant_model, http_client, service
 

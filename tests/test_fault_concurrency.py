@@ -10,7 +10,7 @@ import sys
 import anyio
 import pytest
 
-from memory_agent.store import MemoryStore
+from memory_agent.storage.store import MemoryStore
 from tests.fakes import ModelCall, decision, friend_fact, ids_in_prompt
 from tests.harness import assistant_model, eventually, http_client, running, service
 

@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from loop.storage.sqlite import apply_migrations
-from memory_agent.validation import split_sentences
+from memory_agent.writers.extractive.paragraph import split_sentences
 from tests.fake_ollama import fake_ollama
 from tests.live_service import free_port, start_serve, wait_healthy
 

@@ -13,7 +13,7 @@ import pytest
 import respx
 
 from loop.llm.ollama import OllamaChatModel
-from memory_agent.store import MemoryStore
+from memory_agent.storage.store import MemoryStore
 from tests.harness import eventually, http_client, running, service
 from tests.test_ollama_adapter import chat_body
 

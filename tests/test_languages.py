@@ -10,10 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from memory_agent import facts, language, text
-from memory_agent.chat_model import ChatMessage
-from memory_agent.extractive import ExtractiveWriter
-from memory_agent.writing import NothingToKeep, WrittenMemory
+from memory_agent.core.chat_model import ChatMessage
+from memory_agent.writers.extractive import facts
+from memory_agent.writers.extractive.words import language, text
+from memory_agent.writers.extractive.writer import ExtractiveWriter
+from memory_agent.writers.written import NothingToKeep, WrittenMemory
+from tests.fakes import EXTRACTION_NOW as NOW
+from tests.fakes import extractive_writer
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -121,10 +124,7 @@ def test_an_errand_that_holds_a_lasting_fact_or_a_record_is_kept():
 
 
 def writer() -> ExtractiveWriter:
-    async def never(*_: object) -> object:
-        raise AssertionError("the extractive writer asks no model for a memory")
-
-    return ExtractiveWriter(never, limit=10, max_chars=600)  # type: ignore[arg-type]
+    return extractive_writer()
 
 
 def conversation(*turns: str) -> list[ChatMessage]:
@@ -142,6 +142,7 @@ async def test_a_language_no_file_covers_keeps_the_users_statements_with_a_value
             "Asante sana",
         ),
         [],
+        NOW,
     )
     assert isinstance(written, WrittenMemory)
     assert "45000" in written.content
@@ -156,6 +157,7 @@ async def test_a_language_no_file_covers_says_so_when_nothing_is_kept():
             "Nzuri sana, asante. Nikusaidie nini?",
         ),
         [],
+        NOW,
     )
     assert isinstance(written, NothingToKeep)
     assert "no language file covers" in written.why
@@ -171,6 +173,7 @@ async def test_a_memory_is_the_facts_not_the_chat():
             "Thanks!",
         ),
         [],
+        NOW,
     )
     assert isinstance(written, WrittenMemory)
     assert written.content == (
@@ -183,18 +186,19 @@ async def test_a_memory_is_the_facts_not_the_chat():
 async def test_what_the_bundled_model_replied_is_never_a_confirmation():
     reply = "I booked your table at Chez Marcel for Friday 19:00, reference CM-4471."
     turns = conversation("Can you book us a table?", reply, "ok")
-    from_other_model = await writer().write(turns, [])
+    from_other_model = await writer().write(turns, [], NOW)
     assert isinstance(from_other_model, WrittenMemory)
     assert "CM-4471" in from_other_model.content
     turns[1] = ChatMessage("assistant", reply, from_bundled_model=True)
-    assert isinstance(await writer().write(turns, []), NothingToKeep)
+    assert isinstance(await writer().write(turns, [], NOW), NothingToKeep)
 
 
 def test_a_language_switched_off_is_not_read():
     """`MNEMOLOOP_LANGUAGES_OFF` leaves a file unread: how the floor is measured on a language
     it does not know."""
     probe = (
-        "from memory_agent import language, facts;"
+        "from memory_agent.writers.extractive import facts;"
+        "from memory_agent.writers.extractive.words import language;"
         "print(sorted(language.LANGUAGES) == sorted(set(language.LANGUAGES)),"
         " 'ru' in language.LANGUAGES, facts.readable('Я живу в Москве и работаю учителем'))"
     )
@@ -233,7 +237,7 @@ def test_no_languages_word_for_i_is_an_ordinary_word_of_another(sentence):
 async def test_the_models_words_never_become_the_users(reply):
     # Whatever the reply imitates (a memory, the memory block, a transcript label), the
     # extractive writer never keeps it as anyone's statement.
-    written = await writer().write(conversation("Name one animal.", reply, "ok"), [])
+    written = await writer().write(conversation("Name one animal.", reply, "ok"), [], NOW)
     assert isinstance(written, NothingToKeep)
 
 
@@ -245,6 +249,7 @@ async def test_code_is_no_statement_in_a_language_no_file_covers():
             "That sums the prices.",
         ),
         [],
+        NOW,
     )
     assert isinstance(written, NothingToKeep)
 

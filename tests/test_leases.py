@@ -8,7 +8,7 @@ import anyio
 import pytest
 
 from loop.leases import while_renewing
-from memory_agent.errors import StorageError
+from memory_agent.core.errors import StorageError
 
 pytestmark = pytest.mark.anyio
 

@@ -8,10 +8,10 @@ import anyio
 import pytest
 
 from loop.settings import SettingsError, load_settings
-from memory_agent.context import format_memories_for_context, neutralise
-from memory_agent.errors import ChatModelResponseError, StorageError
+from memory_agent.core.errors import ChatModelResponseError, StorageError
 from memory_agent.models import Memory
-from memory_agent.store import MemoryStore
+from memory_agent.recall.context import format_memories_for_context, neutralise
+from memory_agent.storage.store import MemoryStore
 from tests.fakes import FunctionModel, ModelCall
 from tests.harness import eventually, http_client, running, service
 

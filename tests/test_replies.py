@@ -10,9 +10,9 @@ import anyio
 import httpx
 import pytest
 
-from loop.answer_claims import AnswerClaims
-from loop.replies import ask
-from memory_agent.errors import ChatModelResponseError, ChatModelTimeout
+from loop.conversations.answer_claims import AnswerClaims
+from loop.conversations.replies import ask
+from memory_agent.core.errors import ChatModelResponseError, ChatModelTimeout
 from tests.fakes import PIECES, FunctionModel, ModelCall, PieceByPieceModel
 from tests.harness import assistant_model, eventually, live_http, running, service
 

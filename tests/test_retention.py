@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from memory_agent import facts, retention, text, values
-from memory_agent.retention import NEW_MEMORY_ID, Candidate, Step
+from memory_agent.writers.extractive import facts, retention, values
+from memory_agent.writers.extractive.retention import NEW_MEMORY_ID, Candidate, Step
+from memory_agent.writers.extractive.words import text
 
 
 @pytest.mark.parametrize(

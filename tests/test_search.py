@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory_agent.store import MemoryStore
+from memory_agent.storage.store import MemoryStore
 from tests.harness import assistant_model, http_client, service
 from tests.test_cli import mnemoloop
 
@@ -127,7 +127,7 @@ async def test_the_index_follows_edits_deletes_and_purges_in_their_transactions(
     ("word " * 101, "at most 500"),
 ])
 async def test_the_agent_refuses_queries_it_cannot_search_saying_why(db_path, query, says):
-    from memory_agent.errors import InvalidSearchQuery
+    from memory_agent.core.errors import InvalidSearchQuery
 
     async with service(db_path, assistant_model()) as services:
         await seeded(services)

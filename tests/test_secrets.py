@@ -1,4 +1,4 @@
-"""Secrets are replaced by markers before anything is kept (memory_agent/secrets.py): what is
+"""Secrets are replaced by markers before anything is kept (memory_agent/core/redaction.py): what is
 found in several phrasings and languages, what look-alikes are kept, and that no secret byte
 is left in the database after a conversation that typed one."""
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from memory_agent.secrets import (
+from memory_agent.core.redaction import (
     API_KEY,
     CARD,
     IBAN,

@@ -7,9 +7,9 @@ import anyio
 import pytest
 
 from loop.errors import AppNotInstalled, ConversationEnded
-from loop.jobs import MAX_INTERRUPTIONS
+from loop.jobs.store import MAX_INTERRUPTIONS
 from memory_agent import ChatReply
-from memory_agent.errors import ChatModelResponseError, ChatModelTimeout, ChatModelUnavailable
+from memory_agent.core.errors import ChatModelResponseError, ChatModelTimeout, ChatModelUnavailable
 from tests.db_query import query
 from tests.fakes import (
     CREATION_PREFIX,

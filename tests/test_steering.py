@@ -13,9 +13,9 @@ import httpx
 import pytest
 
 from memory_agent import ChatMessage, MemoryCreationRequest, MemorySubAgent
-from memory_agent.errors import MemorySteeringRefused
-from memory_agent.expiry import remembered_until
-from memory_agent.steering import MemoryChange
+from memory_agent.core.errors import MemorySteeringRefused
+from memory_agent.steering.changes import MemoryChange
+from memory_agent.writers.extractive.words.expiry import remembered_until
 from tests.conftest import install_app
 from tests.fake_ollama import SHOW_PROMPT
 from tests.fakes import ModelCall, decision, ids_in_prompt, memory_lines, memory_model

@@ -9,16 +9,24 @@ import json
 import pytest
 
 from admin_api.dialects.common import DialectError, client_turns, offered_tools
-from loop.answer_claims import AnswerClaims
-from loop.client_threads import ClientRequest, ClientThreads, thread_key
-from loop.client_tools import NONE, ClientTools, calls_from_json, calls_to_json, with_ids
-from loop.conversations import ConversationStore
+from loop.conversations.answer_claims import AnswerClaims
+from loop.conversations.client_threads import ClientRequest, ClientThreads, thread_key
+from loop.conversations.client_tools import (
+    NONE,
+    ClientTools,
+    calls_from_json,
+    calls_to_json,
+    with_ids,
+)
+from loop.conversations.store import ConversationStore
 from loop.llm.ollama import _messages_payload
 from memory_agent import ChatMessage, ToolCall, ToolSpec
-from memory_agent.extractive import ExtractiveWriter
-from memory_agent.prompts import format_transcript
-from memory_agent.writing import WrittenMemory
+from memory_agent.writers.extractive.writer import ExtractiveWriter
+from memory_agent.writers.model.prompts import format_transcript
+from memory_agent.writers.written import WrittenMemory
 from tests.conftest import install_app
+from tests.fakes import EXTRACTION_NOW as NOW
+from tests.fakes import extractive_writer
 
 BOOK = ToolSpec("book_table", "Book a table.", {"type": "object", "properties": {
     "party": {"type": "integer"}, "time": {"type": "string"}}})
@@ -36,22 +44,21 @@ def booking(result: str = RESULT) -> list[ChatMessage]:
 
 
 def writer() -> ExtractiveWriter:
-    async def never(*_: object) -> object:
-        raise AssertionError("the extractive writer asks no model for a memory")
-
-    return ExtractiveWriter(never, limit=10, max_chars=600)  # type: ignore[arg-type]
+    return extractive_writer()
 
 
 @pytest.mark.anyio
 async def test_the_extractive_writer_keeps_what_a_tool_did_with_its_reference():
-    written = await writer().write(booking(), [])
+    written = await writer().write(booking(), [], NOW)
     assert isinstance(written, WrittenMemory), written
     assert "book_table returned: booking confirmation LUI-2231" in written.content
 
 
 @pytest.mark.anyio
 async def test_a_tool_result_that_is_not_json_is_read_as_it_came():
-    written = await writer().write(booking("Booked for 4 at 19:30, reference LUI-2231."), [])
+    written = await writer().write(
+        booking("Booked for 4 at 19:30, reference LUI-2231."), [], NOW
+    )
     assert isinstance(written, WrittenMemory), written
     assert "LUI-2231" in written.content
 

@@ -31,13 +31,16 @@ ADMIN = {"Authorization": "Bearer admin-secret"}
 
 
 def prompt_echoing_model() -> FunctionModel:
-    """Writes each conversation's first user message as its memory; answers `SHOW_PROMPT`
-    with the system messages it was given."""
+    """Writes each conversation's first user message as its memory (with the end the user
+    asked for, "until 2099-12-05", as a model gives it); answers `SHOW_PROMPT` with the system
+    messages it was given."""
 
     def answer(call: ModelCall) -> str:
         if call.prompt.startswith(CREATION_PREFIX):
             said = call.prompt.split("User: ", 1)[1].split("\n")[0].rstrip(".")
-            return quoted(f'The user said: "{said}."', call)
+            until = re.search(r"until (\d{4}-\d\d-\d\d)", said)
+            keep = (until.group(1), until.group()) if until else None
+            return quoted(f'The user said: "{said}."', call, keep_until=keep)
         if call.prompt.startswith(COMPACTION_PREFIX):
             return "no decision"
         if call.messages[-1].content == SHOW_PROMPT:

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from memory_agent import facts, language, retention, text, values, written_forms
-from memory_agent.validation import split_sentences
+from memory_agent.writers.extractive import facts, retention, values
+from memory_agent.writers.extractive.paragraph import split_sentences
+from memory_agent.writers.extractive.words import language, text, written_forms
 
 
 @pytest.mark.parametrize(

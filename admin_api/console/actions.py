@@ -14,12 +14,9 @@ from litestar.response import Redirect
 from admin_api.console.render import page
 from admin_api.dependencies import Provided
 from loop.errors import AppNotInstalled, MemoryCountChanged
-from loop.registry import MAX_USER_ID, validate_user_id
+from loop.operations import MAX_USER_ID, validate_user_id
 from loop.service import Stores
-from memory_agent.errors import MemoryNotFound
-from memory_agent.models import MAX_MEMORY_ID
-from memory_agent.steering import MemoryChange
-from memory_agent.store import PROFILE_APP
+from memory_agent import MAX_MEMORY_ID, PROFILE_APP, MemoryChange, MemoryNotFound
 
 
 def _back_to_app(app_id: str, done: str, n: int, user: str = "") -> Redirect:

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from loop.energy import MinuteSpending
+from loop.operations import MinuteSpending
 
 WIDTH, HEIGHT = 720, 200
 LEFT, BOTTOM, TOP = 48, 24, 8

@@ -12,12 +12,10 @@ from litestar.response import Template
 from admin_api.console.chart import spending_chart
 from admin_api.console.render import page
 from admin_api.dependencies import Provided
-from loop.health import HealthChecks
 from loop.jobs import JOB_STATUSES
-from loop.registry import MAX_USER_ID, validate_user_id
+from loop.operations import MAX_USER_ID, HealthChecks, validate_user_id
 from loop.service import Stores
-from memory_agent.errors import InvalidSearchQuery
-from memory_agent.store import PROFILE_APP
+from memory_agent import PROFILE_APP, InvalidSearchQuery
 
 CHART_MINUTES = 60
 # What the app's page says after a change (`?done=<key>&n=<number>`): fixed texts, so that a

@@ -15,7 +15,7 @@ from litestar.response import Template
 from litestar.template import TemplateConfig
 
 from admin_api.errors import domain_status, validation_detail
-from memory_agent.errors import MnemoloopError
+from memory_agent import MnemoloopError
 
 log = logging.getLogger("mnemoloop.http")
 TEMPLATES = Path(__file__).parent / "templates"

@@ -21,7 +21,7 @@ from litestar.response import Redirect, Template
 from admin_api.auth import checking_token
 from admin_api.console.render import page
 from admin_api.throttle import Refused
-from loop.console_sessions import SESSION_SECONDS, ConsoleSession, ConsoleSessions
+from loop.operations import SESSION_SECONDS, ConsoleSession, ConsoleSessions
 
 SESSION_COOKIE = "mnemoloop_console"
 SIGN_IN_COOKIE = "mnemoloop_sign_in"

@@ -18,7 +18,7 @@ from admin_api.schemas import (
     problems,
     strict_booleans,
 )
-from loop.registry import App
+from loop.operations import App
 from loop.service import Stores
 
 

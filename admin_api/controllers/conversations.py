@@ -26,8 +26,7 @@ from admin_api.schemas import (
     ToolCallOut,
     problems,
 )
-from loop.conversations import Message, ReplyStatus
-from loop.replies import Question, Retrying, ask
+from loop.conversations import Message, Question, ReplyStatus, Retrying, ask
 from loop.service import Stores
 
 MAX_WAIT_SECONDS = 300

@@ -18,8 +18,7 @@ from admin_api.schemas import (
     problems,
 )
 from loop.service import Stores
-from memory_agent.errors import MemoryNotFound
-from memory_agent.models import MemoryEvent
+from memory_agent import MemoryEvent, MemoryNotFound
 
 Since = Annotated[
     int,

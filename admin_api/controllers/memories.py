@@ -22,9 +22,7 @@ from admin_api.schemas import (
     problems,
 )
 from loop.service import Stores
-from memory_agent.ports import Clock, now_text
-from memory_agent.search import MAX_QUERY_CHARS
-from memory_agent.store import MemoryState
+from memory_agent import MAX_QUERY_CHARS, Clock, MemoryState, now_text
 
 MAX_IMPORT_BYTES = 32 * 1024 * 1024
 

@@ -12,8 +12,7 @@ from litestar.response import Redirect
 from admin_api.auth import admin_only
 from admin_api.dependencies import Provided
 from admin_api.schemas import EnergyOut, HealthOut, JobsOut, PartHealthOut, job_out, problems
-from loop.health import HealthChecks, PartHealth
-from loop.metrics import CONTENT_TYPE, Metrics
+from loop.operations import CONTENT_TYPE, HealthChecks, Metrics, PartHealth
 from loop.service import Stores
 
 JobStatusFilter = Literal[

@@ -25,10 +25,7 @@ from admin_api.schemas import (
 )
 from loop.errors import InvalidInput
 from loop.service import Stores
-from memory_agent.errors import MemoryNotFound
-from memory_agent.models import MemoryActor
-from memory_agent.ports import Clock, now_text
-from memory_agent.steering import MemoryChange
+from memory_agent import Clock, MemoryActor, MemoryChange, MemoryNotFound, now_text
 
 
 class SteeringController(Controller):

@@ -28,11 +28,9 @@ from admin_api.schemas import (
     memory_out,
     problems,
 )
-from loop.registry import MAX_USER_ID, USER_ID_PATTERN
+from loop.operations import MAX_USER_ID, USER_ID_PATTERN
 from loop.service import Stores
-from memory_agent.ports import Clock, now_text
-from memory_agent.search import MAX_QUERY_CHARS
-from memory_agent.store import PROFILE_APP
+from memory_agent import MAX_QUERY_CHARS, PROFILE_APP, Clock, now_text
 
 UserIdPath = Annotated[
     str,

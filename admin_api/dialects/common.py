@@ -1,6 +1,6 @@
 """What the OpenAI and Ollama dialects share: who calls, which thread and model, the posting
-of a request's history (`loop.client_threads`) and the following of its reply. Each dialect
-module only reads its request shape and writes its response shape.
+of a request's history (`loop.conversations.client_threads`) and the following of its reply.
+Each dialect module only reads its request shape and writes its response shape.
 
 Headers a client may send with either dialect:
 - `X-Mnemoloop-App`: the app, when the bearer token is the admin token;
@@ -27,15 +27,28 @@ from litestar.exceptions import HTTPException, ValidationException
 
 from admin_api.auth import checked_owner
 from admin_api.errors import domain_status, validation_detail
-from loop.client_threads import ClientRequest, thread_key
-from loop.client_tools import AUTO, NONE, REQUIRED, ClientTools
-from loop.conversations import ASKING_ROLES, ReplyStatus
-from loop.registry import validate_user_id
-from loop.replies import Question
+from loop.conversations import (
+    ASKING_ROLES,
+    AUTO,
+    NONE,
+    REQUIRED,
+    ClientRequest,
+    ClientTools,
+    Question,
+    ReplyStatus,
+    thread_key,
+)
+from loop.operations import validate_user_id
 from loop.service import Models, Stores
-from memory_agent import ChatMessage, ChatModel
-from memory_agent.chat_model import JsonSchema, ToolCall, ToolSpec
-from memory_agent.errors import ChatModelError, MnemoloopError
+from memory_agent import (
+    ChatMessage,
+    ChatModel,
+    ChatModelError,
+    JsonSchema,
+    MnemoloopError,
+    ToolCall,
+    ToolSpec,
+)
 
 log = logging.getLogger("mnemoloop.http")
 

@@ -39,11 +39,9 @@ from admin_api.dialects.common import (
     stream_failure,
     tool_calls_of,
 )
-from loop.client_tools import ClientTools
-from loop.conversations import Message, ReplyStatus
-from loop.replies import Question
+from loop.conversations import ClientTools, Message, Question, ReplyStatus
 from loop.service import Stores
-from memory_agent.chat_model import ChatMessage, JsonSchema
+from memory_agent import ChatMessage, JsonSchema
 
 NDJSON = "application/x-ndjson"
 

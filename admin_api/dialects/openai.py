@@ -39,11 +39,9 @@ from admin_api.dialects.common import (
     tool_calls_of,
 )
 from admin_api.dialects.responses import create_response
-from loop.client_tools import AUTO, ClientTools
-from loop.conversations import ReplyStatus
-from loop.replies import Question
+from loop.conversations import AUTO, ClientTools, Question, ReplyStatus
 from loop.service import Stores
-from memory_agent.chat_model import ChatMessage, JsonSchema, ToolCall
+from memory_agent import ChatMessage, JsonSchema, ToolCall
 
 _ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant",
           "tool": "tool"}

@@ -1,6 +1,7 @@
 """OpenAI's Responses API (`POST /v1/responses`) on the same conversations, memory and spaces
 as the chat completions route: the input and the history `previous_response_id` names become
-a history of turns, matched to a conversation as any client's (loop/client_threads.py).
+a history of turns, matched to a conversation as any client's
+(loop/conversations/client_threads.py).
 
 A response's id names its conversation and the user message it answers
 (`resp_<conversation>_<message>`), so `previous_response_id` needs no store of its own: the
@@ -42,12 +43,10 @@ from admin_api.dialects.common import (
     tool_arguments,
     tool_spec,
 )
-from loop.client_tools import AUTO, NONE, REQUIRED, ClientTools
-from loop.conversations import ReplyStatus
+from loop.conversations import AUTO, NONE, REQUIRED, ClientTools, Question, ReplyStatus
 from loop.errors import ConversationNotFound
-from loop.replies import Question
 from loop.service import Stores
-from memory_agent.chat_model import ChatMessage, JsonSchema, ToolCall
+from memory_agent import ChatMessage, JsonSchema, ToolCall
 
 _ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant"}
 _RESPONSE_ID = re.compile(r"resp_([0-9a-f]+)_(\d+)")

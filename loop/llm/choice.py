@@ -8,8 +8,7 @@ from loop.errors import NoChatModel
 from loop.llm.local import LocalChatModel, local_backend_available
 from loop.llm.ollama import OllamaChatModel
 from loop.settings import Settings
-from memory_agent.chat_model import ChatModel, ChatReply
-from memory_agent.errors import ChatModelError
+from memory_agent import ChatModel, ChatModelError, ChatReply
 
 log = logging.getLogger("mnemoloop")
 

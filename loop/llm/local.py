@@ -22,9 +22,10 @@ import anyio
 
 from loop.errors import NoChatModel
 from loop.llm import guard
-from memory_agent.chat_model import (
+from memory_agent import (
     ChatMessage,
     ChatModel,
+    ChatModelError,
     ChatReply,
     JsonSchema,
     TextSink,
@@ -32,7 +33,6 @@ from memory_agent.chat_model import (
     ToolCall,
     ToolSpec,
 )
-from memory_agent.errors import ChatModelError
 
 T = TypeVar("T")
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"

@@ -13,21 +13,19 @@ import pydantic
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
 
 from loop.llm import guard
-from memory_agent.chat_model import (
+from memory_agent import (
     ChatMessage,
     ChatModel,
+    ChatModelError,
+    ChatModelResponseError,
+    ChatModelTimeout,
+    ChatModelUnavailable,
     ChatReply,
     JsonSchema,
     TextSink,
     TokenUsage,
     ToolCall,
     ToolSpec,
-)
-from memory_agent.errors import (
-    ChatModelError,
-    ChatModelResponseError,
-    ChatModelTimeout,
-    ChatModelUnavailable,
 )
 
 

@@ -1,6 +1,6 @@
 """Where the service keeps its state: `MNEMOLOOP_DB` names a SQLite file (a path or
 `sqlite:///path`, the embedded default) or a PostgreSQL database (`postgresql://…`), shared by
-any number of instances. Both engines answer the `memory_agent.ports.Database` protocol."""
+any number of instances. Both engines answer the `memory_agent.Database` protocol."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from typing import Protocol
 
 from loop.storage.migrations import Migration, MigrationError
 from loop.storage.postgres import PostgresDatabase, redacted
-from loop.storage.sqlite import InstanceRefused, SqliteDatabase, migrate_file
-from memory_agent.ports import Database
+from loop.storage.sqlite import InstanceRefused, SqliteDatabase, apply_migrations, migrate_file
+from memory_agent import Database
 
 
 class Engine(Database, Protocol):
@@ -47,6 +47,7 @@ __all__ = [
     "MigrationError",
     "PostgresDatabase",
     "SqliteDatabase",
+    "apply_migrations",
     "database_exists",
     "database_for",
     "describe_url",

@@ -18,7 +18,7 @@ import logging
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 import anyio
@@ -33,9 +33,9 @@ from loop.storage.migrations import (
     migrations_dir,
     pending,
 )
-from memory_agent.errors import StorageError
-from memory_agent.ports import POSTGRESQL, Dialect, Params, Row, T, TransactionBody
+from memory_agent import POSTGRESQL, Dialect, Params, Row, StorageError, TransactionBody
 
+T = TypeVar("T")
 log = logging.getLogger("mnemoloop.storage")
 
 # Serialises migrations when several instances start at once (a transaction-scoped lock).

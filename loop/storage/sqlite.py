@@ -25,7 +25,7 @@ from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Mappin
 from contextlib import asynccontextmanager, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
 import aiosqlite
 import anyio
@@ -38,8 +38,9 @@ from loop.storage.migrations import (
     migrations_dir,
     pending,
 )
-from memory_agent.errors import StorageError
-from memory_agent.ports import SQLITE, Dialect, Params, Row, T, TransactionBody
+from memory_agent import SQLITE, Dialect, Params, Row, StorageError, TransactionBody
+
+T = TypeVar("T")
 
 _PRAGMAS = (
     "PRAGMA foreign_keys=ON",

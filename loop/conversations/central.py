@@ -1,0 +1,415 @@
+"""The central loop: answers every unanswered conversation with the app's memories in context."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+import anyio
+from anyio.abc import TaskGroup
+
+from loop.backoff import backoff_seconds
+from loop.conversations.answer_claims import AnswerClaims, Unanswered
+from loop.conversations.client_tools import with_ids
+from loop.conversations.prompt_budget import PromptBudget
+from loop.conversations.reply_feed import AnswerSettled, AnswerText
+from loop.conversations.store import ConversationStore
+from loop.errors import AnswerTaken, ConversationEnded, ConversationNotFound
+from loop.leases import while_renewing
+from loop.operations.energy import EnergyBudget
+from loop.operations.metrics import Metrics
+from loop.operations.registry import App, AppRegistry
+from loop.wakeups import InFlight
+from memory_agent import (
+    PROFILE_APP,
+    ChatMessage,
+    ChatModel,
+    Memory,
+    MemorySubAgent,
+    MnemoloopError,
+    TokenUsage,
+    ToolCall,
+    ToolSpec,
+    energy_cost,
+    format_memories_for_context,
+    neutralise,
+)
+
+log = logging.getLogger("mnemoloop.loop")
+
+BASE_SYSTEM_PROMPT = (
+    'You are the assistant inside the app "{app_name}". Answer the user helpfully and '
+    "briefly. When the user says goodbye or has nothing more to ask, call the "
+    "end_conversation tool."
+)
+END_CONVERSATION_TOOL = ToolSpec(
+    "end_conversation",
+    "End this conversation when the user is done or says goodbye.",
+    {"type": "object", "properties": {"reason": {"type": "string"}}},
+)
+END_REASON_TOOL = "end_conversation"
+END_REASON_IDLE = "idle"
+
+
+@dataclass(frozen=True)
+class Answer:
+    text: str
+    ended: bool
+    usage: TokenUsage = field(default_factory=TokenUsage)
+    # The model that wrote it (its name), stored with the reply.
+    written_by: str | None = None
+    # Its calls of the client's tools (loop/conversations/client_tools.py), each with an id.
+    tool_calls: tuple[ToolCall, ...] = ()
+
+
+@dataclass
+class _Answering:
+    """An answer under way: the newest message it answers, once the conversation is read."""
+
+    conversation_id: str
+    answers_up_to: int = 0
+
+
+@dataclass(frozen=True)
+class _Failure:
+    message: str
+    transient: bool
+
+
+def _describe(error: Exception, timeout: float) -> _Failure:
+    if isinstance(error, TimeoutError):
+        return _Failure(f"the model did not answer within {timeout:g} s", transient=True)
+    if isinstance(error, MnemoloopError):
+        return _Failure(f"{type(error).__name__}: {error}", transient=error.transient)
+    log.exception("answering failed unexpectedly")
+    return _Failure(f"{type(error).__name__}: {error}", transient=False)
+
+
+class CentralLoop:
+    """Answers conversations, at most `max_concurrent` at once and `max_per_app` of one app,
+    so one app's slow or hanging conversations cannot hold every slot.
+
+    Each answer has `answer_timeout` seconds. A transient failure (timeout, refused
+    connection, 5xx, database busy) is tried again after a back-off, up to `answer_attempts`
+    tries; a permanent one (model not found) or the last try marks the conversation `failed`
+    with the error, which `GET /conversations/{id}` shows and the app can retry. No failure
+    of one answer stops the loop.
+    """
+
+    def __init__(
+        self,
+        *,
+        conversations: ConversationStore,
+        answers: AnswerClaims,
+        registry: AppRegistry,
+        agent: MemorySubAgent,
+        energy: EnergyBudget,
+        chat_model: ChatModel,
+        metrics: Metrics,
+        tokens_per_energy_unit: int,
+        idle_end_seconds: float,
+        max_concurrent: int,
+        max_per_app: int | None = None,
+        answer_timeout: float = 120.0,
+        answer_attempts: int = 3,
+        retry_base_seconds: float = 2.0,
+        prompt_budget: PromptBudget | None = None,
+        poll_interval: float = 0.5,
+        recover_on_start: bool = True,
+    ) -> None:
+        self._conversations = conversations
+        self._answers = answers
+        self._registry = registry
+        self._agent = agent
+        self._energy = energy
+        self._model = chat_model
+        self._metrics = metrics
+        self._tokens_per_unit = tokens_per_energy_unit
+        self._idle = timedelta(seconds=idle_end_seconds)
+        self._max_concurrent = max_concurrent
+        self._max_per_app = max_per_app or max(1, max_concurrent // 2)
+        self._answer_timeout = answer_timeout
+        self._answer_attempts = answer_attempts
+        self._retry_base = retry_base_seconds
+        self._budget = prompt_budget or PromptBudget()
+        self._poll_interval = poll_interval
+        self._recover_on_start = recover_on_start
+        self._in_flight = InFlight()
+        self._per_app: Counter[str] = Counter()
+        # conversation id -> monotonic time before which it is not tried again after an error
+        self._retry_after: dict[str, float] = {}
+        self._stopping = False
+
+    async def run(self) -> None:
+        # The only instance on its database takes back at once what it left `answering`;
+        # instances sharing one wait for the claims to run out.
+        if self._recover_on_start:
+            recovered = await self._answers.recover_interrupted()
+            if recovered:
+                log.info("answering %d conversations interrupted by a stop again", recovered)
+        async with anyio.create_task_group() as group:
+            while not self._stopping:
+                try:
+                    await self.end_idle_conversations()
+                    await self._start_answers(group)
+                except MnemoloopError as error:
+                    # The database is busy or gone for a moment: say so, and look again.
+                    log.error("the central loop could not look for work: %s", error)
+                    self._metrics.loop_errors.inc()
+                await self._conversations.message_posted.wait(self._poll_interval)
+
+    async def drain(self, grace: float) -> None:
+        """Stop taking conversations; wait up to `grace` seconds for answers in flight."""
+        self._stopping = True
+        self._conversations.message_posted.set()
+        with anyio.move_on_after(grace):
+            await self._in_flight.wait_empty()
+
+    async def _start_answers(self, group: TaskGroup) -> None:
+        now = time.monotonic()
+        # Forget back-offs that have run out, so conversations that ended meanwhile leave none.
+        self._retry_after = {c: t for c, t in self._retry_after.items() if t > now}
+        # Room for the conversations in back-off besides an app's share of slots.
+        per_app = self._max_per_app + len(self._retry_after) + 1
+        for waiting in await self._answers.unanswered(limit=200, per_app=per_app):
+            if len(self._in_flight) >= self._max_concurrent:
+                break
+            if waiting.conversation_id in self._in_flight:
+                continue
+            if waiting.conversation_id in self._retry_after:
+                continue
+            if self._per_app[waiting.app_id] >= self._max_per_app:
+                continue  # this app has its share; the next app's turn
+            self._in_flight.add(waiting.conversation_id)
+            self._per_app[waiting.app_id] += 1
+            group.start_soon(self._answer_in_background, waiting)
+
+    async def _answer_in_background(self, waiting: Unanswered) -> None:
+        answering = _Answering(waiting.conversation_id)
+        try:
+            with anyio.fail_after(self._answer_timeout):
+                await self._claim_and_answer(answering)
+        except (ConversationEnded, ConversationNotFound, AnswerTaken):
+            pass
+        except Exception as error:
+            await self._answer_failed(waiting, answering, _describe(error, self._answer_timeout))
+        finally:
+            self._in_flight.discard(waiting.conversation_id)
+            self._per_app[waiting.app_id] -= 1
+            if self._per_app[waiting.app_id] <= 0:
+                del self._per_app[waiting.app_id]
+            self._conversations.message_posted.set()  # a slot is free
+
+    async def _answer_failed(
+        self, waiting: Unanswered, answering: _Answering, failure: _Failure
+    ) -> None:
+        attempts = waiting.answer_attempts + 1
+        self._metrics.answer_failures.inc()
+        final = not failure.transient or attempts >= self._answer_attempts
+        try:
+            if final:
+                log.error(
+                    "answering conversation %s failed for good after %d tries: %s",
+                    waiting.conversation_id,
+                    attempts,
+                    failure.message,
+                )
+            else:
+                delay = backoff_seconds(attempts, self._retry_base)
+                log.warning(
+                    "answering conversation %s failed (try %d), again in %.0f s: %s",
+                    waiting.conversation_id,
+                    attempts,
+                    delay,
+                    failure.message,
+                )
+                self._retry_after[waiting.conversation_id] = time.monotonic() + delay
+            await self._answers.release(
+                waiting.conversation_id, failed=final, error=failure.message
+            )
+        except MnemoloopError as error:
+            log.error(
+                "could not record the failed answer of %s: %s", waiting.conversation_id, error
+            )
+        self._settled(answering, failure.message, final=final)
+
+    async def answer(self, conversation_id: str) -> Answer:
+        """Answer the conversation now (the terminal chat, the demo). Raises `AnswerTaken`
+        when another instance is answering it; after any other failure the question is
+        left waiting again, and the error raised."""
+        answering = _Answering(conversation_id)
+        try:
+            return await self._claim_and_answer(answering)
+        except AnswerTaken:
+            raise
+        except BaseException as error:
+            message = f"{type(error).__name__}: {error}"
+            with anyio.CancelScope(shield=True):
+                await self._answers.release(
+                    conversation_id, failed=False, error=message
+                )
+            self._settled(answering, message, final=False)
+            raise
+
+    async def _claim_and_answer(self, answering: _Answering) -> Answer:
+        """Claim the question, build the context, call the model once, and store the reply
+        if the claim still holds: `AnswerTaken` when another instance is answering it (or
+        took it over meanwhile)."""
+        conversation_id = answering.conversation_id
+        if not await self._answers.claim(conversation_id):
+            raise AnswerTaken(conversation_id)
+        answer = await while_renewing(
+            lambda: self._compose(answering),
+            lambda: self._answers.renew(conversation_id),
+            every=self._answers.lease_seconds / 3,
+            what=f"the answer to conversation {conversation_id}",
+        )
+        end_reason = END_REASON_TOOL if answer.ended else None
+        reply = answer.text or (
+            None if answer.ended else "" if answer.tool_calls else "(the model gave no answer)"
+        )
+        stored = await self._answers.store(
+            conversation_id, reply, end_reason, answers_up_to=answering.answers_up_to,
+            usage=answer.usage, written_by=answer.written_by, tool_calls=answer.tool_calls,
+        )
+        if not stored:
+            if await self._conversations.is_open(conversation_id):
+                log.warning("the answer to %s was not stored: its claim ran out", conversation_id)
+                self._settled(answering, "another instance took the answer over", final=False)
+            else:
+                # Ended or erased meanwhile: nobody will answer it, and its waiters hear so.
+                self._settled(answering, "the conversation ended before its answer was stored")
+            raise AnswerTaken(conversation_id)
+        self._settled(answering)
+        return answer
+
+    async def _compose(self, answering: _Answering) -> Answer:
+        conversation = await self._conversations.get(answering.conversation_id)
+        answering.answers_up_to = max((m.id for m in conversation.messages), default=0)
+        app = await self._registry.require(conversation.app_id)
+        context = await self.build_context(
+            app, conversation.chat_messages(), conversation.system_prompt,
+            user_id=conversation.user_id, conversation_id=conversation.conversation_id,
+        )
+        feed = self._conversations.replies
+        model = self._model.named(conversation.model) if conversation.model else self._model
+        # A client's tools take the place of the service's own: their calls are the client's
+        # to run, and the client ends its conversations itself.
+        client_tools = conversation.tools
+        tools = client_tools.offered() if client_tools else [END_CONVERSATION_TOOL]
+        if conversation.answer_schema is not None:
+            # Structured output: the backend's own schema support (Ollama's `format`,
+            # llama.cpp's grammar) writes it whole; the JSON comes as one piece.
+            reply = await model.chat(
+                context, json_schema=conversation.answer_schema,
+                tools=tools if client_tools else (),
+            )
+            feed.publish(
+                answering.conversation_id, AnswerText(reply.text, answering.answers_up_to)
+            )
+        else:
+            reply = await model.chat_streaming(
+                context,
+                tools=tools,
+                on_text=lambda text: feed.publish(
+                    answering.conversation_id, AnswerText(text, answering.answers_up_to)
+                ),
+            )
+        await self._energy.charge("conversation", energy_cost(reply.usage, self._tokens_per_unit))
+        if client_tools:
+            offered = {tool.name for tool in tools}
+            calls = with_ids([call for call in reply.tool_calls if call.name in offered])
+            return Answer(reply.text.strip(), False, reply.usage, model.name, calls)
+        ends = any(call.name == END_CONVERSATION_TOOL.name for call in reply.tool_calls)
+        return Answer(reply.text.strip(), ends, reply.usage, written_by=model.name)
+
+    def _settled(
+        self, answering: _Answering, error: str | None = None, *, final: bool = True
+    ) -> None:
+        """Tell this instance's waiters the answer was stored, or failed."""
+        self._conversations.replies.publish(
+            answering.conversation_id,
+            AnswerSettled(answering.answers_up_to, error, final),
+        )
+
+    async def build_context(
+        self,
+        app: App,
+        conversation: list[ChatMessage],
+        client_system_prompt: str | None = None,
+        *,
+        user_id: str = "",
+        conversation_id: str | None = None,
+    ) -> list[ChatMessage]:
+        """The base system prompt (or the client's own, within half the prompt budget), then
+        the memory block (if any): the app's shared memories, and in a user's conversation
+        that user's before them, and before both the person's profile when the app shares
+        it, opened by what changed since the user's previous conversation (of a stored
+        conversation); then the newest turns of the conversation that fit the prompt
+        budget."""
+        started = time.perf_counter()
+        limit = self._agent.memory_limit
+        shared = await self._agent.get_memories(app.app_id, limit)
+        own = await self._agent.get_memories(app.app_id, limit, user_id=user_id) if user_id else []
+        with_profile = app.shares_profile and bool(user_id)
+        profile = await self._agent.get_profile(user_id) if with_profile else []
+        changes = ""
+        if conversation_id is not None:
+            changes = await self._changes(app, user_id, with_profile, conversation_id)
+        block = self._memory_block(app.name, shared, own, profile, changes)
+        self._metrics.retrieval_seconds.observe(time.perf_counter() - started)
+        self._metrics.count_answer(with_memories=bool(block))
+        system = (
+            self._budget.beginning_within_half(client_system_prompt)
+            if client_system_prompt
+            else BASE_SYSTEM_PROMPT.format(app_name=neutralise(app.name))
+        )
+        context = [ChatMessage("system", system)]
+        if block:
+            context.append(ChatMessage("system", block))
+        return context + self._budget.newest_turns_that_fit(context, conversation)
+
+    async def _changes(
+        self, app: App, user_id: str, with_profile: bool, conversation_id: str
+    ) -> str:
+        """The delta header: the changes of the conversation's spaces since its user's
+        previous conversation in the app; "" for their first, or when nothing changed."""
+        spaces = [(app.app_id, "")] + ([(app.app_id, user_id)] if user_id else [])
+        if with_profile:
+            spaces.append((PROFILE_APP, user_id))
+        current = await self._agent.revision(spaces)
+        seen, previous = await self._conversations.revisions(conversation_id, current)
+        if previous is None or previous >= seen:
+            return ""
+        return await self._agent.changes_header(spaces, previous, seen)
+
+    def _memory_block(
+        self, app_name: str, shared: list[Memory], own: list[Memory],
+        profile: list[Memory], changes: str,
+    ) -> str:
+        """The block. A user's conversation may bring up to three caps (the profile's, theirs
+        and the app's): then it stays within half the prompt budget, the oldest shared
+        memories left out first, then the user's, then the profile's."""
+        while True:
+            block = format_memories_for_context(
+                app_name, shared, own, profile, changes
+            )
+            if not (own or profile) or self._budget.within_half(block):
+                return block
+            (shared if shared else own if own else profile).pop()
+
+    async def end_idle_conversations(self) -> int:
+        """End conversations idle too long; never one whose answer is being written."""
+        ended = 0
+        cutoff = self._conversations.idle_cutoff(self._idle)
+        for conversation_id in await self._conversations.idle_since(cutoff):
+            if conversation_id in self._in_flight:
+                continue
+            # Unless a message came meanwhile (checked in the ending transaction).
+            ended += await self._conversations.end(
+                conversation_id, END_REASON_IDLE, idle_since=cutoff
+            )
+        return ended

@@ -1,0 +1,139 @@
+"""The seam to an LLM: one async method, messages in, text, tool calls and token usage out.
+
+Each backend (Ollama, embedded llama.cpp) is a small module in `loop/llm/` behind this class.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Role = Literal["system", "user", "assistant", "tool"]
+JsonSchema = dict[str, Any]
+# Takes the text of an answer piece by piece, as the model writes it.
+TextSink = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    description: str
+    parameters: JsonSchema = field(default_factory=lambda: {"type": "object", "properties": {}})
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    name: str
+    arguments: dict[str, Any] = field(default_factory=dict)
+    # The call's id, which its result names (OpenAI's `tool_call_id`); "" when the backend
+    # gives none (Ollama), until the reply is stored.
+    id: str = ""
+
+
+@dataclass(frozen=True)
+class ChatMessage:
+    role: Role
+    content: str
+    # An assistant reply the bundled 135M model wrote: the memory writers never take it for
+    # a confirmation of something done (it is often made up).
+    from_bundled_model: bool = False
+    # An assistant turn's calls of the client's tools.
+    tool_calls: tuple[ToolCall, ...] = ()
+    # A `tool` turn: the result of the call with this id, of the tool with this name.
+    tool_call_id: str | None = None
+    tool_name: str | None = None
+
+
+@dataclass(frozen=True)
+class TokenUsage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+@dataclass(frozen=True)
+class ChatReply:
+    text: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    usage: TokenUsage = TokenUsage()
+    # True when the model stopped at its token limit (Ollama's done_reason "length").
+    truncated: bool = False
+
+
+class ChatModel(ABC):
+    """A chat-capable language model."""
+
+    name: str
+    # Tokens the model takes in one call (prompt and answer), when the backend knows it.
+    context_tokens: int | None = None
+    # Tokens an answer may take, and a JSON answer (a memory with its quotes).
+    answer_tokens: int = 512
+
+    @property
+    def json_answer_tokens(self) -> int:
+        return self.answer_tokens
+    # The small model that ships with mnemoloop: too small to write memories, so `auto` gives
+    # it the extractive writer (`memory_writer_for`).
+    bundled: bool = False
+    # Whether the backend passes a client's tools (with their arguments) to the model and
+    # reads its calls back; a client offering tools to one that cannot is refused.
+    calls_tools: bool = True
+
+    @abstractmethod
+    async def chat(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        tools: Sequence[ToolSpec] = (),
+        json_schema: JsonSchema | None = None,
+    ) -> ChatReply:
+        """Answer the conversation. With `json_schema`, the text is JSON matching it.
+
+        Raises `errors.ChatModelError` (or a subclass) when no answer can be had.
+        """
+
+    async def chat_streaming(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        on_text: TextSink,
+        tools: Sequence[ToolSpec] = (),
+    ) -> ChatReply:
+        """Answer as `chat` does, handing the answer's text to `on_text` as it is written.
+
+        The pieces joined are the reply's text. A backend that cannot stream hands the
+        whole text over at once, which is this default.
+        """
+        reply = await self.chat(messages, tools=tools)
+        if reply.text:
+            on_text(reply.text)
+        return reply
+
+    async def served_names(self) -> list[str]:
+        """The names a client may ask for a model by (the OpenAI and Ollama dialects' model
+        lists), this one's first."""
+        return [self.served_name]
+
+    @property
+    def served_name(self) -> str:
+        """This model's name as a client sees it."""
+        return self.name
+
+    def named(self, served_name: str) -> ChatModel:
+        """The same backend answering with the model `served_name` (one of `served_names`);
+        this one when the backend holds only itself."""
+        return self
+
+    async def unready_reason(self) -> str | None:
+        """None when the model can answer; else why it cannot (a server that does not
+        answer, a model not pulled). Asked at start and by the health check."""
+        return None
+
+    async def aclose(self) -> None:
+        """Release what the backend holds (connections, model weights)."""
+        return None

@@ -1,0 +1,31 @@
+"""The one Unicode form every reader of a text here works on; no language's words."""
+
+from __future__ import annotations
+
+import unicodedata
+from functools import lru_cache
+
+
+# Read again and again (each memory against each other one): computed once per text.
+@lru_cache(maxsize=8192)
+def normalise_text(text: str) -> str:
+    """NFKC, invisible format characters removed: what every check here reads."""
+    if text.isascii():
+        return text  # NFKC leaves ASCII alone, and every format character lies beyond it
+    text = unicodedata.normalize("NFKC", text)
+    return "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
+
+
+def folded(text: str) -> str:
+    """`text` as the checks compare it: NFKC, case-folded, every script's digits as 0-9, and
+    only letters, marks and digits."""
+    kept: list[str] = []
+    # Case-folding writes "İ" as "i" and a combining dot above: the dot goes, so that
+    # "İstanbul" and "istanbul" read alike.
+    for char in unicodedata.normalize("NFKC", text).casefold().replace("\u0307", ""):
+        category = unicodedata.category(char)
+        if category == "Nd":
+            kept.append(str(unicodedata.digit(char)))
+        elif category[0] in "LMN":
+            kept.append(char)
+    return "".join(kept)

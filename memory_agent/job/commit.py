@@ -1,0 +1,153 @@
+"""Applying one memory job's writes inside its transaction: the new memory, the compaction
+steps, and a history event for every change."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from memory_agent.core.redaction import redact_text
+from memory_agent.models import DEFAULT_IMPORTANCE, MERGED, CompactionOutcome, Memory
+from memory_agent.storage.store import EventSource, MemoryStore
+from memory_agent.writers.steps import NEW_MEMORY_ID, DecidedStep
+
+
+@dataclass
+class _Write:
+    """One job's write in progress: where it goes, on whose behalf, and the app's memories as
+    the steps change them (content and metadata by id)."""
+
+    store: MemoryStore
+    app_id: str
+    source: EventSource
+    conversation_id: str
+    content: dict[int, str]
+    metadata: dict[int, dict[str, Any]] = field(default_factory=dict)
+    new_id: int = NEW_MEMORY_ID
+    user_id: str = ""
+
+
+async def apply_write(
+    store: MemoryStore,
+    *,
+    app_id: str,
+    content: str,
+    source_conversation_id: str,
+    written_by: str,
+    current: Sequence[Memory],
+    steps: Sequence[DecidedStep],
+    source: EventSource,
+    user_id: str = "",
+    expires_at: str | None = None,
+) -> tuple[Memory | None, list[CompactionOutcome]]:
+    """Insert the new memory (unless a step deletes or folds it) and apply `steps` to
+    `current`, through `store` (bound to the job's transaction); returns the memory inserted
+    and the steps as applied."""
+    write = _Write(
+        store,
+        app_id,
+        source,
+        source_conversation_id,
+        {m.id: m.content for m in current},
+        {m.id: m.metadata for m in current},
+        user_id=user_id,
+    )
+    memory: Memory | None = None
+    if NEW_MEMORY_ID not in {decided.step.removed for decided in steps}:
+        memory = await store.insert(
+            app_id,
+            content,
+            created_at=source.at,
+            source_conversation_id=source_conversation_id,
+            metadata={"relatedConversations": [source_conversation_id]},
+            user_id=user_id,
+            expires_at=expires_at,
+        )
+        await store.record_event(
+            app_id, memory.id, "created", "job", source,
+            reason=f"written from the conversation ({written_by})"
+            + (f"; expires {expires_at}" if expires_at else ""),
+            after=content,
+            user_id=user_id,
+        )
+        write.new_id = memory.id
+    outcomes = []
+    for decided in steps:
+        apply = _delete if decided.step.action == "delete" else _edit
+        outcomes.append(await apply(write, decided))
+    return memory, outcomes
+
+
+async def _delete(write: _Write, decided: DecidedStep) -> CompactionOutcome:
+    target = write.new_id if decided.step.target == NEW_MEMORY_ID else decided.step.target
+    if target != NEW_MEMORY_ID:  # the new memory, deleted before it was ever written
+        await write.store.delete(write.app_id, target)
+        await write.store.record_event(
+            write.app_id, target, "deleted", decided.decided_by, write.source,
+            reason=_reason(decided), before=write.content.pop(target),
+            user_id=write.user_id,
+        )
+    return _outcome(write.app_id, decided, target)
+
+
+async def _edit(write: _Write, decided: DecidedStep) -> CompactionOutcome:
+    step = decided.step
+    target, folded, content = step.target, step.folded, redact_text(step.new_content or "")
+    related = list(write.metadata[target].get("relatedConversations", []))
+    if folded is not None:
+        folded_from = (
+            [write.conversation_id]
+            if folded == NEW_MEMORY_ID
+            else write.metadata[folded].get("relatedConversations", [])
+        )
+        related += [c for c in folded_from if c not in related]
+    metadata = {**write.metadata[target], "relatedConversations": related}
+    if folded is not None and "importance" in write.metadata.get(folded, {}):
+        # What is folded in keeps its weight: the merged memory is as important as either.
+        metadata["importance"] = max(
+            write.metadata[folded]["importance"],
+            metadata.get("importance", DEFAULT_IMPORTANCE),
+        )
+    await write.store.update_content(
+        write.app_id, target, content, updated_at=write.source.at, metadata=metadata
+    )
+    await write.store.record_event(
+        write.app_id, target, "edited", decided.decided_by, write.source,
+        reason=(MERGED + _reason(decided)) if folded is not None else _reason(decided),
+        before=write.content[target], after=content,
+        user_id=write.user_id,
+    )
+    write.content[target], write.metadata[target] = content, metadata
+    if folded is not None and folded != NEW_MEMORY_ID:
+        await write.store.delete(write.app_id, folded)
+        await write.store.record_event(
+            write.app_id, folded, "deleted", decided.decided_by, write.source,
+            reason=f"folded into memory {target}: {step.reason}",
+            before=write.content.pop(folded),
+            user_id=write.user_id,
+        )
+    return _outcome(write.app_id, decided, target)
+
+
+def _reason(decided: DecidedStep) -> str:
+    """The step's reason for the history, without any secret the model may have written."""
+    if decided.fallback_reason is None:
+        return redact_text(decided.step.reason)
+    why = decided.fallback_reason
+    return redact_text(f"{decided.step.reason} (the model's decision was not applied: {why})")
+
+
+def _outcome(app_id: str, decided: DecidedStep, target: int) -> CompactionOutcome:
+    step = decided.step
+    return CompactionOutcome(
+        app_id,
+        step.action,
+        target,
+        redact_text(step.reason),
+        decided.decided_by,
+        decided.fallback_reason,
+        step.folded,
+        decided.update,
+        decided.fallback_cause,
+    )

@@ -1,0 +1,513 @@
+"""All SQL for memories and their history, on one session: the database itself (each
+statement its own transaction) or a transaction, when the store is made `within(tx)`.
+
+An app's memories live in spaces: the app's shared one (`user_id` "") and one per user of the
+app. Reads and writes of one space take `user_id`; whole-app operations take `user_id=None`
+for every space.
+
+A memory is live until it expires (`expires_at` has passed) or is deleted (`deleted_at`, a
+soft delete); then it is retired: out of every read but `get` and the listing of retired
+ones, and out of the cap's count, until it is restored or the worker erases it. Only live
+memories are compacted, counted, searched and injected."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from memory_agent.core.ports import Clock, Row, SqlSession, SystemClock, in_space, now_text
+from memory_agent.models import (
+    MERGED,
+    Memory,
+    MemoryActor,
+    MemoryEvent,
+    MemoryEventKind,
+    SpaceChange,
+)
+from memory_agent.storage import search
+
+# The app id of every person's profile space (no app can have it): the person's memories that
+# hold whatever the app, which the apps sharing the profile read and write.
+PROFILE_APP = ""
+# The order Memory.from_row reads them in.
+_COLUMNS = (
+    "id, app_id, content, created_at, updated_at, source_conversation_id, metadata, user_id,"
+    " pinned, private, expires_at, deleted_at"
+)
+# Which memories a listing shows: the live ones, the retired ones (expired or deleted, not yet
+# erased), or both.
+MemoryState = Literal["live", "retired", "all"]
+# Erasing history text: the events stay, marked erased (followed by the rows' condition).
+_ERASE_HISTORY_TEXT = (
+    "UPDATE memory_events SET content_before = NULL, content_after = NULL, reason = NULL,"
+    " erased = 1 WHERE app_id = ?"
+)
+# The columns a steering change may set.
+_STEERABLE = ("pinned", "private", "expires_at", "deleted_at", "metadata")
+# The same, of `app_memories AS m` in a join.
+_MEMORY_COLUMNS = ", ".join(f"m.{column.strip()}" for column in _COLUMNS.split(","))
+_EVENT_COLUMNS = (
+    "id, app_id, memory_id, event, actor, created_at, reason, content_before, content_after,"
+    " conversation_id, job_id, model, erased"
+)
+
+
+@dataclass(frozen=True)
+class EventSource:
+    """When a change happened and on whose behalf: the job, its conversation, the model."""
+
+    at: str
+    conversation_id: str | None = None
+    job_id: int | None = None
+    model: str | None = None
+
+
+def live_condition(now: str, alias: str = "") -> tuple[str, tuple[str]]:
+    """The condition (` AND …`, with its parameter) that keeps the memories live at `now`:
+    neither deleted nor expired. `alias` names the table (`m.`) in a join."""
+    return (
+        f" AND {alias}deleted_at IS NULL AND ({alias}expires_at IS NULL OR {alias}expires_at > ?)",
+        (now,),
+    )
+
+
+def _state_condition(state: MemoryState, now: str) -> tuple[str, tuple[str, ...]]:
+    if state == "live":
+        return live_condition(now)
+    if state == "retired":
+        return " AND (deleted_at IS NOT NULL OR expires_at <= ?)", (now,)
+    return "", ()
+
+
+class MemoryStore:
+    def __init__(self, session: SqlSession, clock: Clock | None = None) -> None:
+        self._db = session
+        self._clock = clock or SystemClock()
+
+    def within(self, tx: SqlSession) -> MemoryStore:
+        """The same store, its statements inside `tx`."""
+        return MemoryStore(tx, self._clock)
+
+    def _live(self, alias: str = "") -> tuple[str, tuple[str]]:
+        return live_condition(now_text(self._clock), alias)
+
+    async def lock_app(self, app_id: str) -> None:
+        """Inside a transaction: hold the app's row until commit, so that the app's memory
+        writes (from any instance) run one after another. Portable to PostgreSQL-compatible
+        distributed engines; on SQLite the write transaction already holds the database, and
+        nothing is read."""
+        if not self._db.dialect.lock_rows:
+            return
+        await self._db.fetch_one(
+            f"SELECT app_id FROM apps WHERE app_id = ?{self._db.dialect.lock_rows}", (app_id,)
+        )
+
+    async def lock_space(self, app_id: str, user_id: str) -> None:
+        """Inside a transaction: hold what serialises writes to the space: the app's row, or
+        for a person's profile (which many apps write) the person's `profiles` row, made on
+        their first profile write."""
+        if app_id != PROFILE_APP:
+            await self.lock_app(app_id)
+            return
+        while True:
+            await self._db.execute(
+                "INSERT INTO profiles (user_id, created_at) VALUES (?, ?)"
+                " ON CONFLICT (user_id) DO NOTHING",
+                (user_id, now_text(self._clock)),
+            )
+            if not self._db.dialect.lock_rows:
+                return
+            # An erasure may delete the row between the two: then it is made again.
+            if await self._db.fetch_one(
+                f"SELECT user_id FROM profiles WHERE user_id = ?{self._db.dialect.lock_rows}",
+                (user_id,),
+            ):
+                return
+
+    async def insert(
+        self,
+        app_id: str,
+        content: str,
+        *,
+        created_at: str,
+        updated_at: str | None = None,
+        source_conversation_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        user_id: str = "",
+        pinned: bool = False,
+        private: bool = False,
+        expires_at: str | None = None,
+    ) -> Memory:
+        metadata = metadata or {}
+        updated_at = updated_at or created_at
+        sql = (
+            "INSERT INTO app_memories (app_id, content, created_at, updated_at,"
+            " source_conversation_id, metadata, user_id, pinned, private, expires_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id"
+        )
+        params = (
+            app_id,
+            content,
+            created_at,
+            updated_at,
+            source_conversation_id,
+            json.dumps(metadata),
+            user_id,
+            int(pinned),
+            int(private),
+            expires_at,
+        )
+        rows = await self._db.execute_returning(sql, params)
+        return Memory(
+            int(rows[0][0]),
+            app_id,
+            content,
+            created_at,
+            updated_at,
+            source_conversation_id,
+            metadata,
+            user_id,
+            pinned,
+            private,
+            expires_at,
+        )
+
+    async def get(self, app_id: str, memory_id: int) -> Memory | None:
+        """The memory, live or retired."""
+        row = await self._db.fetch_one(
+            f"SELECT {_COLUMNS} FROM app_memories WHERE app_id = ? AND id = ?", (app_id, memory_id)
+        )
+        return Memory.from_row(row) if row else None
+
+    async def list_newest(
+        self,
+        app_id: str,
+        limit: int,
+        *,
+        user_id: str = "",
+        state: MemoryState = "live",
+        injectable: bool = False,
+    ) -> list[Memory]:
+        """A space's memories in `state`, newest first; `injectable`: without private ones."""
+        condition, params = _state_condition(state, now_text(self._clock))
+        if injectable:
+            condition += " AND private = 0"
+        rows = await self._db.fetch_all(
+            f"SELECT {_COLUMNS} FROM app_memories WHERE app_id = ? AND user_id = ?{condition}"
+            " ORDER BY created_at DESC, id DESC LIMIT ?",
+            (app_id, user_id, *params, limit),
+        )
+        return [Memory.from_row(row) for row in rows]
+
+    async def list_oldest_first(self, app_id: str, *, user_id: str = "") -> list[Memory]:
+        """A space's live memories, oldest first (what the cap and compaction see)."""
+        live, params = self._live()
+        rows = await self._db.fetch_all(
+            f"SELECT {_COLUMNS} FROM app_memories WHERE app_id = ? AND user_id = ?{live}"
+            " ORDER BY created_at, id",
+            (app_id, user_id, *params),
+        )
+        return [Memory.from_row(row) for row in rows]
+
+    async def search(
+        self, app_id: str, terms: list[str], limit: int, *, user_id: str = "",
+        injectable: bool = False,
+    ) -> list[Memory]:
+        """The space's live memories holding any of `terms`, most relevant first."""
+        if self._db.dialect.name == "postgresql":
+            live, params = self._live()
+            live += " AND private = 0" if injectable else ""
+            rows = await self._db.fetch_all(
+                f"SELECT {_COLUMNS} FROM app_memories,"
+                " websearch_to_tsquery('english', ?) AS query"
+                f" WHERE app_id = ? AND user_id = ? AND search @@ query{live}"
+                " ORDER BY ts_rank(search, query) DESC, id DESC LIMIT ?",
+                (search.postgres_websearch(terms), app_id, user_id, *params, limit),
+            )
+        else:
+            live, params = self._live("m.")
+            live += " AND m.private = 0" if injectable else ""
+            rows = await self._db.fetch_all(
+                f"SELECT {_MEMORY_COLUMNS} FROM memory_search JOIN app_memories AS m"
+                " ON m.id = memory_search.rowid"
+                f" WHERE memory_search MATCH ? AND m.app_id = ? AND m.user_id = ?{live}"
+                " ORDER BY bm25(memory_search), m.id DESC LIMIT ?",
+                (search.sqlite_match(terms), app_id, user_id, *params, limit),
+            )
+        return [Memory.from_row(row) for row in rows]
+
+    async def count(self, app_id: str, *, user_id: str | None = None) -> int:
+        """How many live memories the app holds: in one space, or in all (`None`)."""
+        space, params = in_space(user_id)
+        live, live_params = self._live()
+        row = await self._db.fetch_one(
+            f"SELECT COUNT(*) FROM app_memories WHERE app_id = ?{space}{live}",
+            (app_id, *params, *live_params),
+        )
+        return int(row[0]) if row else 0
+
+    async def count_pinned(self, app_id: str, user_id: str) -> int:
+        """How many of a space's live memories are pinned."""
+        live, params = self._live()
+        row = await self._db.fetch_one(
+            f"SELECT COUNT(*) FROM app_memories WHERE app_id = ? AND user_id = ?"
+            f" AND pinned = 1{live}",
+            (app_id, user_id, *params),
+        )
+        return int(row[0]) if row else 0
+
+    async def spaces(self, app_id: str) -> list[tuple[str, int]]:
+        """The app's spaces that hold live memories, with how many: the shared one ("")
+        first, then its users' in order."""
+        live, params = self._live()
+        rows = await self._db.fetch_all(
+            f"SELECT user_id, COUNT(*) FROM app_memories WHERE app_id = ?{live}"
+            " GROUP BY user_id ORDER BY user_id",
+            (app_id, *params),
+        )
+        return [(str(row[0]), int(row[1])) for row in rows]
+
+    async def counts_by_app(self) -> dict[str, int]:
+        """How many live memories each app holds, in all its spaces (the profiles' '' too)."""
+        live, params = self._live()
+        rows = await self._db.fetch_all(
+            f"SELECT app_id, COUNT(*) FROM app_memories WHERE 1 = 1{live} GROUP BY app_id",
+            params,
+        )
+        return {str(row[0]): int(row[1]) for row in rows}
+
+    async def spaces_holding_memories(self) -> int:
+        """How many apps' memory spaces (not profiles) hold at least one live memory."""
+        live, params = self._live()
+        row = await self._db.fetch_one(
+            "SELECT COUNT(*) FROM (SELECT DISTINCT app_id, user_id FROM app_memories"
+            f" WHERE app_id <> ''{live}) AS s",
+            params,
+        )
+        return int(row[0]) if row else 0
+
+    async def update_content(
+        self,
+        app_id: str,
+        memory_id: int,
+        content: str,
+        *,
+        updated_at: str,
+        metadata: dict[str, Any],
+    ) -> bool:
+        changed = await self._db.execute(
+            "UPDATE app_memories SET content = ?, updated_at = ?, metadata = ?"
+            " WHERE app_id = ? AND id = ?",
+            (content, updated_at, json.dumps(metadata), app_id, memory_id),
+        )
+        return changed == 1
+
+    async def steer(self, app_id: str, memory_id: int, **columns: Any) -> bool:
+        """Set steering columns (`pinned`, `private`, `expires_at`, `deleted_at`, `metadata`)
+        of one memory; its content and times stay."""
+        unknown = set(columns) - set(_STEERABLE)
+        if unknown:
+            raise ValueError(f"not a steering column: {sorted(unknown)}")
+        values = [
+            json.dumps(value) if name == "metadata"
+            else int(value) if isinstance(value, bool) else value
+            for name, value in columns.items()
+        ]
+        assignments = ", ".join(f"{name} = ?" for name in columns)
+        changed = await self._db.execute(
+            f"UPDATE app_memories SET {assignments} WHERE app_id = ? AND id = ?",
+            (*values, app_id, memory_id),
+        )
+        return changed == 1
+
+    async def retired_before(self, cutoff: str, limit: int) -> list[Memory]:
+        """Memories deleted, or expired, at or before `cutoff` (their grace period is over),
+        in app order (the order every writer locks apps in), oldest first within one."""
+        rows = await self._db.fetch_all(
+            f"SELECT {_COLUMNS} FROM app_memories WHERE deleted_at <= ?"
+            f" UNION SELECT {_COLUMNS} FROM app_memories"
+            " WHERE deleted_at IS NULL AND expires_at <= ? ORDER BY app_id, id LIMIT ?",
+            (cutoff, cutoff, limit),
+        )
+        return [Memory.from_row(row) for row in rows]
+
+    async def erase_retired(self, app_id: str, memory_id: int, cutoff: str) -> bool:
+        """Erase one memory for good if it is still retired since `cutoff` or before (a
+        restore meanwhile keeps it): its row, and the texts of its history."""
+        erased = await self._db.execute(
+            "DELETE FROM app_memories WHERE app_id = ? AND id = ? AND (deleted_at <= ?"
+            " OR (deleted_at IS NULL AND expires_at <= ?))",
+            (app_id, memory_id, cutoff, cutoff),
+        )
+        if erased:
+            await self.erase_history_of(app_id, [memory_id])
+        return erased == 1
+
+    async def erase_history_of(self, app_id: str, memory_ids: Sequence[int]) -> None:
+        """The texts of these memories' history go; the events stay, marked erased."""
+        for memory_id in memory_ids:
+            await self._db.execute(
+                f"{_ERASE_HISTORY_TEXT} AND memory_id = ?", (app_id, memory_id)
+            )
+
+    async def delete(self, app_id: str, memory_id: int) -> bool:
+        deleted = await self._db.execute(
+            "DELETE FROM app_memories WHERE app_id = ? AND id = ?", (app_id, memory_id)
+        )
+        return deleted == 1
+
+    async def delete_all(
+        self, app_id: str, *, user_id: str | None = None
+    ) -> list[tuple[int, str, bool]]:
+        """Delete every memory of the app (of one space, or of all: `None`), live or retired;
+        returns their ids, each with its space and whether it was retired."""
+        space, params = in_space(user_id)
+        rows = await self._db.fetch_all(
+            "SELECT id, user_id, deleted_at IS NOT NULL OR expires_at <= ? FROM app_memories"
+            f" WHERE app_id = ?{space} ORDER BY id",
+            (now_text(self._clock), app_id, *params),
+        )
+        await self._db.execute(
+            f"DELETE FROM app_memories WHERE app_id = ?{space}", (app_id, *params)
+        )
+        return [(int(row[0]), str(row[1]), bool(row[2])) for row in rows]
+
+    async def erase_space(self, app_id: str, user_id: str) -> int:
+        """Erasing a person: the user's memories and their space's history, with no event
+        left behind; returns how many memories went."""
+        erased = await self._db.execute(
+            "DELETE FROM app_memories WHERE app_id = ? AND user_id = ?", (app_id, user_id)
+        )
+        await self._db.execute(
+            "DELETE FROM memory_events WHERE app_id = ? AND user_id = ?", (app_id, user_id)
+        )
+        return erased
+
+    # -- history ----------------------------------------------------------------------------
+
+    async def record_event(
+        self,
+        app_id: str,
+        memory_id: int,
+        event: MemoryEventKind,
+        actor: MemoryActor,
+        source: EventSource,
+        *,
+        reason: str | None = None,
+        before: str | None = None,
+        after: str | None = None,
+        user_id: str = "",
+    ) -> None:
+        await self._db.execute(
+            "INSERT INTO memory_events (app_id, memory_id, event, actor, reason, content_before,"
+            " content_after, conversation_id, job_id, model, created_at, user_id)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (app_id, memory_id, event, actor, reason, before, after, source.conversation_id,
+             source.job_id, source.model, source.at, user_id),
+        )
+
+    async def revision(self, spaces: Sequence[tuple[str, str]]) -> int:
+        """The spaces' revision: their newest history event (0: none yet). Each space is
+        read on its own, from the end of its index (an OR of spaces would scan the table)."""
+        newest = 0
+        for app_id, user_id in spaces:
+            row = await self._db.fetch_one(
+                "SELECT MAX(id) FROM memory_events WHERE app_id = ? AND user_id = ?",
+                (app_id, user_id),
+            )
+            newest = max(newest, int(row[0]) if row and row[0] is not None else 0)
+        return newest
+
+    async def changes(
+        self, spaces: Sequence[tuple[str, str]], after: int, up_to: int, limit: int
+    ) -> list[SpaceChange]:
+        """The spaces' changes after revision `after` up to `up_to`, newest first: created,
+        edited, deleted and restored memories, but for private ones and erased text."""
+        # A deletion is named without its text (the memory may have been private, or
+        # deleted to be out of sight); any other change with its text only while the memory
+        # is live and not private.
+        live, live_params = self._live("m.")
+        rows = []
+        for app_id, user_id in spaces:
+            rows += await self._db.fetch_all(
+                "SELECT e.id, e.event, e.reason,"
+                " CASE WHEN e.event = 'deleted' THEN '' ELSE COALESCE(e.content_after, '') END"
+                " FROM memory_events e LEFT JOIN app_memories m"
+                " ON m.app_id = e.app_id AND m.id = e.memory_id"
+                " WHERE e.app_id = ? AND e.user_id = ? AND e.id > ? AND e.id <= ?"
+                " AND e.erased = 0 AND (e.event = 'deleted' OR (e.event IN"
+                f" ('created', 'edited', 'restored') AND m.private = 0{live}))"
+                " ORDER BY e.id DESC LIMIT ?",
+                (app_id, user_id, after, up_to, *live_params, limit),
+            )
+        newest = sorted(rows, key=lambda row: -int(row[0]))[:limit]
+        return [
+            SpaceChange(int(r[0]), str(r[1]), str(r[3]), merged=(r[2] or "").startswith(MERGED))
+            for r in newest
+        ]
+
+    async def compact_search_index(self) -> None:
+        """Purge: deleted memories' terms can linger in the SQLite search index's older
+        segments until they are merged; merge them now (PostgreSQL keeps the terms in the
+        memory's own row, gone with it)."""
+        if self._db.dialect.name == "sqlite":
+            await self._db.execute("INSERT INTO memory_search (memory_search) VALUES ('optimize')")
+
+    async def erase_history_text(self, app_id: str, *, user_id: str | None = None) -> None:
+        """Purge: every text of the app's history (of one space, or of all: `None`) goes;
+        the events stay, marked erased."""
+        space, params = in_space(user_id)
+        await self._db.execute(f"{_ERASE_HISTORY_TEXT}{space}", (app_id, *params))
+
+    async def history(
+        self,
+        app_id: str,
+        *,
+        memory_id: int | None = None,
+        after_id: int = 0,
+        limit: int = 100,
+        newest_first: bool = False,
+        user_id: str | None = None,
+    ) -> list[MemoryEvent]:
+        """Events oldest first, from the one after `after_id` (the cursor); or the newest
+        `limit` of them, newest first. Of one space, or of all (`None`)."""
+        space, space_params = in_space(user_id)
+        where, params = f"app_id = ? AND id > ?{space}", [app_id, after_id, *space_params]
+        if memory_id is not None:
+            where += " AND memory_id = ?"
+            params.append(memory_id)
+        rows = await self._db.fetch_all(
+            f"SELECT {_EVENT_COLUMNS} FROM memory_events WHERE {where}"
+            f" ORDER BY id {'DESC' if newest_first else ''} LIMIT ?",
+            (*params, limit),
+        )
+        return [_event(row) for row in rows]
+
+    async def latest_history_of(
+        self, app_id: str, memory_ids: Sequence[int], limit: int
+    ) -> dict[int, list[MemoryEvent]]:
+        """The newest `limit` events of each of these memories, oldest first, in one read
+        (a page of memories would otherwise take a read each)."""
+        histories: dict[int, list[MemoryEvent]] = {memory_id: [] for memory_id in memory_ids}
+        if not memory_ids:
+            return histories
+        placeholders = ",".join("?" * len(memory_ids))
+        rows = await self._db.fetch_all(
+            f"SELECT {_EVENT_COLUMNS} FROM (SELECT {_EVENT_COLUMNS}, ROW_NUMBER() OVER"
+            " (PARTITION BY memory_id ORDER BY id DESC) AS newer FROM memory_events"
+            f" WHERE app_id = ? AND memory_id IN ({placeholders})) AS latest"
+            " WHERE newer <= ? ORDER BY id",
+            (app_id, *memory_ids, limit),
+        )
+        for row in rows:
+            histories[row[2]].append(_event(row))
+        return histories
+
+
+def _event(row: Row) -> MemoryEvent:
+    return MemoryEvent(
+        row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7], row[8], row[9],
+        row[10], row[11], bool(row[12]),
+    )

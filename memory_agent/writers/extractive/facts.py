@@ -1,0 +1,621 @@
+"""Reading conversations and memories for facts, without a model.
+
+A small model summarises badly: it continues the transcript, invents details and drops the
+one sentence that mattered. These checks keep memory grounded whatever the model does:
+
+- `key_statements` finds what is worth remembering: a statement with a value (a number, a
+  date, an amount, a code, a name), the user's own first-person statement with a word of a
+  lasting kind (allergic, daughter, prefer, in the languages of `language`), and what the
+  assistant confirmed it did (booked, reservado, gebucht, or a reference it issued). A
+  conversation with none holds nothing worth a memory slot.
+- `is_grounded` tells whether a sentence says only what a source text supports: its numbers
+  and names appear there, and most of its other words do (a third, when it carries values).
+- `covers` tells whether a memory carries a statement's facts; `fact_value` how many facts a
+  memory holds; `same_topic` whether two texts speak of the same thing (an English word group,
+  or a word beside a value in both: `values`), which is how a newer value is found to
+  supersede an older one.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence, Set
+from dataclasses import dataclass
+from functools import lru_cache
+
+import regex as re
+
+from memory_agent.core.unicode_forms import normalise_text
+from memory_agent.writers.extractive import values
+from memory_agent.writers.extractive.words import language
+from memory_agent.writers.extractive.words.text import (
+    FREQUENCY,
+    PERIOD_SLOT,
+    STOPWORDS,
+    THOUSANDS,
+    TIME_UNITS,
+    TIME_WORDS,
+    WORD,
+    content_words,
+    names,
+    number_slots,
+    numbers,
+    references,
+    sentences,
+    stem,
+    vocabulary,
+)
+
+_FIRST_PERSON = language.FIRST_PERSON
+
+
+def _asks_about_the_world(text: str) -> bool:
+    """A question that starts with a question word ("what", "qué", "wie"), or, in a script
+    written without spaces, ends with a question mark and holds one ("何を食べたらいいですか？");
+    chat often leaves out the question mark after the plainest of them ("whats the
+    difference between ...")."""
+    asked = _asks(text)
+    first = WORD.findall(text.lstrip("¿¡ \"'"))[:1]
+    if not first or first[0].lower() not in language.QUESTION_STARTS:
+        return (
+            asked
+            and _UNSPACED.search(text) is not None
+            and language.QUESTION_FOUND.search(text) is not None
+        )
+    return asked or first[0].lower() in _PLAIN_QUESTION_WORDS
+
+
+_PLAIN_QUESTION_WORDS = frozenset(
+    "what whats what's how why where which qué cómo dónde cuál pourquoi comment warum wieso".split()
+)
+
+
+# What the assistant says when it did something that the user will want remembered. Every
+# sentence with a value in such a message counts: a confirmation often runs over several.
+_CONFIRMATION = language.CONFIRMATION
+
+
+# How people state a standing preference or instruction, beside the words below.
+_STANDING = language.STANDING
+
+
+_GENERIC_WORDS = values.GENERIC_WORDS
+
+
+# Words that mark a lasting personal fact (health, family, home, work, money, preferences)
+# without a value, in the languages `language` covers. One of them in a first-person sentence
+# makes it worth remembering; a value does so in any language.
+def lasting_words(text: str) -> frozenset[str]:
+    return language.found_in(language.LASTING_FOUND, text)
+
+
+_CHANGE = language.CHANGE
+
+
+# Kinds of personal fact in English, as small groups of words that name the same slot
+# (synonyms a value's neighbours cannot match: "babysitter" and "nanny"); two texts that touch
+# the same group speak of the same thing. Beside them, in any language, two values are of the
+# same thing when the words beside them are (`value_keys`).
+_TOPICS: dict[str, frozenset[str]] = {
+    name: frozenset(words.split())
+    for name, words in {
+        "home": "live lives living moved moving relocated home house apartment flat address "
+        "city town neighborhood",
+        "employer": "work works job employer company hired office",
+        "boss": "boss manager supervisor",
+        "budget": "budget spend spending afford limit",
+        "income": "salary income pay paid",
+        "housing cost": "rent mortgage landlord",
+        "diet": "vegetarian vegan pescatarian keto diet",
+        "calories": "calorie calories kcal",
+        "medication": "medication medicine meds dose prescription",
+        "pet": "dog cat pet puppy kitten",
+        "childcare": "babysitter babysitting nanny sitter daycare childminder",
+        "school": "school pickup dropoff class classes teacher",
+        "trip": "trip vacation holiday destination",
+        "goal": "goal target aim aiming",
+        "shopping": "shop shopping store grocery groceries supermarket membership",
+        "weight": "weight weigh weighs kg lbs pounds",
+        "doctor": "doctor dentist vet therapist physio",
+        "phone": "phone plan carrier mobile",
+        "car": "car vehicle drive",
+    }.items()
+}
+
+
+@dataclass(frozen=True)
+class Statement:
+    """A sentence from the conversation worth remembering, and who said it."""
+
+    speaker: str  # "user" or "assistant"
+    text: str
+    score: int
+
+
+_SIGNIFICANT_NUMBER = re.compile(
+    # money, either side of the amount, and percentages
+    r"\p{Sc}\s?\d|\d\s?(?:\p{Sc}|%|percent|per cent|por ciento|pour cent|prozent|k\b)"
+    r"|\d\s?(?:eur|euros?|usd|gbp|chf|dollars?|pounds?)\b"
+    # an amount in thousands (77 grand, 40 mille, 80 Tausend: `THOUSANDS`)
+    rf"|\d\s?(?:{'|'.join(THOUSANDS)})\b(?!\s+(?-i:[A-Z]))"
+    # times of day and dates: 7pm, 16:00, 16h30, 15.04., 12/03, 2025-03-12, 3rd
+    r"|\d\s?(?:am|pm)\b|\d:\d\d|\b\d{1,2}h\d\d\b|\b\d{1,2}[./]\d{1,2}(?:[./]\d{2,4})?\b"
+    r"|\d{3,}|#\s?\d|\d+(?:st|nd|rd|th|º|ª|er|e|ème)\b"
+    # a number and the counter or unit joined to it in Chinese, Japanese and Korean (3時,
+    # 5万円, 2匹, 3월, 15일), which say what it counts as a measure does
+    r"|\d[\p{Han}\p{Katakana}\p{Hangul}]"
+    # a measurement or a duration
+    r"|\d\s?(?:kg|g|lbs?|km|miles?|mi|cm|mm|m|ft|feet|inch(?:es)?|l|ml|mg|oz|gb|mb|tb|ms|s|"
+    r"sec|seconds?|min|minutes?|minutos?|minuten|h|hours?|horas?|heures?|stunden?|std|days?|"
+    r"días?|jours?|tagen?|weeks?|semanas?|semaines?|wochen?|months?|meses|mois|monaten?|"
+    r"years?|años|ans|jahren?|nights?|noches|nuits|nächte|people|personas|personnes|personen|"
+    r"guests|invitados|invités|gäste)\b"
+    # a version (3.11.9, v2), a decimal either way (99.95, 12,84), a host or an address
+    # (db-01.internal, a@b.org)
+    # (a host or a code starts where no word, dot or hyphen stands before it, so that a long
+    # run of them is read once, not from each of its positions)
+    r"|\bv\d|\d[.,]\d|(?<![\w.-])[\w-]+(?:\.[\w-]+)+\.[a-z]{2,}\b|\b\w+@[\w.-]+"
+    # a code or reference: letters and digits together (6b, B12, RX-20917, 4x8, eu-west-1)
+    r"|(?<![\w-])(?=[\w-]*\d)(?=\d*[^\W\d_])[^\W_]+(?:-[^\W_]+)+\b"
+    r"|\b(?=[a-z]*\d)(?=\d*[a-z])[a-z\d]+\b",
+    re.I,
+)
+
+
+# Conditions named by their ending (dyslexia, arthritis, scoliosis, anemia, autism), when the
+# sentence says someone has one; an inflammation in the Greek form that English, Spanish and
+# German share ("gastritis", "Arthritis", "tendinitis") wherever it stands ("-osis" is as
+# often a diagnosis or a hypnosis as a disorder).
+_CONDITION = re.compile(
+    r"\b(have|has|had|with|diagnosed|suffers?|suffering)\b.*\b\w+(ia|itis|osis|emia|ism)\b"
+    r"|\b\w{3,}itis\b",
+    re.I,
+)
+
+
+# Something counted that someone has: "I've got five raised beds", "we have 2 kids".
+_COUNTED_POSSESSION = re.compile(
+    r"\b(have|has|had|got|own|owns)\b\s+(?:\w+\s+){0,2}?"
+    r"(\d+|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)\s+[a-z]",
+    re.I,
+)
+
+
+def significant_numbers(text: str) -> int:
+    """Values that carry meaning on their own: money, percentages, times, dates, measures,
+    codes, anything of three digits or more, something counted that someone has ("6" or
+    "95 degrees" in passing do not count)."""
+    return (
+        len(_SIGNIFICANT_NUMBER.findall(text))
+        + len(references(text))
+        + (1 if _CONDITION.search(text) else 0)
+        + (1 if _COUNTED_POSSESSION.search(text) else 0)
+        + _labelled_numbers(text)
+    )
+
+
+_SMALL_NUMBER = re.compile(r"\d{1,2}")
+
+
+def _labelled_numbers(text: str) -> int:
+    """Small numbers that name something by the word before them, in any language ("plot 14",
+    "airbook 14", "Postgres 13", "aula 12"); not a count ("need 2 eggs") or a time."""
+    words = WORD.findall(text)
+    return sum(
+        1
+        for before, word in itertools.pairwise(words)
+        if _SMALL_NUMBER.fullmatch(word)
+        and len(before) > 2
+        and not before[0].isdigit()
+        and before.lower() not in STOPWORDS
+        and before.lower() not in _GENERIC_WORDS
+        and before.lower() not in TIME_UNITS
+        and not _FIRST_PERSON.fullmatch(before)
+    )
+
+
+def statement_score(sentence: str, speaker: str, *, confirming: bool = False) -> int:
+    """How much a sentence is worth remembering; 0 means nothing lasting.
+
+    The user's sentence counts when it speaks of themselves (first person) and holds a
+    marker, or when it states a strong one (a value, a lasting word) even tersely ("rent
+    1650."); a question about the world does not. The assistant's counts when it holds a
+    value and `confirming` (its message confirms something done) or says so itself.
+    """
+    text = normalise_text(sentence)
+    if is_chat(text) or is_errand(text):
+        return 0
+    words = {word.lower() for word in WORD.findall(text)}
+    lasting = lasting_words(text)
+    strong = significant_numbers(text) + len(names(text)) + len(lasting - FREQUENCY)
+    if speaker == "assistant":
+        return strong + 1 if strong and (confirming or _CONFIRMATION.search(text)) else 0
+    if _asks_about_the_world(text) and not (lasting - FREQUENCY):
+        return 0  # a question about the world, not a statement about the user
+    standing = 2 if _STANDING.search(text) else 0
+    own = _FIRST_PERSON.search(text) or (
+        _mostly_other_scripts(text)
+        and not _asks(text)
+        and word_count(text) >= 4
+    )
+    if not own:
+        # Without the first person, only a value makes a statement ("rent 1650.", "failover
+        # takes about 4 minutes"); a word of a lasting kind alone is chat ("ok lets plan it").
+        valued = strong - len(lasting - FREQUENCY)
+        asks = _asks(text) and not _gives_a_reference(text)
+        return valued + standing if valued and not asks else 0
+    markers = strong + standing
+    weak = (lasting & FREQUENCY) | {m.lower() for m in _LIKING.findall(text)}
+    # A habit or a liking counts in a short statement that says what it is about.
+    about = content_words(text) - {stem(w) for w in weak}
+    markers += len(weak) if weak and about and (markers or len(words) < 25) else 0
+    return markers
+
+
+def about_the_person(statement: Statement) -> bool:
+    """A statement the floor counts as a lasting personal fact: the user's, about themselves
+    (first person, or a statement in a script such texts leave it out of), with a word of a
+    lasting kind (health, family, home, diet, how to be reached), not a habit or a question.
+    These hold whatever the app: the person's profile keeps them."""
+    if statement.speaker != "user" or statement.score <= 0:
+        return False
+    text = normalise_text(statement.text)
+    own = _FIRST_PERSON.search(text) or (_mostly_other_scripts(text) and word_count(text) >= 4)
+    return bool(own) and not _asks(text) and bool(lasting_words(text) - FREQUENCY)
+
+
+def _asks(text: str) -> bool:
+    """The text ends with a question mark of any script (NFKC makes "?" of "？")."""
+    return text.rstrip(" \"'”’)»」").endswith(("?", "؟", "፧", "՞"))
+
+
+def word_count(text: str) -> int:
+    """The text's words; a script written without spaces counted a word every three
+    characters (Chinese and Japanese words run one to four)."""
+    return len(WORD.findall(text)) + len(_UNSPACED.findall(text)) // 3
+
+
+# Code or a log line, which reads as no language: an identifier joined by "_" or called,
+# or an assignment, a block or an index.
+_CODE_LIKE = re.compile(r"\b\w+_\w+\b|\w\(|[=;{}]|\w\[")
+
+
+# A statement in a language no file covers is kept from this many words: enough to state
+# something ("Kodi ya nyumba imepanda hadi shilingi 45000"), more than chat has ("Habari yako").
+_UNREAD_STATEMENT_WORDS = 6
+
+
+def _mostly_other_scripts(text: str) -> bool:
+    """Most of the text's letters are of a script other than Latin. Chat in those languages
+    (Chinese, Japanese, Korean, Hindi, Arabic, Russian, ...) often leaves out the "I" a
+    statement about oneself has in English ("あの子卵アレルギーやから", "朵朵有哮喘",
+    "ابني عنده ربو"): there a lasting word in a statement of four words counts without it. In
+    Latin script it does not: "ok lets plan it" is chat."""
+    letters = _LETTER.findall(text)
+    return len(letters) > 2 * len(_LATIN_LETTER.findall(text))
+
+
+_LETTER = re.compile(r"\p{L}")
+_LATIN_LETTER = re.compile(r"\p{Latin}")
+
+
+def is_chat(text: str) -> bool:
+    """Greetings, thanks or goodbyes and names, nothing else ("Hey Melanie!", "Thanks, Mel!",
+    "¡Gracias, Ana!"): chat, whoever says it."""
+    rest = language.GREETINGS.sub(" ", text)
+    if rest == text:
+        return False
+    # Any word left but a name says something ("hi again, its Dmitri Halvorsen").
+    said = {stem(word) for word in WORD.findall(rest)} - {stem(name) for name in names(text)}
+    return not said and not significant_numbers(rest)
+
+
+def is_errand(text: str) -> bool:
+    """A one-off errand for today or tomorrow ("Remind me today at 18:00 to call the shop",
+    "Add oat milk to today's list", "I'll remind you tomorrow"): done by then, so nothing to
+    remember, unless it holds a lasting word or a reference of a record."""
+    return (
+        language.SOON.search(text) is not None
+        and language.ERRAND.search(text) is not None
+        and not (lasting_words(text) - FREQUENCY)
+        and not record_references(text)
+    )
+
+
+def readable(text: str) -> bool:
+    """Some language's file reads a quarter of the text's words (English chat: a half; a
+    language no file covers: a tenth or less, by words other languages share). A text too
+    short to tell (under five words) is readable."""
+    words = len(WORD.findall(text))
+    unspaced = len(_UNSPACED.findall(text))
+    if words + unspaced // 3 < 5:
+        return True
+    return language.share_read(text, words=words, unspaced=unspaced) >= _READ_SHARE
+
+
+_READ_SHARE = 0.25
+
+
+# Characters of the scripts written without spaces between words.
+_UNSPACED = re.compile(r"[\p{Han}\p{Hiragana}\p{Katakana}\p{Thai}\p{Lao}\p{Khmer}\p{Myanmar}]")
+
+
+def unread_statement_score(sentence: str, speaker: str, *, confirming: bool = False) -> int:
+    """`statement_score` for text in a language no file covers: what holds without its
+    words. The user's sentence counts by its values, or when it is long enough to state
+    something (six words), not a question; the assistant's by its values, when its message
+    gives a reference the user did not."""
+    text = normalise_text(sentence)
+    strong = significant_numbers(text) + len(names(text))
+    if speaker == "assistant":
+        return strong + 1 if strong and confirming else 0
+    if _asks(text) or is_chat(text) or _CODE_LIKE.search(text):
+        return 0
+    long_enough = word_count(text) >= _UNREAD_STATEMENT_WORDS
+    return strong + (1 if long_enough else 0)
+
+
+def _score_either(sentence: str, speaker: str, *, confirming: bool = False) -> int:
+    """In a text the language files read little of, what the words the files hold find, or
+    what holds without them."""
+    return max(
+        statement_score(sentence, speaker, confirming=confirming),
+        unread_statement_score(sentence, speaker, confirming=confirming),
+    )
+
+
+def _gives_a_reference(text: str) -> bool:
+    """The sentence gives a reference of the user's (an order, a member or policy number),
+    which a request often wraps in a question ("my member number is 0457-8812, can you note
+    it?"): a statement, in any language."""
+    return bool(record_references(text)) or _NUMERIC_REFERENCE.search(text) is not None
+
+
+def record_references(text: str) -> frozenset[str]:
+    """The references of `issued_codes` but a number joined to what it measures ("180-day",
+    "30-minute"): those general advice gives as often as anyone a record."""
+    return _references(text, measures_too=False)
+
+
+def _measures(code: str) -> bool:
+    """A number and what it measures, joined: "180-day", "30-minute" (not "123-ABC")."""
+    match = _NUMBER_AND_WORD.fullmatch(code)
+    return match is not None and match.group(1).islower()
+
+
+_NUMBER_AND_WORD = re.compile(r"\d+-([^\W\d_]+)")
+
+
+# Digits joined by hyphens that are no range: a leading zero, three groups or more, or a
+# group of five digits ("0457-8812", "601-442-913"); not "2024-2025" or "100-200".
+_NUMERIC_REFERENCE = re.compile(
+    r"(?<![\w.,-])(?:0\d+-\d+|\d+(?:-\d+){2,}|\d{5,}-\d+|\d+-\d{5,})(?![\w-])"
+)
+
+
+def key_statements(turns: Sequence[tuple[str, str]], limit: int = 6) -> list[Statement]:
+    """The conversation's statements worth remembering, best first, at most `limit`."""
+    found: list[Statement] = []
+    seen: set[str] = set()
+    users_text = " ".join(content for speaker, content in turns if speaker == "user")
+    users_words = vocabulary(users_text)
+    scored = statement_score if readable(users_text) else _score_either
+    for speaker, content in turns:
+        if speaker not in ("user", "assistant"):
+            continue
+        # The assistant confirms when it says so, or when it gives a reference the user did not
+        # (an order, a ticket): that holds in any language.
+        confirming = speaker == "assistant" and (
+            _CONFIRMATION.search(content) is not None
+            or bool(record_references(content) - users_words)
+        )
+        previous = ""  # the turn's sentence before, unless it is a statement itself
+        for sentence in sentences(content):
+            score = scored(sentence, speaker, confirming=confirming)
+            if score and sentence.lower() not in seen:
+                seen.add(sentence.lower())
+                found.append(Statement(speaker, _with_its_subject(previous, sentence), score))
+            previous = "" if score else sentence
+    ranked = sorted(enumerate(found), key=lambda pair: (-pair[1].score, pair[0]))
+    # Keep the conversation's order among the best ones: it reads better.
+    return [statement for _, statement in sorted(ranked[:limit], key=lambda pair: pair[0])]
+
+
+def _with_its_subject(previous: str, sentence: str) -> str:
+    """The sentence, after the one before it in the same turn when its values stand beside
+    no word that says what they are ("landlord raised the rent. its 1900 now"): the value
+    alone would be remembered as a value of nothing."""
+    if not previous or values.value_keys(sentence) or not values.keyed_values(sentence):
+        return sentence
+    return f"{previous} {sentence}"
+
+
+# A reference: digits and two letters or more, with a capital letter or three digits
+# (FC-20931, HERBST15, RNV-2025-18734, #482), not a word like "mid-70s" or a range "100-240V";
+# or a prefix in capitals and a number, as flights and trains are named ("EZY 6417", "ICE 578"),
+# not a currency and its amount ("EUR 950").
+_CODE = re.compile(
+    r"\b(?=[\w-]*\d)(?=[\w-]*[^\W\d_][\w-]*[^\W\d_])(?=[\w-]*(?:[A-Z]|\d{3}))"
+    r"(?:[^\W_]{1,12}(?:[-/][^\W_]{1,12})+|[^\W_]{4,})\b|#\s?\d{3,}"
+    r"|\b(?!(?:EUR|USD|GBP|CHF|CAD|AUD|JPY|SEK|NOK|DKK|PLN|BRL|MXN)\b)[A-Z]{2,4} \d{3,6}\b"
+)
+
+
+def issued_codes(text: str) -> frozenset[str]:
+    """References of letters and digits (FC-20931, RMA-4471, #58213): what an assistant gives
+    when it has done something, in any language. Lower case, as `vocabulary` has words."""
+    return _references(text, measures_too=True)
+
+
+def _references(text: str, *, measures_too: bool) -> frozenset[str]:
+    """The codes `_CODE` finds, lower case as `vocabulary` has words; a measure ("180-day")
+    is told by its case, so before it is lowered."""
+    return frozenset(
+        stem(code.lstrip("# "))
+        for code in _CODE.findall(normalise_text(text))
+        if measures_too or not _measures(code)
+    )
+
+
+_REPORTING = values.REPORTING_WORDS
+
+
+def is_grounded(
+    sentence: str,
+    source_vocabulary: Set[str],
+    *,
+    share: float = 0.7,
+    known_names: Set[str] = frozenset(),
+    in_any_form: bool = False,
+) -> bool:
+    """The sentence says only what the source supports: its values (numbers, names and
+    references such as paths and channels) all appear there, and so do `share` of its other
+    words (words that report what was said, such as "prefers", aside). A sentence that
+    carries values the source holds may use its own words for the rest (a third of them from
+    the source is enough): a capable model paraphrases, and the values are what can be
+    checked in any language. A name may also be one of `known_names` (stemmed: who or what
+    the app already knows of), but only the source's own words count towards that third.
+    With `in_any_form`, a word of a sentence without values counts in another form of it too
+    ("gelebiliyor" for "gelebiliyorum")."""
+    text = normalise_text(sentence)
+    sentence_numbers = numbers(text)
+    if not (sentence_numbers | references(text)) <= source_vocabulary:
+        return False
+    sentence_names = names(text)
+    if any(
+        stem(name) not in source_vocabulary and stem(name) not in known_names
+        for name in sentence_names
+    ):
+        return False
+    words = content_words(text) - _REPORTING
+    if not words:
+        return bool(sentence_numbers or sentence_names)
+    if not (sentence_numbers or sentence_names):
+        if in_any_form:
+            # Only words of four letters or more, against the source's own such words: "not"
+            # and "the" start "notified" and "therapy".
+            long_words = {w for w in source_vocabulary if len(w) >= 4} - STOPWORDS
+            weighed = [word for word in words if len(word) >= 4]
+            found = sum(1 for word in weighed if _in_source(word, long_words))
+            return bool(weighed) and found >= share * len(weighed)
+        return len(words & source_vocabulary) >= share * len(words)
+    found = sum(1 for word in words if _in_source(word, source_vocabulary))
+    return found >= min(_PARAPHRASE_SHARE * len(words), 1)
+
+
+_PARAPHRASE_SHARE = 0.34
+
+
+def _in_source(word: str, source_vocabulary: Set[str]) -> bool:
+    """The word, or one it shortens or that shortens it ("doc" and "doctor", "calorie" and
+    "calories"): the same word in another form, in most languages."""
+    if word in source_vocabulary:
+        return True
+    prefix = word[:5]
+    return any(
+        len(other) >= 3 and (other.startswith(prefix) or word.startswith(other))
+        for other in source_vocabulary
+        if other[:1] == word[:1]
+    )
+
+
+def covers(memory: str, statement: str) -> bool:
+    """The memory carries the statement's facts: all its values (numbers, names and
+    references), in whatever words; a statement without values, by half of its words."""
+    memory_vocabulary = vocabulary(memory)
+    statement_numbers = numbers(statement)
+    if not (statement_numbers | references(statement)) <= memory_vocabulary:
+        return False
+    statement_names = names(statement)
+    if any(stem(name) not in memory_vocabulary for name in statement_names):
+        return False
+    if statement_numbers or statement_names:
+        return True
+    words = content_words(statement)
+    return not words or len(words & memory_vocabulary) >= 0.5 * len(words)
+
+
+@lru_cache(maxsize=8192)
+def fact_value(text: str) -> int:
+    """How many facts a memory holds, by the statement markers in it (0: no fact): values,
+    names, words of a lasting kind, and numbers that count something ("plot 14")."""
+    text = normalise_text(text)
+    counted = 1 if number_slots(text) else 0
+    return significant_numbers(text) + len(names(text)) + len(lasting_words(text)) + counted
+
+
+# Likes and pastimes, said of oneself: "I love jazz", "we really enjoy hiking".
+_LIKING = re.compile(r"\b(?:i|we)\s+(?:\w+\s+)?(love|enjoy|like|play|prefer)\b", re.I)
+# Whose fact it is, when not the user's own: "my sister now lives in Denver" says nothing
+# of where the user lives.
+@lru_cache(maxsize=8192)
+def subjects(text: str) -> frozenset[str]:
+    """The people and animals other than the user that a text speaks of."""
+    return frozenset(
+        stem(word) for word in language.found_in(language.PEOPLE_FOUND, normalise_text(text))
+    )
+
+
+# Kinds of fact a person has several of at once (pets, doctors): a change announced on one
+# of these topics says nothing about the others, so it never supersedes by topic alone.
+_MANY_VALUED = frozenset({"pet", "doctor"})
+
+
+def single_valued_topics(text: str) -> frozenset[str]:
+    """The text's topics of which a person has one at a time (a home, an employer, a
+    babysitter, a calorie target): a new value on one replaces the old."""
+    return topics(text) - _MANY_VALUED
+
+
+def shared_topics(older: str, newer: str) -> frozenset[str]:
+    """The single-valued topics both texts touch, each by a word other than one announcing a
+    change: "the aliquots were moved" and "the meeting has been moved" share no home, nor do
+    "lives at 42 Elm Street" and "the appointment moved to the 14th"."""
+    both = single_valued_topics(older) & single_valued_topics(newer)
+    return both & topics(older, beyond_change=True) & topics(newer, beyond_change=True)
+
+
+@lru_cache(maxsize=8192)
+def topics(text: str, *, beyond_change: bool = False) -> frozenset[str]:
+    """The word groups the text touches; with `beyond_change`, by a word other than one that
+    announces a change ("moved" is one, and a word of the home group)."""
+    words = {word.lower() for word in WORD.findall(normalise_text(text))}
+    if beyond_change:
+        words = {word for word in words if not language.CHANGE.fullmatch(word)}
+    stems = {stem(word) for word in words}
+    return frozenset(
+        name for name, members in _TOPICS.items() if words & members or stems & members
+    )
+
+
+def same_thing(older: str, newer: str) -> bool:
+    """The two texts give values of one thing: an English word group both touch, or a word
+    that stands beside a value in both (any language)."""
+    return bool(topics(older) & topics(newer)) or bool(
+        values.value_keys(older) & values.value_keys(newer)
+    )
+
+
+def same_topic(older: str, newer: str) -> bool:
+    """Both texts speak of the same slot: a word group both touch, a word beside a value in
+    both, or a shared word that is neither common nor about time."""
+    if same_thing(older, newer):
+        return True
+    shared = (content_words(older) & content_words(newer)) - TIME_WORDS - _GENERIC_WORDS
+    return bool(shared)
+
+
+def restates_a_number(older: str, newer: str, *, by_period: bool = False) -> bool:
+    """The newer text gives another number for the same thing ("1600 calories" after "1800
+    calories", "30% of each invoice" after "25% of every invoice"). With `by_period`, slots
+    known only by their period count too ("$275 a day" after "$200 a day")."""
+    old, new = number_slots(older), number_slots(newer)
+    return any(
+        slot in old and old[slot] != found
+        for slot, found in new.items()
+        if by_period or not slot.startswith(PERIOD_SLOT)
+    )
+
+
+def announces_change(text: str) -> bool:
+    return _CHANGE.search(normalise_text(text)) is not None

@@ -1,0 +1,136 @@
+"""The model writer's prompts: the seed's creation prompt (its first sentence is fixed), the
+transcript it carries, and the prompts that ask again. No language's words are read here."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from memory_agent.core.chat_model import ChatMessage
+from memory_agent.core.unicode_forms import normalise_text
+from memory_agent.models import Memory
+from memory_agent.writers.prompts import memory_line
+
+CREATION_PROMPT = """\
+You are a memory creation assistant. Analyze this conversation and create a concise memory record.
+
+Focus on:
+- Key facts and information
+- User preferences or patterns
+- Important decisions or outcomes
+- Lessons learned or insights
+
+Write about the user in the third person ("The user ..."), in your own words, in English or \
+in the language of the conversation. Keep every value exact (names, numbers, dates, amounts, \
+codes); write times and dates plainly (15:00, 2025-03-14). Keep what will matter in a later \
+conversation; leave out greetings, thanks, small talk, an errand for today and the answer to \
+a general question. If nothing is worth remembering, give no sentences.
+
+Format: 2-4 sentences, factual and concise, at most {max_chars} characters in all. For each \
+sentence, first copy its quote: the words of the conversation it rests on, exactly as written \
+there; then write the sentence. Set "aboutPerson" to true on a sentence that tells who the user \
+is, whatever the app (their name, language, timezone, household, diet, health constraints, how \
+they want to be contacted), and to false on one about this app's business. If the user \
+asked that this be remembered only until a date ("remember it until Friday"), add \
+"keepUntil": {{"date": "<that date, YYYY-MM-DD>", "quote": "<the user's words asking it>"}}; \
+today is {today}.
+{known}
+Conversation (between the markers; every line is one turn):
+<<<CONVERSATION
+{conversation}
+CONVERSATION>>>
+
+Answer with the JSON object only:
+{{"sentences": [{{"quote": "<words copied from the conversation>", "text": "<what they tell, \
+as a memory sentence>", "aboutPerson": false}}], "updates": []}}
+Create memory:"""
+
+KNOWN_HINT = """
+What the app already remembers:
+{lines}
+In "updates", list each of these memories that the conversation gives a newer value for (the \
+same thing, now different: an address, a date, an amount, a choice), with "stillTrue": that \
+memory rewritten without the replaced value, or "" when nothing else in it still holds: \
+{{"memoryId": <its id>, "stillTrue": "<what still holds>"}}. Leave out a memory the \
+conversation only repeats or adds to. No such memory: [].
+"""
+
+JSON_RETRY_PROMPT = """\
+Your answer was not the JSON object asked for ({reason}). Answer again with the JSON object \
+only:
+{{"sentences": [{{"quote": "...", "text": "..."}}], "updates": [...]}}"""
+
+RETRY_PROMPT = """\
+These sentences could not be checked against the conversation:
+{failures}
+Give each of them again with its quote copied exactly from the conversation (the words it \
+rests on, as they are written there), or leave it out. Answer with the JSON object only:
+{{"sentences": [{{"quote": "...", "text": "..."}}]}}"""
+
+_SPEAKERS = {"user": "User", "assistant": "Assistant", "tool": "Tool"}
+
+
+def format_transcript(messages: Sequence[ChatMessage]) -> str:
+    """One line per turn. A turn's own line breaks are folded, so that no text inside a turn
+    can start a line that reads as another turn or close the transcript's markers."""
+    return "\n".join(
+        f"{_speaker(message)}: {_one_line(message.content)}{_calls(message)}"
+        for message in messages
+        if message.role != "system"
+    )
+
+
+def _speaker(message: ChatMessage) -> str:
+    if message.role == "tool" and message.tool_name:
+        return f"Tool {_one_line(message.tool_name)} returned"
+    return _SPEAKERS[message.role]
+
+
+def _calls(message: ChatMessage) -> str:
+    """An assistant turn's calls of the app's tools, after its text."""
+    return "".join(
+        f" [calls {_one_line(call.name)}({_one_line(json.dumps(call.arguments))})]"
+        for call in message.tool_calls
+    )
+
+
+def _one_line(text: str) -> str:
+    """The text on one line, with nothing that reads as the transcript's markers."""
+    return " ".join(normalise_text(text).split()).replace("<<<", "‹‹‹").replace(">>>", "›››")
+
+
+def creation_messages(
+    transcript: str, known: Sequence[Memory] = (), *, max_chars: int, today: str
+) -> list[ChatMessage]:
+    """The model writer's creation prompt, showing the memories the space already holds
+    (`known`), each with its id, so that the model can say which the new one updates."""
+    known_hint = ""
+    if known:
+        known_hint = KNOWN_HINT.format(lines="\n".join(memory_line(m) for m in known))
+    prompt = CREATION_PROMPT.format(
+        conversation=transcript, known=known_hint, max_chars=max_chars, today=today
+    )
+    return [ChatMessage("user", prompt)]
+
+
+def retry_messages(
+    asked: Sequence[ChatMessage], answer: str, failures: Sequence[tuple[str, str]]
+) -> list[ChatMessage]:
+    """The creation prompt and answer again, with the sentences that failed and why."""
+    lines = "\n".join(f'- "{_one_line(text)}": {why}' for text, why in failures)
+    return [
+        *asked,
+        ChatMessage("assistant", answer),
+        ChatMessage("user", RETRY_PROMPT.format(failures=lines)),
+    ]
+
+
+def json_retry_messages(
+    asked: Sequence[ChatMessage], answer: str, reason: str
+) -> list[ChatMessage]:
+    """The creation prompt and an answer that was not the JSON, with why."""
+    return [
+        *asked,
+        ChatMessage("assistant", answer),
+        ChatMessage("user", JSON_RETRY_PROMPT.format(reason=reason)),
+    ]
