@@ -76,7 +76,7 @@ from memory_agent.models import (
     Memory,
     MemoryActor,
     MemoryEvent,
-    outcome_label,
+    stored_outcome_label,
 )
 from memory_agent.recall.context import (
     format_memories_for_context,
@@ -154,7 +154,7 @@ __all__ = [
     "memory_writer_for",
     "neutralise",
     "now_text",
-    "outcome_label",
     "redact",
     "redact_json",
+    "stored_outcome_label",
 ]

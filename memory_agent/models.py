@@ -106,12 +106,32 @@ class ImportedMemory:
     expires_at: str | None = None
 
 
-def outcome_label(action: str, decided_by: str, update: bool) -> str:
-    """A compaction step's outcome: `delete` or `edit` by the model, `fifo` when the policy
-    decided, `update` when an older memory gave way to a newer one's values."""
+# What a compaction step did: deleted a memory, merged one into another, deleted the oldest
+# of the least important (the model writer's FIFO fallback), or retired an older value that a
+# newer memory updates.
+CompactionOutcomeLabel = Literal["delete", "merge", "fifo", "update"]
+COMPACTION_OUTCOMES: tuple[CompactionOutcomeLabel, ...] = ("delete", "merge", "fifo", "update")
+
+
+def outcome_label(action: str, *, update: bool, fifo: bool) -> CompactionOutcomeLabel:
+    """A compaction step's outcome, by what it did (`decided_by` says whose it was)."""
     if update:
         return "update"
-    return action if decided_by == "model" else "fifo"
+    if fifo:
+        return "fifo"
+    return "delete" if action == "delete" else "merge"
+
+
+def stored_outcome_label(step: dict[str, Any]) -> CompactionOutcomeLabel:
+    """The outcome of a step as a job's record keeps it (`CompactionOutcome.to_json`); a
+    record written before outcomes were kept called every step of the fallback FIFO."""
+    if isinstance(step.get("outcome"), str) and step["outcome"] in COMPACTION_OUTCOMES:
+        return step["outcome"]  # type: ignore[no-any-return]
+    if step.get("update"):
+        return "update"
+    if step.get("decidedBy") == "policy":
+        return "fifo"
+    return "delete" if step.get("action") == "delete" else "merge"
 
 
 @dataclass(frozen=True)
@@ -134,12 +154,13 @@ class CompactionOutcome:
     update: bool = False
     # Set on the step where the model's decision was not used (not on later policy steps).
     fallback_cause: FallbackCause | None = None
+    # The step was the FIFO fallback's: the oldest of the least important memories went.
+    fifo: bool = False
 
     @property
-    def outcome(self) -> str:
-        """The metric label: `delete` or `edit` by the model, `fifo` when the policy decided,
-        `update` when an older memory gave way to the new one's newer values."""
-        return outcome_label(self.action, self.decided_by, self.update)
+    def outcome(self) -> CompactionOutcomeLabel:
+        """What the step did: `delete`, `merge`, `fifo` or `update` (`outcome_label`)."""
+        return outcome_label(self.action, update=self.update, fifo=self.fifo)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -150,6 +171,7 @@ class CompactionOutcome:
             "reason": self.reason,
             "fallbackReason": self.fallback_reason,
             "update": self.update,
+            "outcome": self.outcome,
         }
 
 

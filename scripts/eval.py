@@ -203,7 +203,9 @@ async def run_app(
                 outcomes["update by model"] += 1
                 continue
             cause = step.fallback_cause
-            outcomes[f"{step.outcome}:{cause}" if cause else step.outcome] += 1
+            outcomes[f"{step.outcome} by {step.decided_by}"] += 1
+            if cause:
+                outcomes[f"fallback:{cause}"] += 1
             if cause == "invalid_decision" and step.fallback_reason:
                 # The first word of what was invalid ("newContent:", "memory", "cut", ...).
                 detail = step.fallback_reason.removeprefix("invalid decision:").split()
@@ -337,9 +339,9 @@ async def evaluate(args: argparse.Namespace) -> dict[str, Any]:
     conversations = sum(len(run.written) for run in runs)
     fact_count = sum(len(run.stated_in) for run in runs)
     ours = score(runs, lambda run: run.final)
-    invalid = outcomes["fifo:invalid_decision"]
-    llm_errors = outcomes["fifo:llm_error"]
-    overruled = outcomes["fifo:overruled"]
+    invalid = outcomes["fallback:invalid_decision"]
+    llm_errors = outcomes["fallback:llm_error"]
+    overruled = outcomes["fallback:overruled"]
     grounding = agent.grounding
     return {
         "model": model.name,
@@ -377,7 +379,8 @@ async def evaluate(args: argparse.Namespace) -> dict[str, Any]:
             model.decision_calls - invalid - llm_errors - overruled, model.decision_calls
         ),
         "compaction_outcomes": {
-            label: n for label, n in sorted(outcomes.items()) if not label.startswith("invalid:")
+            label: n for label, n in sorted(outcomes.items())
+            if not label.startswith(("invalid:", "fallback:"))
         },
         # The model writer's sentences: written, grounded as first given, grounded when asked
         # again, dropped (None: the extractive writer asks no model for sentences).

@@ -141,7 +141,7 @@ async def test_an_operator_signs_in_reads_and_changes_memories(db_path, browser,
             assert await console.app_row_count("cal") == "10"
             assert await console.app_row_count("food") == "2"
             compaction = page.get_by_test_id("compaction")
-            await expect(compaction).to_contain_text("FIFO (policy) 1")
+            await expect(compaction).to_contain_text("FIFO: the oldest, least important 1")
             await expect(page.get_by_test_id("job-counts")).to_contain_text("done 13")
             await expect(page.locator("svg[role=img] title").first).to_contain_text(
                 "units on memory work"

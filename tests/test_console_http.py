@@ -221,7 +221,7 @@ async def test_compaction_outcomes_are_counted_from_the_jobs_steps(db_path):
         tally = await services.stores.jobs.compaction_tally()
         assert tally.jobs == 2
         assert sum(tally.outcomes.values()) == 2
-        assert tally.outcomes["delete"] == tally.outcomes["edit"] == 0
+        assert tally.outcomes["delete by model"] == tally.outcomes["merge by model"] == 0
         assert sum(tally.fallback_reasons.values()) == 2
 
         recent = await services.stores.conversations.recent("cal", limit=5)

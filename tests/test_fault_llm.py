@@ -109,7 +109,9 @@ async def test_model_fault_ends_in_its_documented_outcome(db_path, caplog, fault
         failures = [r for r in caplog.records if r.getMessage().startswith("❌")]
         assert len(failures) == 1, [r.getMessage() for r in failures]
     else:
-        assert f'mnemoloop_compactions_total{{outcome="{outcome}"}} 1.0' in metrics
+        by = "policy" if outcome == "fifo" else "model"
+        labels = f'decided_by="{by}",outcome="{outcome}"'
+        assert f"mnemoloop_compactions_total{{{labels}}} 1.0" in metrics
         compactions = [r for r in caplog.records if r.getMessage().startswith("🗜️")]
         assert len(compactions) == 1
         assert (outcome == "fifo") == ("(policy: " in compactions[0].getMessage())

@@ -293,7 +293,7 @@ async def test_energy_and_metrics_report_the_work_done(client, services):
     assert metrics.headers["content-type"] == "text/plain; version=0.0.4; charset=utf-8"
     text = metrics.text
     assert "mnemoloop_memories_created_total 1.0" in text
-    assert 'mnemoloop_compactions_total{outcome="fifo"} 0.0' in text
+    assert 'mnemoloop_compactions_total{decided_by="policy",outcome="fifo"} 0.0' in text
     assert 'mnemoloop_memory_jobs{status="done"} 1.0' in text
     assert 'mnemoloop_energy_spent_total{kind="memory"}' in text
     assert "mnemoloop_memory_retrieval_seconds_bucket" in text

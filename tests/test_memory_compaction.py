@@ -127,7 +127,7 @@ async def test_with_the_extractive_writer_a_delete_of_a_unique_fact_is_overruled
     remaining = await contents(agent)
     assert len(remaining) == 10
     assert every_friend_kept(remaining)
-    assert agent.stats.compactions["fifo"] == 1
+    assert agent.stats.compactions["merge", "policy"] == 1
     assert agent.stats.fallbacks["overruled"] == 1
 
 
@@ -144,7 +144,7 @@ async def test_with_the_model_writer_the_models_delete_of_a_unique_fact_is_appli
     remaining = await contents(agent)
     assert len(remaining) == 10
     assert FRIENDS[1] not in " ".join(remaining)  # the oldest memory, as the model chose
-    assert agent.stats.compactions["delete"] == 1
+    assert agent.stats.compactions["delete", "model"] == 1
     assert agent.stats.fallbacks["overruled"] == 0
 
 
@@ -314,7 +314,7 @@ async def test_a_failed_decision_falls_back_to_fifo_with_its_reason(database, cl
         assert (outcome.decided_by, outcome.outcome) == ("policy", "fifo")
         assert outcome.target_memory_id == oldest.id
         assert why in (outcome.fallback_reason or "")
-        assert agent.stats.compactions["fifo"] == 1
+        assert agent.stats.compactions["fifo", "policy"] == 1
         assert FRIENDS[1] not in " ".join(remaining) and FRIENDS[11] in " ".join(remaining)
         events = await agent.history("app", memory_id=oldest.id)
         assert why in (events[-1].reason or "")

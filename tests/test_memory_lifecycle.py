@@ -97,7 +97,7 @@ async def test_memory_jobs_show_what_they_wrote_and_their_compaction_steps(db_pa
             "done", "the model found nothing worth keeping", None)
 
         metrics = (await client.get("/metrics", headers=ADMIN)).text
-        assert 'mnemoloop_compactions_total{outcome="fifo"} 1.0' in metrics
+        assert 'mnemoloop_compactions_total{decided_by="policy",outcome="fifo"} 1.0' in metrics
         assert 'mnemoloop_compaction_fallbacks_total{cause="invalid_decision"} 1.0' in metrics
         assert "mnemoloop_memories_not_written_total 1.0" in metrics
 

@@ -180,7 +180,7 @@ async def test_sub_agent_writes_and_compacts_through_ollama(model, database):
             MemoryCreationRequest("app", f"c{n}", [ChatMessage("user", friend_fact(n))])
         )
     assert await agent.get_memory_count("app") == 10
-    assert agent.stats.compactions["edit"] == 1
+    assert agent.stats.compactions["merge", "model"] == 1
     assert [len(ids) for ids in shown] == list(range(11))
     # 11 memories at ceil(200/100)=2 units, one decision at ceil((150+50)/100)=2 units
     assert agent.get_energy_consumed_since_last_poll() == 24

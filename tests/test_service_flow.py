@@ -115,7 +115,7 @@ async def test_the_eleventh_memory_compacts_the_app_back_to_ten_as_the_model_dec
         for conversation_id in ids:
             await eventually(lambda c=conversation_id: settled(services, c))
         assert await services.stores.agent.get_memory_count("cal") == 10
-        assert services.stores.agent.stats.compactions["delete"] == 1
+        assert services.stores.agent.stats.compactions["delete", "model"] == 1
         contents = " ".join(m.content for m in await services.stores.agent.get_memories("cal"))
         assert FRIENDS[0] not in contents  # the first memory shown, as the model chose
         assert all(FRIENDS[n] in contents for n in range(1, 11))
@@ -131,7 +131,7 @@ async def test_with_the_extractive_writer_the_policy_keeps_every_fact(db_path):
         for conversation_id in ids:
             await eventually(lambda c=conversation_id: settled(services, c))
         assert await services.stores.agent.get_memory_count("cal") == 10
-        assert services.stores.agent.stats.compactions["fifo"] == 1
+        assert services.stores.agent.stats.compactions["merge", "policy"] == 1
         contents = " ".join(m.content for m in await services.stores.agent.get_memories("cal"))
         assert all(FRIENDS[n] in contents for n in range(11))
 

@@ -25,7 +25,7 @@ from memory_agent import (
     format_timestamp,
     in_space,
     now_text,
-    outcome_label,
+    stored_outcome_label,
 )
 
 JobStatus = Literal["pending", "running", "deferred", "done", "skipped", "failed", "cancelled"]
@@ -78,11 +78,19 @@ class MemoryJob:
         )
 
 
+# Each outcome a compaction step has, with whose decision it can be (the FIFO fallback is the
+# model writer's policy; an update is the model's word or the extractive writer's rules).
+TALLIED_OUTCOMES = (
+    ("delete", "model"), ("merge", "model"), ("delete", "policy"), ("merge", "policy"),
+    ("fifo", "policy"), ("update", "model"), ("update", "policy"),
+)
+
+
 @dataclass(frozen=True)
 class CompactionTally:
-    """How compactions were decided: steps by outcome (`delete` and `edit` by the model,
-    `fifo` by the policy, `update` for an older value a newer memory replaced), and why the
-    model's decision was not used, by reason."""
+    """How compactions were decided: steps by what they did and whose decision it was
+    ("delete by model", "merge by policy", "fifo by policy", "update by model"...), and why
+    the model's decision was not used, by reason."""
 
     jobs: int
     outcomes: dict[str, int]
@@ -339,12 +347,13 @@ class MemoryJobStore:
             " ORDER BY id DESC LIMIT ?",
             (last_jobs,),
         )
-        outcomes: Counter[str] = Counter(dict.fromkeys(("delete", "edit", "fifo", "update"), 0))
+        outcomes: Counter[str] = Counter(
+            {f"{outcome} by {by}": 0 for outcome, by in TALLIED_OUTCOMES}
+        )
         reasons: Counter[str] = Counter()
         for row in rows:
             for step in json.loads(row[0]):
-                update = bool(step.get("update"))
-                outcomes[outcome_label(step["action"], step["decidedBy"], update)] += 1
+                outcomes[f"{stored_outcome_label(step)} by {step['decidedBy']}"] += 1
                 if step.get("fallbackReason"):
                     reasons[step["fallbackReason"]] += 1
         return CompactionTally(len(rows), dict(outcomes), dict(reasons.most_common()))

@@ -8,6 +8,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, generate_la
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from loop.jobs.store import TALLIED_OUTCOMES
 from memory_agent import AgentStats, GroundingRecord
 
 # Litestar adds the charset.
@@ -102,12 +103,12 @@ class _Snapshot(Collector):
         )
         nothing.add_metric([], self.stats.nothing_worth_keeping)
         yield nothing
-        spared = CounterMetricFamily(
+        without_model = CounterMetricFamily(
             "mnemoloop_memories_written_without_model",
             "Memories written from the conversation's statements alone (the extractive writer).",
         )
-        spared.add_metric([], self.stats.written_without_model)
-        yield spared
+        without_model.add_metric([], self.stats.written_without_model)
+        yield without_model
         if self.grounding is not None:
             sentences = CounterMetricFamily(
                 "mnemoloop_model_sentences",
@@ -124,12 +125,14 @@ class _Snapshot(Collector):
             yield sentences
         compactions = CounterMetricFamily(
             "mnemoloop_compactions",
-            "Compaction steps by outcome: the model's delete or edit, fifo when the retention"
-            " policy decided, update when an older memory gave way to a newer value.",
-            labels=["outcome"],
+            "Compaction steps by what they did (delete, merge, fifo: the oldest of the least"
+            " important, update: an older value a newer memory replaced) and whose decision it"
+            " was (the model's, or the writer's policy).",
+            labels=["outcome", "decided_by"],
         )
-        for outcome in ("delete", "edit", "fifo", "update"):
-            compactions.add_metric([outcome], self.stats.compactions.get(outcome, 0))
+        for outcome, decided_by in TALLIED_OUTCOMES:
+            count = self.stats.compactions.get((outcome, decided_by), 0)
+            compactions.add_metric([outcome, decided_by], count)
         yield compactions
         fallbacks = CounterMetricFamily(
             "mnemoloop_compaction_fallbacks",

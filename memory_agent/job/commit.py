@@ -150,4 +150,5 @@ def _outcome(app_id: str, decided: DecidedStep, target: int) -> CompactionOutcom
         step.folded,
         decided.update,
         decided.fallback_cause,
+        step.fifo,
     )

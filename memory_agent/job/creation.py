@@ -112,7 +112,8 @@ class AgentStats:
     # Written from the conversation's statements alone, no model asked (the extractive writer).
     written_without_model: int = 0
     creation_failures: int = 0
-    compactions: Counter[str] = field(default_factory=Counter)
+    # Compaction steps by (what they did, whose decision it was).
+    compactions: Counter[tuple[str, str]] = field(default_factory=Counter)
     # Why the fallback decided instead of the model: llm_error, invalid_decision, overruled.
     fallbacks: Counter[str] = field(default_factory=Counter)
 
@@ -378,7 +379,7 @@ class MemoryCreation:
                 result.note,
             )
         for outcome in result.compactions:
-            self.stats.compactions[outcome.outcome] += 1
+            self.stats.compactions[outcome.outcome, outcome.decided_by] += 1
             if outcome.fallback_cause:
                 self.stats.fallbacks[outcome.fallback_cause] += 1
             log.info(

@@ -39,6 +39,8 @@ class Step:
     reason: str
     new_content: str | None = None
     folded: int | None = None
+    # The FIFO fallback's step: the oldest of the least important memories goes.
+    fifo: bool = False
 
     @property
     def removed(self) -> int | None:
@@ -102,4 +104,4 @@ def fifo_step(candidates: Sequence[Candidate], reason: str) -> Step:
     (never the new one, which is the newest)."""
     older = [c for c in candidates if c.id != NEW_MEMORY_ID] or list(candidates)
     oldest = min(older, key=lambda c: (c.importance, c.created_at, c.id))
-    return Step("delete", oldest.id, reason)
+    return Step("delete", oldest.id, reason, fifo=True)

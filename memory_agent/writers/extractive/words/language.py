@@ -32,10 +32,6 @@ class Words:
     # Words by which a speaker speaks of themselves (pronouns, possessives, and in languages
     # that drop the pronoun, the commonest first-person verbs).
     first_person: str
-    # Words that address someone: a memory records, it does not speak to anyone.
-    second_person: str
-    # How a memory names the user.
-    user: str
     # A sentence starting with one of these and ending in "?" asks about the world.
     question: str
     # What an assistant says when it did something the user will want remembered.
@@ -82,11 +78,6 @@ class Words:
     titles: str = ""
     # The language capitalises every noun: in its text a capital letter does not mark a name.
     capitalises_nouns: bool = False
-    # A second-person word of `second_person` that is also a function word of this language
-    # (Dutch "te": "om opgehaald te worden"), and words no other covered language has: in a
-    # text with one of those, the word addresses no one.
-    not_addressing: str = ""
-    own_words: str = ""
     # Greetings, thanks and goodbyes ("hi", "thanks", "bye"): a sentence of them and names
     # alone is chat, not a statement.
     greetings: str = ""
@@ -201,11 +192,37 @@ def pattern_of(
 
 
 def _alternatives(entries: set[str]) -> str:
-    """The entries as alternatives of a pattern, the longest first; a phrase's words apart
-    by any white space."""
-    return "|".join(
-        re.escape(entry).replace(r"\ ", r"\s+") for entry in sorted(entries, key=len, reverse=True)
-    )
+    """The entries as one alternation, matching the longest entry that fits (as entries
+    sorted longest first would), a phrase's words apart by any white space. Written as a
+    trie (the entries' shared beginnings factored out): a word class holds hundreds of
+    entries, and a plain alternation is tried one entry after another at every position."""
+    trie: _Trie = {}
+    for entry in entries:
+        node = trie
+        for char in entry:
+            node = node.setdefault(char, {})
+        node[_END] = {}
+    return _trie_pattern(trie)
+
+
+# A trie of entries: each character leads to the entries that go on with it; `_END` marks
+# where an entry ends.
+_Trie = dict[str, "_Trie"]
+_END = ""
+
+
+def _trie_pattern(node: _Trie) -> str:
+    """A trie node as a pattern: its branches, each a character and what follows; optional
+    (greedy, so the longer entry is tried first) where an entry also ends here."""
+    branches = [
+        (r"\s+" if char == " " else re.escape(char)) + _trie_pattern(child)
+        for char, child in sorted(node.items())
+        if char != _END
+    ]
+    if not branches:
+        return ""
+    body = branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
+    return f"(?:{body})?" if _END in node else body
 
 
 @lru_cache(maxsize=1)
@@ -254,20 +271,6 @@ def found_in(pattern: re.Pattern[str], text: str) -> frozenset[str]:
 
 
 FIRST_PERSON = pattern_of("first_person")
-# The first person as a written memory could hold it: without chat spellings that are words
-# of other languages ("im" is German for "in the"), nor French "ma": it is "but" in Italian
-# ("Ma la sera niente caffeina") and "has" in Polish, Czech and Slovak ("Użytkownik ma silny
-# odruch"). A French memory in the first person most often has "je", "mon" or "mes" too.
-FIRST_PERSON_WRITTEN = re.compile(
-    pattern_of("first_person", excluding=frozenset({"im", "ive", "id", "i", "ma"})).pattern
-    # "I" in capitals: "i" is "and" or "in" in Polish, Czech and the Scandinavian languages.
-    # Not Italian "I" before a plural noun ("I farmaci"), nor the letter of a form's or a
-    # road's name ("I-94", "I-5").
-    + r"|(?-i:\bI\b)(?![-‐]\w)(?!\s+\w*i\b)",
-    re.IGNORECASE,
-)
-SECOND_PERSON = pattern_of("second_person")
-USER = pattern_of("user", after_elision=True)
 CONFIRMATION = pattern_of("confirmation")
 CHANGE = pattern_of("change")
 STANDING = pattern_of("standing")
@@ -281,7 +284,6 @@ SOON = pattern_of("soon")
 ERRAND = pattern_of("errand")
 TITLES = frozenset(title.rstrip(".") for title in words_of("titles"))
 ABBREVIATED_TITLES = frozenset(title[:-1] for title in words_of("titles") if title.endswith("."))
-LASTING = words_of("lasting")
 QUESTION_STARTS = words_of("question")
 CALENDAR = words_of("calendar")
 PEOPLE = words_of("people")
@@ -295,16 +297,3 @@ NOUN_CAPITALISING = frozenset(
     if words.capitalises_nouns
     for entry in _entries(words.stopwords)
 ) - {"in", "so", "an", "die"}
-
-
-def addresses_someone(text: str) -> bool:
-    """The text speaks to someone ("te he reservado", "on te rappelle", "you prefer"), unless
-    its only second-person word is a function word of a language whose own words the text
-    holds (Dutch "te" in "om opgehaald te worden")."""
-    said = {match.group().lower() for match in SECOND_PERSON.finditer(text)}
-    if len(said) == 1:
-        words = {word.lower() for word in re.findall(r"[\w']+", text)}
-        for language in LANGUAGES.values():
-            if said == {language.not_addressing} and words & set(language.own_words.split()):
-                return False
-    return bool(said)

@@ -16,7 +16,7 @@ import regex as re
 from memory_agent.core.unicode_forms import normalise_text
 from memory_agent.writers.extractive.words import language
 from memory_agent.writers.extractive.words.written_forms import cached as _cached
-from memory_agent.writers.extractive.words.written_forms import clock_times, reading_form
+from memory_agent.writers.extractive.words.written_forms import reading_form
 
 # A word may hold digits (B12, 6b, Alice2): only a token of digits alone is a number. Letters
 # are any script's.
@@ -413,15 +413,6 @@ def vocabulary(text: str) -> frozenset[str]:
         | references(text)
         | ideographic_pairs(text)
     )
-
-
-def spelled_numbers(text: str) -> frozenset[str]:
-    """The digits of the numbers a text writes out ("cinco" -> "5"): what a model's sentence
-    may write as digits. Only for grounding: a count written out carries no value of its own
-    that a memory must keep."""
-    words = WORD.findall(normalise_text(text))
-    spelled = {SPELLED_NUMBERS[w.lower()] for w in words if w.lower() in SPELLED_NUMBERS}
-    return frozenset(spelled) | clock_times(text)
 
 
 TIME_UNITS = frozenset(

@@ -84,18 +84,6 @@ def _in_digits(match: re.Match[str], minutes: int, hours: Mapping[str, int]) -> 
     return f"{cue} {time}" if cue else time
 
 
-def clock_times(text: str) -> frozenset[str]:
-    """The times of day a text says in words, in digits as a model may write them ("6:15",
-    "06:15")."""
-    plain = normalise_text(text)
-    said = {
-        _clock_digits(match, minutes, hours)
-        for pattern, minutes, hours in _CLOCK_IN_WORDS
-        for match in pattern.finditer(plain)
-    }
-    return frozenset(said | {f"0{time}" for time in said if len(time) == 4})
-
-
 @cached
 def written_in_digits(value: str) -> re.Pattern[str]:
     """Where a text writes the value (as `values.keyed_values` gives it) in digits: a number's
