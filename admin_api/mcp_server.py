@@ -21,7 +21,7 @@ from mcp.types import Tool as McpTool
 from pydantic import BaseModel, Field
 
 from admin_api.auth import TokenOwner, token_owner
-from admin_api.schemas import job_out, memory_event_out, memory_out
+from admin_api.replies import job_out, memory_event_out, memory_out
 from loop.operations import MAX_USER_ID, AdminToken, AppRegistry, validate_user_id
 from loop.service import Stores
 from memory_agent import (

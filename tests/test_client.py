@@ -8,7 +8,7 @@ import anyio
 import msgspec
 import pytest
 
-from admin_api.schemas import MemoryOut
+from admin_api.replies import MemoryOut
 from admin_api.throttle import MAX_WRONG
 from memory_agent.core.errors import ChatModelResponseError
 from mnemoloop.client import (

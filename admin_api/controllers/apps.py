@@ -8,16 +8,8 @@ from litestar.params import FromPath, JSONBody, QueryParameter
 
 from admin_api.auth import admin_only
 from admin_api.dependencies import Provided
-from admin_api.schemas import (
-    AppOut,
-    AppSettings,
-    AppsOut,
-    InstallApp,
-    InstalledAppOut,
-    UninstalledOut,
-    problems,
-    strict_booleans,
-)
+from admin_api.replies import AppOut, AppsOut, InstalledAppOut, UninstalledOut, problems
+from admin_api.schemas import AppSettings, InstallApp, strict_booleans
 from loop.operations import App
 from loop.service import Stores
 

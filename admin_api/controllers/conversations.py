@@ -13,19 +13,16 @@ from litestar.response import ServerSentEvent, ServerSentEventMessage
 from admin_api.auth import admin_or_own_app
 from admin_api.dependencies import Provided
 from admin_api.errors import problem_body
-from admin_api.schemas import (
+from admin_api.replies import (
     AcceptedOut,
     ConversationCreatedOut,
     ConversationOut,
-    EndConversation,
     MessageOut,
-    OpenConversation,
-    OptionalBodyOperation,
     PostedOut,
-    PostMessage,
     ToolCallOut,
     problems,
 )
+from admin_api.schemas import EndConversation, OpenConversation, OptionalBodyOperation, PostMessage
 from loop.conversations import Message, Question, ReplyStatus, Retrying, ask
 from loop.service import Stores
 

@@ -9,14 +9,8 @@ from litestar.params import FromPath, QueryParameter
 
 from admin_api.auth import admin_or_own_app
 from admin_api.dependencies import Provided
-from admin_api.schemas import (
-    MAX_ID,
-    HistoryOut,
-    MemoryId,
-    UserIdQuery,
-    memory_event_out,
-    problems,
-)
+from admin_api.replies import HistoryOut, memory_event_out, problems
+from admin_api.schemas import MAX_ID, MemoryId, UserIdQuery
 from loop.service import Stores
 from memory_agent import MemoryEvent, MemoryNotFound
 

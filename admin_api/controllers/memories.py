@@ -7,20 +7,17 @@ from litestar.params import FromPath, JSONBody, QueryParameter
 
 from admin_api.auth import admin_only, admin_or_own_app
 from admin_api.dependencies import Provided
-from admin_api.schemas import (
+from admin_api.replies import (
     ExportOut,
     ImportedOut,
-    ImportMemories,
     MemoriesOut,
-    MemoryId,
     PurgedOut,
     SuccessOut,
-    UserIdQuery,
     export_out,
-    imported_memories,
     memory_out,
     problems,
 )
+from admin_api.schemas import ImportMemories, MemoryId, UserIdQuery, imported_memories
 from loop.service import Stores
 from memory_agent import MAX_QUERY_CHARS, Clock, MemoryState, now_text
 

@@ -11,7 +11,7 @@ from litestar.response import Redirect
 
 from admin_api.auth import admin_only
 from admin_api.dependencies import Provided
-from admin_api.schemas import EnergyOut, HealthOut, JobsOut, PartHealthOut, job_out, problems
+from admin_api.replies import EnergyOut, HealthOut, JobsOut, PartHealthOut, job_out, problems
 from loop.operations import CONTENT_TYPE, HealthChecks, Metrics, PartHealth
 from loop.service import Stores
 

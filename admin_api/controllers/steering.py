@@ -11,15 +11,13 @@ from litestar.params import FromPath, JSONBody
 
 from admin_api.auth import admin_or_own_app, key_app
 from admin_api.dependencies import Provided
+from admin_api.replies import MemoryOut, memory_out, problems
 from admin_api.schemas import (
     MemoryId,
-    MemoryOut,
     OptionalBodyOperation,
     RestoreMemory,
     SteerMemory,
     TagMemory,
-    memory_out,
-    problems,
     stored_time,
     strict_booleans,
 )

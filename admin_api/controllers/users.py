@@ -12,22 +12,21 @@ from admin_api.auth import admin_only, admin_or_any_app, admin_or_own_app, key_a
 from admin_api.controllers.history import page
 from admin_api.controllers.memories import MAX_IMPORT_BYTES
 from admin_api.dependencies import Provided
-from admin_api.schemas import (
+from admin_api.replies import (
     ErasedAppOut,
     ErasedUserOut,
     ExportOut,
     HistoryOut,
     ImportedOut,
-    ImportMemories,
     MemoriesOut,
     ProfileErasedOut,
     SpaceOut,
     SpacesOut,
     export_out,
-    imported_memories,
     memory_out,
     problems,
 )
+from admin_api.schemas import ImportMemories, imported_memories
 from loop.operations import MAX_USER_ID, USER_ID_PATTERN
 from loop.service import Stores
 from memory_agent import MAX_QUERY_CHARS, PROFILE_APP, Clock, now_text

@@ -13,16 +13,13 @@ from loop.conversations.client_tools import (
     REQUIRED,
     ClientTools,
 )
+from loop.conversations.records import Message, ReplyStatus
 from loop.conversations.replies import (
     Question,
     Retrying,
     ask,
 )
-from loop.conversations.store import (
-    ASKING_ROLES,
-    Message,
-    ReplyStatus,
-)
+from loop.conversations.store import ASKING_ROLES
 
 __all__ = [
     "ASKING_ROLES",

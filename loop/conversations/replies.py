@@ -11,8 +11,9 @@ from dataclasses import dataclass
 
 import anyio
 
+from loop.conversations.records import ReplyStatus
 from loop.conversations.reply_feed import AnswerSettled, AnswerText, Subscription
-from loop.conversations.store import ConversationStore, ReplyStatus
+from loop.conversations.store import ConversationStore
 
 # How often the stored conversation is looked at when this instance hears nothing.
 POLL_SECONDS = 0.5

@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 import msgspec
 
-from admin_api.schemas import Problem
+from admin_api.replies import Problem
 
 # Errors:
 #

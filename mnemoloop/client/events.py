@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import msgspec
 
-from admin_api.schemas import Problem
+from admin_api.replies import Problem
 
 
 class ReplyDelta(msgspec.Struct, frozen=True):

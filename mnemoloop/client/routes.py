@@ -8,37 +8,39 @@ import httpx
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from admin_api.schemas import (
+from admin_api.replies import (
     AcceptedOut,
     AppOut,
     AppsOut,
     ConversationCreatedOut,
     ConversationOut,
-    EndConversation,
     EnergyOut,
     ErasedUserOut,
     ExportOut,
     HealthOut,
     HistoryOut,
     ImportedOut,
-    ImportMemories,
-    InstallApp,
     InstalledAppOut,
     JobOut,
     JobsOut,
     MemoriesOut,
     MemoryOut,
-    OpenConversation,
     PostedOut,
-    PostMessage,
     ProfileErasedOut,
     PurgedOut,
-    RestoreMemory,
     SpaceOut,
     SpacesOut,
     SuccessOut,
-    TagMemory,
     UninstalledOut,
+)
+from admin_api.schemas import (
+    EndConversation,
+    ImportMemories,
+    InstallApp,
+    OpenConversation,
+    PostMessage,
+    RestoreMemory,
+    TagMemory,
 )
 from mnemoloop.client.calls import (
     AsyncSession,

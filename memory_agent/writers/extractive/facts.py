@@ -28,6 +28,7 @@ import regex as re
 from memory_agent.core.unicode_forms import normalise_text
 from memory_agent.writers.extractive import values
 from memory_agent.writers.extractive.words import language
+from memory_agent.writers.extractive.words.reading import some_language_reads
 from memory_agent.writers.extractive.words.text import (
     FREQUENCY,
     PERIOD_SLOT,
@@ -330,7 +331,7 @@ def readable(text: str) -> bool:
     unspaced = len(_UNSPACED.findall(text))
     if words + unspaced // 3 < 5:
         return True
-    return language.share_read(text, words=words, unspaced=unspaced) >= _READ_SHARE
+    return some_language_reads(text, words=words, unspaced=unspaced, share=_READ_SHARE)
 
 
 _READ_SHARE = 0.25

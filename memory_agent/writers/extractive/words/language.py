@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import os
 import tomllib
-from dataclasses import dataclass, fields
-from functools import lru_cache
+from dataclasses import dataclass
 from pathlib import Path
 
 import regex as re
+
+from memory_agent.writers.extractive.words.classes import WordClass
 
 
 @dataclass(frozen=True)
@@ -128,7 +129,7 @@ LANGUAGES: dict[str, Words] = {
 _CONTENT_ELSEWHERE = frozenset({"son", "war", "die", "mein", "also", "hat", "bei", "fast"})
 
 
-def _entries(text: str) -> list[str]:
+def entries_of(text: str) -> list[str]:
     """A class's words and phrases, separated by white space; "_" joins a phrase's words."""
     return [entry.replace("_", " ") for entry in text.split()]
 
@@ -149,46 +150,40 @@ def words_of(field: str) -> frozenset[str]:
     return frozenset(
         entry
         for words in LANGUAGES.values()
-        for entry in _entries(getattr(words, field))
+        for entry in entries_of(getattr(words, field))
         if " " not in entry and "-" not in (entry[0], entry[-1])
     )
 
 
-def pattern_of(
-    field: str, *, excluding: frozenset[str] = frozenset(), after_elision: bool = False
-) -> re.Pattern[str]:
-    """One case-insensitive pattern matching any word or phrase of a class, whole (an entry
-    of a language written without spaces anywhere; a stem of a suffixing language, "alerji-",
-    with any ending); with `after_elision`, also after an elided article ("l'utente",
-    "l'utilisateur")."""
+def pattern_of(field: str) -> WordClass:
+    """One class of every language: its words and phrases found whole (an entry of a language
+    written without spaces anywhere; a stem of a suffixing language, "alerji-", with any
+    ending; an ending, "-yorum", after any stem), case aside."""
     whole: set[str] = set()
     anywhere: set[str] = set()
     stems: set[str] = set()
     endings: set[str] = set()
     for words in LANGUAGES.values():
-        for entry in _entries(getattr(words, field)):
-            if entry in excluding:
-                continue
+        for entry in entries_of(getattr(words, field)):
             if not words.spaces:
                 anywhere.add(entry)
             elif words.suffixes and entry.endswith("-"):
                 stems.add(entry[:-1])
             elif words.suffixes and entry.startswith("-"):
                 endings.add(entry[1:])
+            elif not _ENTRY.fullmatch(entry):
+                raise ValueError(
+                    f"{field}: {entry!r} is no word or phrase (letters, apostrophes and hyphens,"
+                    " words apart by spaces)"
+                )
             else:
                 whole.add(entry)
-    start = (
-        r"(?:(?<![\w'’-])|(?<=\b[ld]['’])|(?<=\b[dns]ell['’])|(?<=\b[ad]all['’]))"
-        if after_elision
-        else r"(?<![\w'’-])"
-    )
-    branches = [
-        rf"{start}(?:{_alternatives(whole)})(?![\w'’-])" if whole else "",
-        rf"{start}(?:{_alternatives(stems)})\w*" if stems else "",
-        rf"{start}\w+(?:{_alternatives(endings)})(?![\w'’-])" if endings else "",
-        rf"(?:{_alternatives(anywhere)})" if anywhere else "",
-    ]
-    return re.compile("|".join(b for b in branches if b) or r"(?!)", re.IGNORECASE)
+    pattern = re.compile(_alternatives(anywhere), re.IGNORECASE) if anywhere else None
+    return WordClass(whole, stems, endings, pattern)
+
+
+# What an entry of a class read word by word is: words apart by single spaces.
+_ENTRY = re.compile(r"[\w'’-]+(?: [\w'’-]+)*")
 
 
 def _alternatives(entries: set[str]) -> str:
@@ -225,46 +220,7 @@ def _trie_pattern(node: _Trie) -> str:
     return f"(?:{body})?" if _END in node else body
 
 
-@lru_cache(maxsize=1)
-def _each_languages_words() -> dict[str, tuple[bool, re.Pattern[str]]]:
-    """Each language's words of every class, whole (stems left out), as one pattern: how
-    much of a text one language's file can read. Whether its entries are cut apart by spaces
-    goes with it."""
-    found = {}
-    for code, words in LANGUAGES.items():
-        entries = {
-            spelling
-            for field in fields(Words)
-            if field.type == "str" and field.name not in ("name", "clock")
-            for entry in _entries(getattr(words, field.name))
-            for spelling in entry.split("|")
-            if spelling and "-" not in (spelling[0], spelling[-1])
-        }
-        if not entries:
-            continue
-        pattern = _alternatives(entries)
-        found[code] = (
-            words.spaces,
-            re.compile(rf"(?<![\w'’-])(?:{pattern})(?![\w'’-])" if words.spaces else pattern, re.I),
-        )
-    return found
-
-
-def share_read(text: str, *, words: int, unspaced: int) -> float:
-    """The most of the text one language's file can read: its words found whole, for every
-    word of the text (`words`), or for a language written without spaces, the characters
-    they cover for every such character (`unspaced`)."""
-    best = 0.0
-    for spaced, pattern in _each_languages_words().values():
-        found = pattern.findall(text)
-        if spaced and words:
-            best = max(best, len(found) / words)
-        elif not spaced and unspaced:
-            best = max(best, sum(len(match) for match in found) / unspaced)
-    return best
-
-
-def found_in(pattern: re.Pattern[str], text: str) -> frozenset[str]:
+def found_in(pattern: WordClass, text: str) -> frozenset[str]:
     """What a class's pattern finds in a text, in lower case: the words of a class in any
     language, joined to their endings or not."""
     return frozenset(match.lower() for match in pattern.findall(text))
@@ -295,5 +251,5 @@ NOUN_CAPITALISING = frozenset(
     entry
     for words in LANGUAGES.values()
     if words.capitalises_nouns
-    for entry in _entries(words.stopwords)
+    for entry in entries_of(words.stopwords)
 ) - {"in", "so", "an", "die"}
