@@ -17,7 +17,6 @@ import argparse
 import json
 import logging
 import os
-import random
 import resource
 import socket
 import sqlite3
@@ -26,7 +25,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
@@ -34,27 +32,24 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_dialects import bench_dialects
+from bench_recall import bench_profiles, bench_retrieval, bench_spaces, retrieval_latencies
 from bench_support import (
-    TIMED_MODEL_SECONDS,
-    InstantModel,
-    TimedModel,
     copy_to_postgres,
     percentile,
     seed_ended_conversations,
     seed_memories,
-    seed_profiles,
-    seed_user_spaces,
 )
+from scripted_models import TIMED_MODEL_SECONDS, ScriptedModel, Timed
 
-from loop.llm import LocalChatModel, NoModelLoaded, local_backend_available
+from loop.llm import LocalChatModel, local_backend_available
 from loop.service import open_services
 from loop.settings import Settings
-from loop.storage import database_for
 from memory_agent import (
     ChatMessage,
+    ImportedMemory,
     MemoryCreationRequest,
     MemorySubAgent,
-    format_memories_for_context,
+    memory_writer_for,
 )
 
 ADMIN_TOKEN = "bench-token"
@@ -62,128 +57,6 @@ ADMIN_TOKEN = "bench-token"
 
 def settings(db: Path, **overrides: Any) -> Settings:
     return Settings(db=db, llm="local", admin_token=ADMIN_TOKEN, **overrides)
-
-
-# -- retrieval ---------------------------------------------------------------------------------
-
-async def retrieval_latencies(dbs: dict[int, Path | str], samples: int, rounds: int = 20
-                              ) -> dict[int, list[float]]:
-    """Seconds to read an app's memories and format its context, for random apps, per
-    database (keyed by its number of apps). The databases take turns in short rounds, so a
-    noisy moment of the machine falls on all of them alike."""
-    async with AsyncExitStack() as stack:
-        agents = {}
-        for apps, db in dbs.items():
-            database = await stack.enter_async_context(database_for(str(db)))
-            agents[apps] = MemorySubAgent(database, NoModelLoaded())
-        rng = random.Random(1)
-        timings: dict[int, list[float]] = {apps: [] for apps in dbs}
-        for _ in range(rounds):
-            for apps, agent in agents.items():
-                for _ in range(samples // rounds):
-                    app_id = f"app{rng.randrange(apps)}"
-                    started = time.perf_counter()
-                    memories = await agent.get_memories(app_id)
-                    format_memories_for_context(app_id, memories)
-                    timings[apps].append(time.perf_counter() - started)
-        return timings
-
-
-async def space_latencies(dbs: dict[int, Path | str], samples: int, rounds: int = 20
-                          ) -> dict[int, list[float]]:
-    """Seconds to read a random user's memories and the app's shared ones and format the
-    block, as a user's conversation gets it, per database (keyed by its number of users)."""
-    async with AsyncExitStack() as stack:
-        agents = {}
-        for users, db in dbs.items():
-            database = await stack.enter_async_context(database_for(str(db)))
-            agents[users] = MemorySubAgent(database, NoModelLoaded())
-        rng = random.Random(1)
-        timings: dict[int, list[float]] = {users: [] for users in dbs}
-        for _ in range(rounds):
-            for users, agent in agents.items():
-                for _ in range(samples // rounds):
-                    user_id = f"user{rng.randrange(users)}"
-                    started = time.perf_counter()
-                    shared = await agent.get_memories("app0")
-                    own = await agent.get_memories("app0", user_id=user_id)
-                    format_memories_for_context("app0", shared, own)
-                    timings[users].append(time.perf_counter() - started)
-        return timings
-
-
-async def profile_latencies(dbs: dict[int, Path | str], samples: int, rounds: int = 20
-                            ) -> dict[int, list[float]]:
-    """Seconds the central loop takes to build a random user's memory block in an app that
-    shares profiles (`CentralLoop.build_context`): the user's memories, the app's shared ones,
-    the person's profile, and the delta header since their previous conversation."""
-    async with AsyncExitStack() as stack:
-        running = {}
-        for users, db in dbs.items():
-            services = await stack.enter_async_context(open_services(
-                settings(Path(db)), chat_model=InstantModel(), memory_model=InstantModel()))
-            running[users] = (services, await services.stores.registry.require("app0"))
-        rng = random.Random(1)
-        timings: dict[int, list[float]] = {users: [] for users in dbs}
-        for _ in range(rounds):
-            for users, (services, app) in running.items():
-                for _ in range(samples // rounds):
-                    user_id = f"user{rng.randrange(users)}"
-                    started = time.perf_counter()
-                    context = await services.central.build_context(
-                        app, [], user_id=user_id, conversation_id=f"now-{user_id}")
-                    timings[users].append(time.perf_counter() - started)
-                    assert "Memory updates since rev" in context[1].content
-        return timings
-
-
-def _users_scaling(tmp: Path, quick: bool, name: str, seed: Any, latencies: Any,
-                   samples: int) -> dict[str, Any]:
-    """p99 of `latencies` on one app with 100 users against 100,000 (10,000 with --quick),
-    each database made by `seed`; the figures named `name`."""
-    small_users, large_users = (100, 10_000) if quick else (100, 100_000)
-    dbs: dict[int, Path | str] = {}
-    for users in (small_users, large_users):
-        dbs[users] = tmp / f"{name}-{users}.db"
-        seed(dbs[users], users=users, per_user=5, shared=5)
-    timings = anyio.run(latencies, dbs, samples)
-    small, large = timings[small_users], timings[large_users]
-    return {
-        f"{name}_users": [small_users, large_users],
-        f"{name}_retrieval_p99_ms": [round(percentile(small, 99) * 1000, 4),
-                                     round(percentile(large, 99) * 1000, 4)],
-        f"{name}_p99_scaling": round(percentile(large, 99) / percentile(small, 99), 3),
-    }
-
-
-def bench_profiles(tmp: Path, quick: bool) -> dict[str, Any]:
-    """`bench_spaces` with a profile and a delta header."""
-    return _users_scaling(tmp, quick, "profile", seed_profiles, profile_latencies,
-                          2_000 if quick else 10_000)
-
-
-def bench_spaces(tmp: Path, quick: bool) -> dict[str, Any]:
-    """One app's users: a user's conversation's memories."""
-    return _users_scaling(tmp, quick, "spaces", seed_user_spaces, space_latencies,
-                          3_000 if quick else 20_000)
-
-
-def bench_retrieval(tmp: Path, quick: bool) -> dict[str, Any]:
-    main_apps, small_apps, large_apps = (2_000, 100, 10_000) if quick else (10_000, 100, 100_000)
-    samples = 3_000 if quick else 20_000
-    dbs: dict[int, Path | str] = {}
-    for apps in sorted({main_apps, small_apps, large_apps}):
-        dbs[apps] = tmp / f"retrieval-{apps}.db"
-        seed_memories(dbs[apps], apps=apps, per_app=10)
-    timings = anyio.run(retrieval_latencies, dbs, samples)
-    main, small, large = timings[main_apps], timings[small_apps], timings[large_apps]
-    return {
-        "retrieval_apps": main_apps,
-        "retrieval_p50_ms": round(percentile(main, 50) * 1000, 4),
-        "retrieval_p99_ms": round(percentile(main, 99) * 1000, 4),
-        "retrieval_scaling": round(percentile(large, 50) / percentile(small, 50), 3),
-        "retrieval_scaling_apps": [small_apps, large_apps],
-    }
 
 
 # -- memory jobs -------------------------------------------------------------------------------
@@ -215,7 +88,7 @@ def bench_jobs(tmp: Path, quick: bool) -> dict[str, Any]:
     for writer in ("model", "extractive"):
         db = tmp / f"jobs-{writer}.db"
         seed_ended_conversations(db, apps=apps, per_app=per_app)
-        elapsed = anyio.run(run_all_jobs, db, InstantModel(), 8, writer)
+        elapsed = anyio.run(run_all_jobs, db, ScriptedModel(), 8, writer)
         rates[writer] = round(apps * per_app / elapsed, 1)
     return {
         "jobs_per_s": rates["model"],
@@ -226,7 +99,7 @@ def bench_jobs(tmp: Path, quick: bool) -> dict[str, Any]:
 
 async def job_overhead(db: Path, jobs: int) -> float:
     """(job time − model time) ÷ model time, jobs run one at a time as the worker runs them."""
-    model = TimedModel()
+    model = Timed(ScriptedModel(seconds=TIMED_MODEL_SECONDS))
     async with open_services(settings(db, energy_capacity=1e12), chat_model=model,
                              memory_model=model) as services:
         worker = services.worker
@@ -415,22 +288,36 @@ CONVERSATION = [
 ]
 
 
+# Ten memories of a space at its cap, which the bench's job compacts.
+_FULL_SPACE = [
+    ImportedMemory(f"The user's locker {n} code is {4400 + n}.", "2025-01-01T00:00:00.000000Z")
+    for n in range(10)
+]
+
+
 async def model_memory(db: Path, runs: int) -> dict[str, Any]:
+    """A memory job as the service runs it with the bundled model: `auto` gives it the
+    extractive writer, so the memory is the conversation's statements and the model's one
+    call is the compaction of a space at its cap (each run's space holds ten memories)."""
     model = LocalChatModel()
     async with open_services(settings(db), chat_model=model, memory_model=model) as services:
         await services.stores.registry.install("bench", "Bench")
         timings, tokens, written = [], 0, 0
-        recording = TimedModel(inner=model)
+        recording = Timed(model)
+        agent = MemorySubAgent(
+            services.database, recording, writer=memory_writer_for("auto", model)
+        )
         for n in range(runs):
-            # A fresh sub-agent each run: one with a record of the model's memories may write
-            # without asking it, and this figure is the time of a job that asks.
-            agent = MemorySubAgent(services.database, recording)
+            # Each run compacts a full space of its own user's.
+            user = f"u{n}"
+            await agent.import_memories("bench", _FULL_SPACE, user_id=user)
             started = time.perf_counter()
             # A different detail each run, so no answer comes from llama.cpp's prompt cache.
             conversation = [*CONVERSATION, ChatMessage("user", f"My desk is number {n + 7}.")]
+            request = MemoryCreationRequest("bench", f"c{n}", conversation, user_id=user)
             try:
-                await agent.create_memory(MemoryCreationRequest("bench", f"c{n}", conversation))
-                written += 1
+                created = await agent.create_memory(request)
+                written += created.content is not None
             except Exception:  # the figure counts failures; the job would be skipped
                 pass
             timings.append(time.perf_counter() - started)
@@ -438,7 +325,7 @@ async def model_memory(db: Path, runs: int) -> dict[str, Any]:
     await model.aclose()
     return {
         "model_memory_s": round(statistics.median(timings), 3),
-        "model_tokens_per_s": round(tokens / recording.seconds, 1),
+        "model_tokens_per_s": round(tokens / recording.seconds, 1) if recording.seconds else None,
         "model_memories_written": f"{written}/{runs}",
     }
 
@@ -503,7 +390,7 @@ def bench_energy(tmp: Path, quick: bool) -> dict[str, Any]:
         model: Any = LocalChatModel()
         kind = "embedded"
     else:
-        model, kind = InstantModel(), "scripted"
+        model, kind = ScriptedModel(), "scripted"
     try:
         spent = anyio.run(energy_spending, tmp / "energy.db", 1 if quick else 16, model)
     finally:

@@ -18,67 +18,25 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import anyio
 import httpx
-from bench_support import InstantModel, scripted_answer
+from scripted_models import ScriptedModel
 
 from admin_api import create_app
 from loop.service import open_services
 from loop.settings import Settings
 from memory_agent import (
-    ChatMessage,
     ChatModel,
-    ChatReply,
-    JsonSchema,
-    TextSink,
-    TokenUsage,
-    ToolCall,
-    ToolSpec,
 )
 from mnemoloop.runner import http_server, listening_socket
 
 TOKEN = "bench-dialects"
 PIECES = 8
 PIECE_SECONDS = 0.05
-
-
-class PacedModel(ChatModel):
-    """Writes each answer in `PIECES` pieces, `PIECE_SECONDS` apart; keeps its own times to
-    the first piece."""
-
-    name = "paced"
-
-    def __init__(self) -> None:
-        self.first_piece_seconds: list[float] = []
-
-    async def chat(self, messages: Sequence[ChatMessage], *, tools: Sequence[ToolSpec] = (),
-                   json_schema: JsonSchema | None = None) -> ChatReply:
-        text = scripted_answer(messages)
-        return ChatReply(text, usage=TokenUsage(100, len(text) // 4))
-
-    async def chat_streaming(self, messages: Sequence[ChatMessage], *, on_text: TextSink,
-                             tools: Sequence[ToolSpec] = ()) -> ChatReply:
-        started = time.perf_counter()
-        for piece in range(PIECES):
-            await anyio.sleep(PIECE_SECONDS)
-            if piece == 0:
-                self.first_piece_seconds.append(time.perf_counter() - started)
-            on_text(f"word{piece} ")
-        return ChatReply(" ".join(f"word{p}" for p in range(PIECES)), usage=TokenUsage(100, 8))
-
-
-class ToolCallingModel(InstantModel):
-    """Calls the first of a client's tools offered, unless it was sent a tool's result."""
-
-    async def chat(self, messages: Sequence[ChatMessage], *, tools: Sequence[ToolSpec] = (),
-                   json_schema: JsonSchema | None = None) -> ChatReply:
-        if tools and tools[0].name != "end_conversation" and messages[-1].role != "tool":
-            return ChatReply("", (ToolCall(tools[0].name, {"party": 2}),), TokenUsage(100, 10))
-        return await super().chat(messages, tools=tools, json_schema=json_schema)
 
 
 BOOK = {"type": "function", "function": {"name": "book_table", "description": "Book a table.",
@@ -88,7 +46,7 @@ BOOK = {"type": "function", "function": {"name": "book_table", "description": "B
 async def _serving(db: Path, model: ChatModel,
                    work: Callable[[httpx.AsyncClient], Awaitable[None]]) -> None:
     settings = Settings(db=db, llm="local", admin_token=TOKEN, idle_end_seconds=3600)
-    async with open_services(settings, chat_model=model, memory_model=InstantModel()) as services:
+    async with open_services(settings, chat_model=model, memory_model=ScriptedModel()) as services:
         sock = listening_socket("127.0.0.1", 0)
         server = http_server(create_app(services), sock)
         port = sock.getsockname()[1]
@@ -216,22 +174,22 @@ def bench_dialects(tmp: Path, quick: bool) -> dict[str, Any]:
     chats, turns = (4, 5) if quick else (10, 10)
     native: list[float] = []
     dropin: list[float] = []
-    anyio.run(_serving, tmp / "dialects.db", InstantModel(),
+    anyio.run(_serving, tmp / "dialects.db", ScriptedModel(),
               lambda client: _added_latency(client, chats, turns, native, dropin))
-    paced = PacedModel()
+    paced = ScriptedModel("paced", pieces=PIECES, piece_seconds=PIECE_SECONDS)
     ttft: list[float] = []
     anyio.run(_serving, tmp / "dialects-ttft.db", paced,
               lambda client: _first_tokens(client, 10 if quick else 30, ttft))
     chat: list[float] = []
     responses: list[float] = []
-    anyio.run(_serving, tmp / "dialects-responses.db", InstantModel(),
+    anyio.run(_serving, tmp / "dialects-responses.db", ScriptedModel(),
               lambda client: _responses_latency(client, 20 if quick else 100, chat, responses))
     plain: list[float] = []
     tools: list[float] = []
-    anyio.run(_serving, tmp / "dialects-tools.db", ToolCallingModel(),
+    anyio.run(_serving, tmp / "dialects-tools.db", ScriptedModel(calls_tools=True),
               lambda client: _tool_round_trips(client, 20 if quick else 100, plain, tools))
     unnamed: list[int] = []
-    anyio.run(_serving, tmp / "dialects-unnamed.db", InstantModel(),
+    anyio.run(_serving, tmp / "dialects-unnamed.db", ScriptedModel(),
               lambda client: _unnamed_at_once(client, 50, unnamed))
     return {
         "dropin_requests": len(dropin),

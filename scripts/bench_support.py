@@ -27,9 +27,7 @@ from typing import Any
 import anyio
 
 from loop.storage import apply_migrations
-from memory_agent import ChatMessage, ChatModel, ChatReply, JsonSchema, TokenUsage, ToolSpec
 
-TIMED_MODEL_SECONDS = 0.05
 STAMP = "2025-10-01T00:00:00.000000Z"
 
 
@@ -126,59 +124,6 @@ def seed_ended_conversations(db: Path, *, apps: int, per_app: int) -> None:
                 ((a, c, STAMP, STAMP) for c, a in rows))
 
 
-def scripted_answer(messages: Sequence[ChatMessage]) -> str:
-    prompt = messages[0].content
-    if prompt.startswith("You are a memory creation assistant."):
-        # The model writer's answer: each sentence with the words of the conversation it
-        # rests on.
-        note = re.search(r"note (\d+)", prompt)
-        number = note.group(1) if note else "0"
-        quote = f"note {number}"
-        return json.dumps({"sentences": [
-            {"text": f"The user asked to remember note {number}.", "quote": quote},
-            {"text": "It was kept.", "quote": quote},
-        ], "updates": []})
-    if prompt.startswith("You are a memory management assistant."):
-        first = re.search(r"\[id=(\d+)\]", prompt)
-        return json.dumps({"action": "delete", "targetMemoryId": int(first.group(1)) if first
-                           else 0, "reason": "oldest note"})
-    return "Noted."
-
-
-class InstantModel(ChatModel):
-    """Answers at once, with token counts of about one token per four characters."""
-
-    name = "scripted"
-
-    async def chat(self, messages: Sequence[ChatMessage], *, tools: Sequence[ToolSpec] = (),
-                   json_schema: JsonSchema | None = None) -> ChatReply:
-        text = scripted_answer(messages)
-        prompt_tokens = sum(len(m.content) for m in messages) // 4
-        return ChatReply(text, usage=TokenUsage(prompt_tokens, len(text) // 4))
-
-
-class TimedModel(ChatModel):
-    """Takes TIMED_MODEL_SECONDS per call (or wraps a real model) and adds up its own time."""
-
-    def __init__(self, inner: ChatModel | None = None) -> None:
-        self.name = inner.name if inner else "timed"
-        self._inner = inner
-        self.seconds = 0.0
-        self.completion_tokens = 0
-
-    async def chat(self, messages: Sequence[ChatMessage], *, tools: Sequence[ToolSpec] = (),
-                   json_schema: JsonSchema | None = None) -> ChatReply:
-        started = time.perf_counter()
-        if self._inner is None:
-            await anyio.sleep(TIMED_MODEL_SECONDS)
-            reply = ChatReply(scripted_answer(messages), usage=TokenUsage(100, 20))
-        else:
-            reply = await self._inner.chat(messages, tools=tools, json_schema=json_schema)
-        self.seconds += time.perf_counter() - started
-        self.completion_tokens += reply.usage.completion_tokens
-        return reply
-
-
 # Tables seeded into SQLite and copied to PostgreSQL, parents first; `id` columns are left for
 # PostgreSQL to number.
 _COPIED = ("apps", "conversations", "messages", "app_memories", "memory_jobs")
@@ -228,11 +173,13 @@ class LoopLag:
 
 def worker(db: str) -> None:
     """A memory worker with the 50 ms model, until SIGTERM; prints `ready` once it runs."""
+    from scripted_models import TIMED_MODEL_SECONDS, ScriptedModel
+
     from loop.service import open_services
     from loop.settings import Settings
 
     async def run() -> None:
-        model = TimedModel()
+        model = ScriptedModel(seconds=TIMED_MODEL_SECONDS)
         settings = Settings(db=db, llm="local", energy_capacity=1e12)
         async with open_services(settings, chat_model=model, memory_model=model) as services:
             worker = services.worker

@@ -16,35 +16,20 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from scripted_models import ScriptedModel
 
 from loop.service import open_services
 from loop.settings import Settings
-from memory_agent import ChatMessage, ChatModel, ChatReply, JsonSchema, ToolSpec
 
 HANGING_APP = "Hanging"
-
-
-class ScriptedModel(ChatModel):
-    name = "scripted"
-
-    async def chat(
-        self,
-        messages: Sequence[ChatMessage],
-        *,
-        tools: Sequence[ToolSpec] = (),
-        json_schema: JsonSchema | None = None,
-    ) -> ChatReply:
-        if f'"{HANGING_APP}"' in messages[0].content:
-            await anyio.sleep_forever()
-        await anyio.sleep(0.05)
-        return ChatReply("Answered.")
 
 
 async def latencies(services: Any, app_id: str, questions: int) -> list[float]:
@@ -65,7 +50,7 @@ async def latencies(services: Any, app_id: str, questions: int) -> list[float]:
 async def measure(questions: int, hanging: int) -> list[float]:
     with tempfile.TemporaryDirectory() as folder:
         settings = Settings(db=Path(folder) / "fair.db", llm="local")
-        model = ScriptedModel()
+        model = ScriptedModel(seconds=0.05, hangs_for=HANGING_APP)
         async with open_services(settings, chat_model=model, memory_model=model) as services:
             await services.stores.registry.install("healthy", "Healthy")
             await services.stores.registry.install("hanging", HANGING_APP)

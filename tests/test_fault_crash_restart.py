@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from loop.storage.sqlite import apply_migrations
-from memory_agent.writers.extractive.paragraph import split_sentences
+from memory_agent.writers.extractive.words.text import sentences
 from tests.fake_ollama import fake_ollama
 from tests.live_service import free_port, start_serve, wait_healthy
 
@@ -128,7 +128,7 @@ def check_invariants(db: Path, *, ended: int) -> None:
         for content, source in connection.execute(
                 "SELECT content, source_conversation_id FROM app_memories"):
             assert content.strip() and len(content) <= 400
-            assert 1 <= len(split_sentences(content)) <= 4, content
+            assert 1 <= len(sentences(content)) <= 4, content
             if source is not None:
                 assert connection.execute("SELECT 1 FROM conversations WHERE conversation_id = ?",
                                           (source,)).fetchone()

@@ -20,7 +20,7 @@ from memory_agent import ChatMessage, ChatModel, ChatReply, ToolSpec
 from memory_agent.core.chat_model import JsonSchema, TextSink
 from memory_agent.recall.context import neutralise
 from memory_agent.storage.store import MemoryStore
-from memory_agent.writers.extractive.paragraph import split_sentences
+from memory_agent.writers.extractive.words.text import sentences
 from tests.harness import eventually, http_client, running, service
 
 pytestmark = [pytest.mark.anyio, pytest.mark.real_model,
@@ -107,7 +107,7 @@ async def memories(client, app_id: str) -> list[dict]:
 
 def assert_memory_shape(content: str) -> None:
     assert content.strip()
-    assert 1 <= len(split_sentences(content)) <= 4, content
+    assert 1 <= len(sentences(content)) <= 4, content
     assert len(content) <= MAX_CHARS
 
 

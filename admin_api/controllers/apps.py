@@ -1,3 +1,6 @@
+"""Installed apps: install, list, read, change (profiles shared, users' memories shared, time to
+live) and uninstall."""
+
 from __future__ import annotations
 
 from dataclasses import replace

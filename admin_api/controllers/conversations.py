@@ -1,3 +1,6 @@
+"""Conversations on the native routes: open one, post a message (answered at once, waited for,
+or streamed), read it, retry a failed answer, end it."""
+
 from __future__ import annotations
 
 import json

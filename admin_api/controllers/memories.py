@@ -1,3 +1,5 @@
+"""An app's memories: list and search, export and import, delete one, purge them."""
+
 from __future__ import annotations
 
 from typing import Annotated

@@ -16,14 +16,16 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
 import anyio
 from litestar import Request, Response
+from litestar.background_tasks import BackgroundTask
 from litestar.connection import ASGIConnection
 from litestar.exceptions import HTTPException, ValidationException
+from litestar.response import Stream
 
 from admin_api.auth import checked_owner
 from admin_api.errors import domain_status, validation_detail
@@ -356,6 +358,37 @@ async def end_if_asked(
     if wants_end(request):
         with anyio.CancelScope(shield=True):
             await stores.client_threads.end(question.conversation_id)
+
+
+Ending = Callable[[], Awaitable[None]]
+
+
+async def answered(
+    request: Request[Any, Any, Any],
+    stores: Stores,
+    question: Question,
+    *,
+    stream: bool,
+    pieces: Callable[[Ending], AsyncIterator[bytes]],
+    media_type: str,
+    whole: Callable[[ReplyStatus], dict[str, Any]],
+    stream_headers: dict[str, str] | None = None,
+) -> Response[Any] | Stream:
+    """The reply as the client asked for it: streamed in the dialect's `pieces` (which end
+    the conversation, when asked, once the reply is given), or `whole` once it is settled;
+    either way naming its conversation."""
+    headers = conversation_header(question)
+    ending: Ending = lambda: end_if_asked(request, stores, question)  # noqa: E731
+    if stream:
+        return Stream(
+            pieces(ending),
+            media_type=media_type,
+            headers={**headers, **(stream_headers or {})},
+            background=BackgroundTask(closing, question),
+        )
+    status = await settled_reply(question)
+    await ending()
+    return Response(whole(status), headers=headers)
 
 
 # A client's JSON schema becomes the backend's grammar (llama.cpp unrolls every length and

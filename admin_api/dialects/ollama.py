@@ -12,7 +12,6 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from litestar import Request, Response, Router, get, post
-from litestar.background_tasks import BackgroundTask
 from litestar.params import JSONBody
 from litestar.response import Stream
 
@@ -20,14 +19,12 @@ from admin_api.dependencies import Provided
 from admin_api.dialects.common import (
     MAX_DIALECT_BODY_BYTES,
     DialectError,
+    answered,
     caller_of,
     checked_schema,
     chosen_model,
     client_turns,
-    closing,
-    conversation_header,
     dialect_caller,
-    end_if_asked,
     error_handlers,
     function_tools,
     models_of,
@@ -35,7 +32,6 @@ from admin_api.dialects.common import (
     post_history,
     reply_pieces,
     served_names,
-    settled_reply,
     stream_failure,
     tool_calls_of,
 )
@@ -110,19 +106,13 @@ async def chat(
         request, stores, history, model, caller_of(request), _answer_schema(data.get("format")),
         tools,
     )
-    headers = conversation_header(question)
-    if data.get("stream", True) is not False:
-        ending = lambda: end_if_asked(request, stores, question)  # noqa: E731
-        return Stream(
-            _lines(model.served, question, started, ending),
-            media_type=NDJSON,
-            headers=headers,
-            background=BackgroundTask(closing, question),
-        )
-    status = await settled_reply(question)
-    await end_if_asked(request, stores, question)
-    return Response(
-        _done(model.served, status, "stop", time.perf_counter_ns() - started), headers=headers
+    return await answered(
+        request, stores, question, stream=data.get("stream", True) is not False,
+        pieces=lambda ending: _lines(model.served, question, started, ending),
+        media_type=NDJSON,
+        whole=lambda status: _done(
+            model.served, status, "stop", time.perf_counter_ns() - started
+        ),
     )
 
 

@@ -11,7 +11,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from litestar import Request, Response, Router, get, post, route
-from litestar.background_tasks import BackgroundTask
 from litestar.params import FromPath, JSONBody
 from litestar.response import Stream
 
@@ -19,14 +18,12 @@ from admin_api.dependencies import Provided
 from admin_api.dialects.common import (
     MAX_DIALECT_BODY_BYTES,
     DialectError,
+    answered,
     caller_of,
     checked_schema,
     chosen_model,
     client_turns,
-    closing,
-    conversation_header,
     dialect_caller,
-    end_if_asked,
     error_handlers,
     function_tools,
     models_of,
@@ -34,7 +31,6 @@ from admin_api.dialects.common import (
     post_history,
     reply_pieces,
     served_names,
-    settled_reply,
     stream_failure,
     tool_calls_of,
 )
@@ -157,18 +153,14 @@ async def chat_completions(
     question = await post_history(request, stores, history, model, caller, answer_schema, tools)
     completion_id = f"chatcmpl-{question.conversation_id}-{question.message_id}"
     shape = _Shape(completion_id, int(started), model.served)
-    if data.get("stream"):
-        options = data.get("stream_options")
-        with_usage = isinstance(options, dict) and bool(options.get("include_usage"))
-        return Stream(
-            _chunks(shape, question, with_usage, lambda: end_if_asked(request, stores, question)),
-            media_type="text/event-stream",
-            headers={**conversation_header(question), "Cache-Control": "no-cache"},
-            background=BackgroundTask(closing, question),
-        )
-    status = await settled_reply(question)
-    await end_if_asked(request, stores, question)
-    return Response(shape.completion(status), headers=conversation_header(question))
+    options = data.get("stream_options")
+    with_usage = isinstance(options, dict) and bool(options.get("include_usage"))
+    return await answered(
+        request, stores, question, stream=bool(data.get("stream")),
+        pieces=lambda ending: _chunks(shape, question, with_usage, ending),
+        media_type="text/event-stream", whole=shape.completion,
+        stream_headers={"Cache-Control": "no-cache"},
+    )
 
 
 class _Shape:

@@ -19,26 +19,22 @@ from dataclasses import replace
 from typing import Any
 
 from litestar import Request, Response, post
-from litestar.background_tasks import BackgroundTask
 from litestar.params import JSONBody
 from litestar.response import Stream
 
 from admin_api.dependencies import Provided
 from admin_api.dialects.common import (
     DialectError,
+    answered,
     caller_app,
     caller_of,
     checked_schema,
     chosen_model,
     client_turns,
-    closing,
-    conversation_header,
-    end_if_asked,
     models_of,
     offered_tools,
     post_history,
     reply_pieces,
-    settled_reply,
     stream_failure,
     tool_arguments,
     tool_spec,
@@ -216,16 +212,12 @@ async def create_response(
         request, stores, history, model, caller, _answer_schema(data.get("text")), tools
     )
     shape = _Shape(question, started, model.served, instructions, tools)
-    if data.get("stream"):
-        return Stream(
-            _events(shape, question, lambda: end_if_asked(request, stores, question)),
-            media_type="text/event-stream",
-            headers={**conversation_header(question), "Cache-Control": "no-cache"},
-            background=BackgroundTask(closing, question),
-        )
-    status = await settled_reply(question)
-    await end_if_asked(request, stores, question)
-    return Response(shape.response(status), headers=conversation_header(question))
+    return await answered(
+        request, stores, question, stream=bool(data.get("stream")),
+        pieces=lambda ending: _events(shape, question, ending),
+        media_type="text/event-stream", whole=shape.response,
+        stream_headers={"Cache-Control": "no-cache"},
+    )
 
 
 class _Shape:

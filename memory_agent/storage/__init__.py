@@ -1,0 +1,1 @@
+"""Memories, their history and their search index, in the SQL both engines run."""

@@ -6,7 +6,7 @@ import regex as re
 
 from memory_agent.core.errors import InvalidMemoryText
 from memory_agent.writers.answers import MAX_SENTENCES, strip_reasoning
-from memory_agent.writers.extractive.words.text import TITLES, rejoined
+from memory_agent.writers.extractive.words.text import sentences as sentences_of
 
 MIN_SENTENCES = 1
 _LABEL = re.compile(
@@ -14,15 +14,6 @@ _LABEL = re.compile(
     r"\s*[:\-–]\s*(?:[*_]*)\s*",
     re.IGNORECASE,
 )
-# A sentence ends at . ! or ? (with closing quotes or brackets) followed by space and a new start.
-# A title's or an initial's full stop ends none (`text.TITLES`).
-_SENTENCE_END = re.compile(TITLES + r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])")
-
-
-def split_sentences(text: str) -> list[str]:
-    return rejoined(_SENTENCE_END.split(text))
-
-
 def clean_model_text(raw: str) -> str:
     """A model's answer as one paragraph: no reasoning block, code fence or leading label."""
     text = strip_reasoning(raw)
@@ -40,7 +31,7 @@ def normalise_memory_text(raw: str, *, max_chars: int) -> str:
     text = clean_model_text(raw)
     if not text:
         raise InvalidMemoryText("the answer is empty")
-    sentences = split_sentences(text)[:MAX_SENTENCES]
+    sentences = list(sentences_of(text))[:MAX_SENTENCES]
     # Trailing sentences are the least essential: drop them (down to one) to fit the limit,
     # rather than lose the whole memory.
     while len(sentences) > MIN_SENTENCES and len(" ".join(sentences)) > max_chars:

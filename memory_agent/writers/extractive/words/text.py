@@ -17,6 +17,7 @@ from memory_agent.core.unicode_forms import normalise_text
 from memory_agent.writers.extractive.words import language
 from memory_agent.writers.extractive.words.written_forms import cached as _cached
 from memory_agent.writers.extractive.words.written_forms import reading_form
+from memory_agent.writers.sentences import sentences_of
 
 # A word may hold digits (B12, 6b, Alice2): only a token of digits alone is a number. Letters
 # are any script's.
@@ -49,7 +50,8 @@ TITLES = (
 )
 
 
-_SENTENCE_END = re.compile(TITLES + r"(?<!\d\.\d\d\.)(?<=[.!?])([\"'”’)\]»]*)\s+|\n+")
+# A date's full stop ends no sentence either ("15.04. um 10 Uhr").
+_KEPT_TOGETHER = TITLES + r"(?<!\d\.\d\d\.)"
 
 
 # Names that need no capital letter: the word after a title or after "name is", days and
@@ -102,29 +104,12 @@ def is_calendar_word(word: str) -> bool:
 FREQUENCY = frozenset("always never usually every weekly daily".split())
 
 
-# Other scripts' sentence ends, which no space need follow: the CJK full stop, the Devanagari
-# danda, the Arabic question mark, the Urdu full stop, the Ethiopic and Myanmar full stops; and
-# "!" or "?" (NFKC makes "！？" of them) right before a CJK character.
-# The mark and its closers are captured, and stay with the sentence they end.
-_OTHER_SCRIPT_END = re.compile(
-    r"([。।॥؟۔።။]+[」』）\"”’)]*|[!?]+[」』）]*(?=[\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}]))\s*"
-)
-
-
-def _ended(part: str) -> list[str]:
-    """A part cut at other scripts' sentence ends, each end kept with its sentence."""
-    pieces = _OTHER_SCRIPT_END.split(part)
-    return [pieces[i] + (pieces[i + 1] if i + 1 < len(pieces) else "")
-            for i in range(0, len(pieces), 2)]
-
-
 @_cached
 def sentences(text: str) -> tuple[str, ...]:
-    parts = _SENTENCE_END.split(normalise_text(text))
-    # split() interleaves each sentence with the closers it captured (None after a newline).
-    joined = [parts[i] + (parts[i + 1] or "") for i in range(0, len(parts) - 1, 2)]
-    joined.append(parts[-1])
-    return tuple(rejoined(piece.strip() for part in joined for piece in _ended(part)))
+    """The text's sentences, as `sentences_of` cuts them, a title's, an initial's and a date's
+    full stop ending none, each joined to the one before where a period only seemed to end it
+    (an ordinal date, an abbreviation before a number)."""
+    return tuple(rejoined(sentences_of(normalise_text(text), kept_together=_KEPT_TOGETHER)))
 
 
 def rejoined(parts: Iterable[str]) -> list[str]:
