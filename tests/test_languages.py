@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from memory_agent.core.chat_model import ChatMessage
-from memory_agent.writers.extractive import facts
+from memory_agent.writers.extractive import facts, statements
 from memory_agent.writers.extractive.words import language, text
 from memory_agent.writers.extractive.writer import ExtractiveWriter
 from memory_agent.writers.written import NothingToKeep, WrittenMemory
@@ -94,7 +94,7 @@ def test_values_hold_in_any_script(sentence):
     ],
 )
 def test_a_lasting_personal_fact_without_a_value_is_kept_in_its_language(sentence):
-    assert facts.statement_score(sentence, "user") > 0, sentence
+    assert statements.statement_score(sentence, "user") > 0, sentence
 
 
 @pytest.mark.parametrize(
@@ -113,12 +113,12 @@ def test_a_lasting_personal_fact_without_a_value_is_kept_in_its_language(sentenc
     ],
 )
 def test_a_greeting_a_thanks_or_an_errand_for_today_is_no_statement(sentence):
-    assert facts.statement_score(sentence, "user") == 0
+    assert statements.statement_score(sentence, "user") == 0
 
 
 def test_an_errand_that_holds_a_lasting_fact_or_a_record_is_kept():
-    assert facts.statement_score("Remind me tomorrow that I'm allergic to penicillin.", "user")
-    assert facts.statement_score(
+    assert statements.statement_score("Remind me tomorrow that I'm allergic to penicillin.", "user")
+    assert statements.statement_score(
         "I've booked the plumber for tomorrow at 9, reference ET-7316.", "assistant"
     )
 
@@ -197,17 +197,17 @@ def test_a_language_switched_off_is_not_read():
     """`MNEMOLOOP_LANGUAGES_OFF` leaves a file unread: how the floor is measured on a language
     it does not know."""
     probe = (
-        "from memory_agent.writers.extractive import facts;"
+        "from memory_agent.writers.extractive import statements;"
         "from memory_agent.writers.extractive.words import language;"
         "print(sorted(language.LANGUAGES) == sorted(set(language.LANGUAGES)),"
-        " 'ru' in language.LANGUAGES, facts.readable('Я живу в Москве и работаю учителем'))"
+        " 'ru' in language.LANGUAGES, statements.readable('Я живу в Москве и работаю учителем'))"
     )
     env = {**os.environ, "MNEMOLOOP_LANGUAGES_OFF": "ru"}
     off = subprocess.run(
         [sys.executable, "-c", probe], env=env, cwd=ROOT, capture_output=True, text=True
     )
     assert off.stdout.split() == ["True", "False", "False"], off.stderr
-    assert facts.readable("Я живу в Москве и работаю учителем")
+    assert statements.readable("Я живу в Москве и работаю учителем")
 
 
 @pytest.mark.parametrize(

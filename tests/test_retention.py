@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory_agent.writers.extractive import facts, retention, values
+from memory_agent.writers.extractive import facts, retention, statements, values
 from memory_agent.writers.extractive.retention import NEW_MEMORY_ID, Candidate, Step
 from memory_agent.writers.extractive.words import text
 
@@ -24,7 +24,7 @@ from memory_agent.writers.extractive.words import text
     ],
 )
 def test_a_statement_about_the_user_is_worth_keeping(sentence):
-    assert facts.statement_score(sentence, "user") > 0
+    assert statements.statement_score(sentence, "user") > 0
 
 
 @pytest.mark.parametrize(
@@ -41,16 +41,16 @@ def test_a_statement_about_the_user_is_worth_keeping(sentence):
     ],
 )
 def test_small_talk_and_questions_about_the_world_are_not(sentence):
-    assert facts.statement_score(sentence, "user") == 0
+    assert statements.statement_score(sentence, "user") == 0
 
 
 def test_the_assistant_counts_only_when_it_confirms_something_done():
     confirmed = [("user", "Can you find a table Friday?"),
                  ("assistant", "Done! I booked Osteria Lucca. Your table is at 7:30pm.")]
-    found = facts.key_statements(confirmed)
+    found = statements.key_statements(confirmed)
     assert [s.speaker for s in found] == ["assistant", "assistant"]
     advice = [("assistant", "Boil the eggs for 10 minutes at 100 degrees in Paris.")]
-    assert facts.key_statements(advice) == []
+    assert statements.key_statements(advice) == []
 
 
 def test_a_grounded_sentence_says_only_what_the_source_says():

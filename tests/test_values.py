@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory_agent.writers.extractive import facts, retention, values
+from memory_agent.writers.extractive import facts, retention, statements, values
 from memory_agent.writers.extractive.words import text, written_forms
 
 
@@ -115,7 +115,7 @@ def test_another_thing_with_a_value_does_not(older, newer):
     ],
 )
 def test_a_statement_with_a_value_is_worth_keeping_in_any_language(sentence):
-    assert facts.statement_score(sentence, "user") > 0
+    assert statements.statement_score(sentence, "user") > 0
 
 
 @pytest.mark.parametrize(
@@ -125,7 +125,7 @@ def test_a_statement_with_a_value_is_worth_keeping_in_any_language(sentence):
 )
 def test_words_joined_by_slashes_or_a_plain_tag_are_no_reference(sentence):
     assert text.references(sentence) == frozenset()
-    assert facts.statement_score(sentence, "user") == 0
+    assert statements.statement_score(sentence, "user") == 0
 
 
 def test_a_reference_is_checked_like_any_value():
@@ -147,11 +147,11 @@ def test_a_reference_is_checked_like_any_value():
 def test_a_reference_the_assistant_issues_is_a_confirmation_in_any_language():
     turns = [("user", "¿Me puedes reservar una clase?"),
              ("assistant", "Listo: el jueves 14 a las 17:00, código TS-2291.")]
-    [statement] = facts.key_statements(turns)
+    [statement] = statements.key_statements(turns)
     assert statement.speaker == "assistant" and "TS-2291" in statement.text
     advice = [("user", "how long do I roast garlic?"),
               ("assistant", "Roast it at 200 degrees for 40 minutes, until mid-70s inside.")]
-    assert facts.key_statements(advice) == []
+    assert statements.key_statements(advice) == []
 
 
 def test_a_number_joined_to_what_it_measures_is_no_reference():
@@ -161,12 +161,12 @@ def test_a_number_joined_to_what_it_measures_is_no_reference():
     advice = [("user", "Do we need a visa for Europe?"),
               ("assistant", "US passport holders can visit the Schengen area visa-free for up "
                             "to 90 days within any 180-day period, with a 30-minute check.")]
-    assert facts.key_statements(advice) == []
+    assert statements.key_statements(advice) == []
     for reference in ("SMK-114", "KQ7XTZ", "AB12", "Booking-7731", "123-ABC", "EZY 6417"):
         tasting = [("user", "Kan vi komme på smaksprøving i mars?"),
                    ("assistant", f"Smaksprøvingen er torsdag 6. mars kl. 18:00. Referansen er "
                                  f"{reference}.")]
-        assert any(reference in s.text for s in facts.key_statements(tasting)), reference
+        assert any(reference in s.text for s in statements.key_statements(tasting)), reference
 
 
 def test_what_the_assistant_did_in_portuguese_is_a_confirmation():
@@ -174,7 +174,7 @@ def test_what_the_assistant_did_in_portuguese_is_a_confirmation():
     turns = [("user", "Consegue marcar com alguém do convênio perto da escola?"),
              ("assistant", "Marquei! Avaliação com a Dra. Patrícia Lemos na segunda, 9/06, às "
                            "14h20. Leve a carteirinha do convênio.")]
-    assert any("14h20" in s.text for s in facts.key_statements(turns))
+    assert any("14h20" in s.text for s in statements.key_statements(turns))
 
 
 def test_a_paraphrase_that_keeps_the_values_is_grounded():
@@ -198,7 +198,7 @@ def test_a_value_whose_subject_is_the_sentence_before_keeps_it():
     """"its 1900 now" says nothing of what 1900 is: the statement carries the sentence that
     does, so the memory can tell the rent's new value from anything else's."""
     turns = [("user", "landlord raised the rent. its 1900 now starting next month. ugh")]
-    [statement] = facts.key_statements(turns)
+    [statement] = statements.key_statements(turns)
     assert statement.text == "landlord raised the rent. its 1900 now starting next month."
     old = 'The user said: "rent 1650." The user said: "car insurance 95."'
     assert retention.stale_sentences(old, f'The user said: "{statement.text}"') == [
@@ -210,7 +210,8 @@ def test_a_value_whose_subject_is_the_sentence_before_keeps_it():
 
 
 def test_a_decimal_with_a_comma_is_a_value():
-    assert facts.statement_score("el año pasado la nota de corte fue 12,84 asi q no", "user") > 0
+    said = "el año pasado la nota de corte fue 12,84 asi q no"
+    assert statements.statement_score(said, "user") > 0
 
 
 @pytest.mark.parametrize(
@@ -294,7 +295,7 @@ def test_an_amount_in_thousands_is_one_whole_amount(sentence, kind, value):
 
 def test_an_amount_in_thousands_is_worth_keeping_and_grounds_its_whole_figure():
     said = "they've freed up more money, so we're working with 77 grand total now"
-    assert facts.statement_score(said, "user")
+    assert statements.statement_score(said, "user")
     source = text.vocabulary(said)
     assert facts.is_grounded("The client's total budget is now $77,000.", source)
     assert not facts.is_grounded("The client's total budget is now $78,000.", source)
@@ -316,14 +317,14 @@ def test_a_number_written_out_is_no_value_a_memory_must_keep():
      "desde el verano tengo una tendinitis en el hombro"],
 )
 def test_a_condition_in_its_greek_form_is_worth_keeping_in_any_language(sentence):
-    assert facts.statement_score(sentence, "user")
+    assert statements.statement_score(sentence, "user")
 
 
 @pytest.mark.parametrize(
     "sentence", ["ok lets do the diagnosis tomorrow", "I tried hypnosis once", "I suppose so"]
 )
 def test_words_that_only_end_like_a_condition_are_not_one(sentence):
-    assert not facts.statement_score(sentence, "user")
+    assert not statements.statement_score(sentence, "user")
 
 
 @pytest.mark.parametrize(
@@ -402,7 +403,7 @@ def test_an_ordinal_date_or_an_abbreviation_ends_no_sentence(written, sentences)
     "question", ["Is 2024-2025 the season?", "Can 100-200 people fit?", "Is 80% too high?"]
 )
 def test_a_question_with_a_range_or_a_share_is_no_statement(question):
-    assert facts.statement_score(question, "user") == 0
+    assert statements.statement_score(question, "user") == 0
 
 
 @pytest.mark.parametrize(

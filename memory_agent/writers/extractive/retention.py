@@ -37,7 +37,7 @@ import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from memory_agent.writers.extractive import facts, values
+from memory_agent.writers.extractive import facts, value_changes, values
 from memory_agent.writers.extractive.words import text, written_forms
 from memory_agent.writers.steps import NEW_MEMORY_ID, Candidate, Step
 
@@ -182,7 +182,7 @@ def refresh(memories: Sequence[Candidate]) -> list[Step]:
         for index, sentence in enumerate(sentences):
             if sentence not in stale:
                 continue
-            replaced = values.replaced_values(sentence, newest.content)
+            replaced = value_changes.replaced_values(sentence, newest.content)
             codes = {v.value for v in values.keyed_values(sentence) if v.kind == "code"}
             if codes - replaced <= elsewhere:
                 sentences[index] = ""
@@ -220,7 +220,7 @@ def without_clauses_of(sentence: str, replaced: frozenset[str], elsewhere: set[s
     other memory holds, each left out as "…" (its quotation marks kept): "dat staat elke dag
     om 05:30 klaar," in a long quote of a drive's stops. A clause that stays (the first, or
     one with a value of its own) loses the replaced values written in digits, each left out
-    as "…" (the first clause only those `values.distinctive`): "reminders by SMS go to
+    as "…" (the first clause only those `value_changes.distinctive`): "reminders by SMS go to
     601 442 913" keeps what goes by SMS, not the old number."""
     kept: list[str] = []
     for index, clause in enumerate(text.clauses(sentence)):
@@ -244,7 +244,7 @@ def without_clauses_of(sentence: str, replaced: frozenset[str], elsewhere: set[s
         for value in {
             v.value
             for v in keyed
-            if v.value in replaced and v.kind != "name" and (index or values.distinctive(v))
+            if v.value in replaced and v.kind != "name" and (index or value_changes.distinctive(v))
         }:
             clause = written_forms.written_in_digits(value).sub("…", clause)
         kept.append(clause)
@@ -282,7 +282,7 @@ def _stale_sentences(older: str, newer: str) -> tuple[str, ...]:
     # The old values those sentences held are stale wherever the memory says them again
     # ("Tuesdays at 18:00 suit me" beside "the weekly session is on Tuesdays at 18:00"), in a
     # sentence that names nothing else (no name, code, amount) the newer text leaves standing.
-    old_values = {v for sentence in updated for v in values.replaced_values(sentence, newer)}
+    old_values = {v for sentence in updated for v in value_changes.replaced_values(sentence, newer)}
     return tuple(
         sentence
         for sentence in old_sentences
@@ -305,7 +305,7 @@ _REPEATED_VALUES = 2
 
 def _repeats_only_replaced(sentence: str, newer: str, old_values: set[str]) -> bool:
     said = values.keyed_values(sentence)
-    replaced = values.replaced_values(sentence, newer)
+    replaced = value_changes.replaced_values(sentence, newer)
     return len({v.value for v in said} & old_values) >= _REPEATED_VALUES and not any(
         v.kind in _IDENTIFYING for v in said if v.value not in replaced
     )
@@ -341,7 +341,7 @@ def _superseded(older: str, newer: Sequence[str]) -> bool:
 
 def _updates(older: str, older_context: str, newer: str, newer_context: str) -> bool:
     """`newer` gives a new value for what `older` said: a value of the same kind beside the
-    same words (`values.gives_new_value`), another number for the same unit, or a new value
+    same words (`value_changes.gives_new_value`), another number for the same unit, or a new value
     on the same topic announced as a change ("now", "moved", "instead")."""
     if facts.subjects(newer) - facts.subjects(older_context):
         return False  # the new value is someone else's: a sister's home, a dog's medicine
@@ -354,7 +354,7 @@ def _updates(older: str, older_context: str, newer: str, newer_context: str) -> 
         # Two references, two records: a second booking, not a new first one; and two
         # references of two issuers ("AQ-3316", "MC-2207") whatever is announced.
         return False
-    if values.gives_new_value(older_context, newer_context, changed=changed):
+    if value_changes.gives_new_value(older_context, newer_context, changed=changed):
         return True  # any language: a value of the same kind beside the same words
     if facts.restates_a_number(older, newer) and (same_topic or changed):
         return True
@@ -392,7 +392,7 @@ _MOMENTS_AND_AMOUNTS = frozenset({"date", "time", "money", "percent"})
 
 def _code_prefixes(codes: frozenset[str]) -> frozenset[str]:
     """Who issued the references ("aq" of "aq-3316")."""
-    return frozenset(values.code_series(code) for code in codes) - {""}
+    return frozenset(value_changes.code_series(code) for code in codes) - {""}
 
 
 def _moments_not_given_anew(older: str, newer: str) -> bool:

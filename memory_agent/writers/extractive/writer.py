@@ -1,7 +1,7 @@
 """The extractive writer: the floor for a model that cannot write memories (the bundled 135M
 model), and for no model at all.
 
-A memory is the conversation's key statements (`facts.key_statements`: what the user stated,
+A memory is the conversation's key statements (`key_statements`: what the user stated,
 decided or asked to be remembered, and what the assistant confirmed it did), each in the
 speaker's own words (`The user said: "…"`), the best within four sentences and the length
 limit. No model writes the text, so the same conversation gives the same memory, always.
@@ -29,8 +29,15 @@ from memory_agent.core.errors import InvalidMemoryText
 from memory_agent.models import Memory
 from memory_agent.writers.answers import MAX_SENTENCES
 from memory_agent.writers.asking import MemoryLimits
-from memory_agent.writers.extractive import facts
 from memory_agent.writers.extractive.compaction import RetentionCompaction
+from memory_agent.writers.extractive.statements import (
+    Statement,
+    about_the_person,
+    is_chat,
+    is_errand,
+    key_statements,
+    readable,
+)
 from memory_agent.writers.extractive.words import language, text
 from memory_agent.writers.extractive.words.expiry import remembered_until
 from memory_agent.writers.sentences import ends_as_a_sentence
@@ -60,17 +67,17 @@ class ExtractiveWriter(MemoryWriter):
             for m in messages
             if m.role in ("user", "tool") or (m.role == "assistant" and not m.from_bundled_model)
         ]
-        statements = facts.key_statements(turns)
-        content = compose(statements, self._limits.max_chars)
+        found = key_statements(turns)
+        content = compose(found, self._limits.max_chars)
         if not content:
             users_text = " ".join(c for role, c in turns if role == "user")
-            if not facts.readable(users_text):
+            if not readable(users_text):
                 return NothingToKeep(
                     "no language file covers the conversation's language, and no statement of"
                     " the user carries a value or is long enough to keep"
                 )
             return NothingToKeep()
-        personal = [s for s in statements if facts.about_the_person(s)]
+        personal = [s for s in found if about_the_person(s)]
         return WrittenMemory(
             content, "statements", asked_model=False,
             about_person=compose(personal, self._limits.max_chars) if personal else "",
@@ -116,12 +123,12 @@ def _without_imitations(reply: str) -> str:
     return "\n".join(line for line in reply.splitlines() if not _IMITATION.search(line))
 
 
-def compose(statements: Sequence[facts.Statement], max_chars: int) -> str:
+def compose(statements: Sequence[Statement], max_chars: int) -> str:
     """The statements quoted, the best within four sentences and `max_chars`: the lowest
     scored go first, and before them an assistant's quote that greets someone the others
     name ("Hello Hannah, what a lovely trip" beside her own words). A long sentence keeps only
     its clauses that hold a fact; the statements one speaker made in a row share one quote."""
-    pieces: list[tuple[int, facts.Statement]] = []  # (priority: lower goes first, statement)
+    pieces: list[tuple[int, Statement]] = []  # (priority: lower goes first, statement)
     greetings: dict[int, frozenset[str]] = {}  # the assistant's quotes that greet: whom
     for statement in statements:
         # Scores over 8 weigh alike: among them the latest goes first.
@@ -131,7 +138,7 @@ def compose(statements: Sequence[facts.Statement], max_chars: int) -> str:
             greetings[id(piece)] = text.names(statement.text)
     order = {id(piece): index for index, piece in enumerate(pieces)}
 
-    def named_elsewhere(piece: tuple[int, facts.Statement]) -> bool:
+    def named_elsewhere(piece: tuple[int, Statement]) -> bool:
         if id(piece) not in greetings:
             return False
         others = text.vocabulary(" ".join(o[1].text for o in pieces if o is not piece))
@@ -162,7 +169,7 @@ def _greets(sentence: str) -> bool:
 _LONG_SENTENCE = 90
 
 
-def _trimmed(statement: facts.Statement) -> facts.Statement:
+def _trimmed(statement: Statement) -> Statement:
     """The statement without its clauses of chat: a greeting or a thanks, a question to the
     other speaker, an errand for today, words that say nothing ("Hi! Thanks for the help last
     time, so my daughter Mia turns 7 on May 3, can you plan it?" keeps "my daughter Mia turns
@@ -182,14 +189,14 @@ def _trimmed(statement: facts.Statement) -> facts.Statement:
 
 def _chat_clause(clause: str) -> bool:
     return (
-        facts.is_chat(clause)
-        or facts.is_errand(clause)
+        is_chat(clause)
+        or is_errand(clause)
         or clause.rstrip().endswith("?")
         or not (text.content_words(clause) or text.numbers(clause))
     )
 
 
-def _quoted(statements: Iterable[facts.Statement]) -> str:
+def _quoted(statements: Iterable[Statement]) -> str:
     """The statements in quotes, those one speaker made in a row in one:
     `The user said: "…" The assistant confirmed: "…"`."""
     runs: list[tuple[str, list[str]]] = []

@@ -1,7 +1,7 @@
 """Whether a language's file can read a text: its entries of every class found whole in
 the text, counted by word (or, in a language written without spaces, by the characters they
 cover). What the extractive writer does when no file reads enough of a conversation is in
-`facts.readable`.
+`statements.readable`.
 
 Each language's entries are sets looked up word by word, not a pattern: a file holds hundreds
 of entries, and every memory job asks this of every language.
