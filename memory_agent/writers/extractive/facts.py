@@ -21,6 +21,7 @@ from memory_agent.core.unicode_forms import normalise_text
 from memory_agent.writers.extractive import values
 from memory_agent.writers.extractive.words import language
 from memory_agent.writers.extractive.words.text import (
+    COUNT_WORDS,
     PERIOD_SLOT,
     STOPWORDS,
     THOUSANDS,
@@ -53,51 +54,34 @@ _CHANGE = language.CHANGE
 # (synonyms a value's neighbours cannot match: "babysitter" and "nanny"); two texts that touch
 # the same group speak of the same thing. Beside them, in any language, two values are of the
 # same thing when the words beside them are (`value_keys`).
-_TOPICS: dict[str, frozenset[str]] = {
-    name: frozenset(words.split())
-    for name, words in {
-        "home": "live lives living moved moving relocated home house apartment flat address "
-        "city town neighborhood",
-        "employer": "work works job employer company hired office",
-        "boss": "boss manager supervisor",
-        "budget": "budget spend spending afford limit",
-        "income": "salary income pay paid",
-        "housing cost": "rent mortgage landlord",
-        "diet": "vegetarian vegan pescatarian keto diet",
-        "calories": "calorie calories kcal",
-        "medication": "medication medicine meds dose prescription",
-        "pet": "dog cat pet puppy kitten",
-        "childcare": "babysitter babysitting nanny sitter daycare childminder",
-        "school": "school pickup dropoff class classes teacher",
-        "trip": "trip vacation holiday destination",
-        "goal": "goal target aim aiming",
-        "shopping": "shop shopping store grocery groceries supermarket membership",
-        "weight": "weight weigh weighs kg lbs pounds",
-        "doctor": "doctor dentist vet therapist physio",
-        "phone": "phone plan carrier mobile",
-        "car": "car vehicle drive",
-    }.items()
-}
+_TOPICS = language.TOPICS
+
+
+# Measures by their symbols, which no language owns.
+_MEASURES = frozenset(
+    "kg g lb lbs km mi cm mm m ft l ml mg oz gb mb tb ms s sec min h".split()
+)
 
 
 _SIGNIFICANT_NUMBER = re.compile(
     # money, either side of the amount, and percentages
-    r"\p{Sc}\s?\d|\d\s?(?:\p{Sc}|%|percent|per cent|por ciento|pour cent|prozent|k\b)"
-    r"|\d\s?(?:eur|euros?|usd|gbp|chf|dollars?|pounds?)\b"
+    r"\p{Sc}\s?\d|\d\s?(?:\p{Sc}|%|"
+    + language.longest_first(language.PERCENT | frozenset({"k\\b"}))
+    + r")|\d\s?(?:"
+    + language.longest_first(values.CURRENCY_CODES | language.CURRENCIES)
+    + r")\b"
     # an amount in thousands (77 grand, 40 mille, 80 Tausend: `THOUSANDS`)
-    rf"|\d\s?(?:{'|'.join(THOUSANDS)})\b(?!\s+(?-i:[A-Z]))"
+    rf"|\d\s?(?:{language.longest_first(THOUSANDS)})\b(?!\s+(?-i:[A-Z]))"
     # times of day and dates: 7pm, 16:00, 16h30, 15.04., 12/03, 2025-03-12, 3rd
     r"|\d\s?(?:am|pm)\b|\d:\d\d|\b\d{1,2}h\d\d\b|\b\d{1,2}[./]\d{1,2}(?:[./]\d{2,4})?\b"
     r"|\d{3,}|#\s?\d|\d+(?:st|nd|rd|th|º|ª|er|e|ème)\b"
     # a number and the counter or unit joined to it in Chinese, Japanese and Korean (3時,
     # 5万円, 2匹, 3월, 15일), which say what it counts as a measure does
     r"|\d[\p{Han}\p{Katakana}\p{Hangul}]"
-    # a measurement or a duration
-    r"|\d\s?(?:kg|g|lbs?|km|miles?|mi|cm|mm|m|ft|feet|inch(?:es)?|l|ml|mg|oz|gb|mb|tb|ms|s|"
-    r"sec|seconds?|min|minutes?|minutos?|minuten|h|hours?|horas?|heures?|stunden?|std|days?|"
-    r"días?|jours?|tagen?|weeks?|semanas?|semaines?|wochen?|months?|meses|mois|monaten?|"
-    r"years?|años|ans|jahren?|nights?|noches|nuits|nächte|people|personas|personnes|personen|"
-    r"guests|invitados|invités|gäste)\b"
+    # a measurement or a duration: a symbol, or a language's word (`language.UNITS`)
+    r"|\d\s?(?:"
+    + language.longest_first(_MEASURES | language.UNITS)
+    + r")\b"
     # a version (3.11.9, v2), a decimal either way (99.95, 12,84), a host or an address
     # (db-01.internal, a@b.org)
     # (a host or a code starts where no word, dot or hyphen stands before it, so that a long
@@ -115,7 +99,7 @@ _SIGNIFICANT_NUMBER = re.compile(
 # German share ("gastritis", "Arthritis", "tendinitis") wherever it stands ("-osis" is as
 # often a diagnosis or a hypnosis as a disorder).
 _CONDITION = re.compile(
-    r"\b(have|has|had|with|diagnosed|suffers?|suffering)\b.*\b\w+(ia|itis|osis|emia|ism)\b"
+    rf"\b({language.longest_first(language.HAVING)})\b.*\b\w+(ia|itis|osis|emia|ism)\b"
     r"|\b\w{3,}itis\b",
     re.I,
 )
@@ -123,8 +107,8 @@ _CONDITION = re.compile(
 
 # Something counted that someone has: "I've got five raised beds", "we have 2 kids".
 _COUNTED_POSSESSION = re.compile(
-    r"\b(have|has|had|got|own|owns)\b\s+(?:\w+\s+){0,2}?"
-    r"(\d+|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)\s+[a-z]",
+    rf"\b({language.longest_first(language.OWNING)})\b\s+(?:\w+\s+){{0,2}}?"
+    rf"(\d+|{language.longest_first(frozenset(COUNT_WORDS))})\s+[a-z]",
     re.I,
 )
 
@@ -303,7 +287,7 @@ def subjects(text: str) -> frozenset[str]:
 
 # Kinds of fact a person has several of at once (pets, doctors): a change announced on one
 # of these topics says nothing about the others, so it never supersedes by topic alone.
-_MANY_VALUED = frozenset({"pet", "doctor"})
+_MANY_VALUED = language.MANY_VALUED
 
 
 def single_valued_topics(text: str) -> frozenset[str]:

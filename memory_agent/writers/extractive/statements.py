@@ -54,9 +54,7 @@ def _asks_about_the_world(text: str) -> bool:
     return asked or first[0].lower() in _PLAIN_QUESTION_WORDS
 
 
-_PLAIN_QUESTION_WORDS = frozenset(
-    "what whats what's how why where which qué cómo dónde cuál pourquoi comment warum wieso".split()
-)
+_PLAIN_QUESTION_WORDS = language.PLAIN_QUESTIONS
 
 
 # What the assistant says when it did something that the user will want remembered. Every
@@ -281,4 +279,8 @@ def _with_its_subject(previous: str, sentence: str) -> str:
 
 
 # Likes and pastimes, said of oneself: "I love jazz", "we really enjoy hiking".
-_LIKING = re.compile(r"\b(?:i|we)\s+(?:\w+\s+)?(love|enjoy|like|play|prefer)\b", re.I)
+_LIKING = re.compile(
+    rf"\b(?:{language.longest_first(language.LIKING_SPEAKERS)})\s+(?:\w+\s+)?"
+    rf"({language.longest_first(language.LIKING)})\b",
+    re.I,
+)

@@ -18,6 +18,7 @@ import regex as re
 
 from memory_agent.writers.extractive.words import language
 from memory_agent.writers.extractive.words.text import (
+    CAPITALISED,
     FREQUENCY,
     IN_THOUSANDS_K,
     SPELLED_NUMBERS,
@@ -35,35 +36,27 @@ from memory_agent.writers.extractive.words.text import (
 from memory_agent.writers.extractive.words.written_forms import reading_form
 
 # Words too common in memories to tie two of them to one slot.
-GENERIC_WORDS = frozenset(
-    """said confirmed want need make take going think know help plan tell give look feel
-    love new old big small little good bad best better sure right""".split()
-)
-
+GENERIC_WORDS = language.GENERIC
 # Verbs a summary uses to report what was said; they need not appear in the conversation.
-REPORTING_WORDS = frozenset(
-    stem(word)
-    for word in """prefer prefers like likes enjoy enjoys want need needs plan plans mention
-    discuss discussed request requested share express expressed confirm decide decided
-    remember talk talked ask mentioned described describe""".split()
-)
+REPORTING_WORDS = frozenset(stem(word) for word in language.REPORTING)
 
 # How many words either side of a value may say what it is the value of, and how far away
 # (in words of any kind) they may stand.
 _KEYS_A_SIDE = 3
 _REACH = 7
 # Words that say a number is an amount of money or a share, after it.
-# Currencies by their codes and the names and signs written after an amount, in any
-# language ("950 kr", "1450 zł", "350 TL", "200 Kč"); not a code that is also a word or a
-# unit ("ft", "won", "lei", "cop").
-_CURRENCY_WORDS = frozenset(
-    """eur euro euros usd dollar dollars gbp pound pounds chf yen k kr sek nok dkk krona
-    kronor krone kroner zł zl pln złotych zlotys kč czk korun tl lira liras lire huf
-    forint inr rupees brl reais mxn pesos clp aud cad nzd jpy cny yuan rmb krw rub ruble
-    rubles uah hryvnia franken francs""".split()
+# Currencies by their codes and the signs written after an amount, which no language owns
+# ("950 kr", "1450 zł", "350 TL", "200 Kč"); not a code that is also a word or a unit ("ft",
+# "won", "lei", "cop"). With the currencies' names in the language files.
+CURRENCY_CODES = frozenset(
+    """eur usd gbp chf k kr sek nok dkk zł zl pln kč czk tl huf inr brl mxn clp aud cad nzd jpy
+    cny rmb krw rub uah""".split()
 )
+_CURRENCY_WORDS = CURRENCY_CODES | language.CURRENCIES
 _CURRENCY_SIGNS = ("$", "€", "£", "¥", "₺", "₹", "₽", "₩", "₪", "₴", "₫", "₱", "₦")
-_PERCENT_WORDS = frozenset("percent prozent procent pct".split())
+_PERCENT_WORDS = frozenset(word for word in language.PERCENT if " " not in word)
+# A share said in two words after a number ("por ciento", "pour cent"), by its first word.
+_PERCENT_PHRASES = frozenset(tuple(word.split()) for word in language.PERCENT if " " in word)
 _CLOCK = re.compile(r"\d{1,2}(?::\d\d|h\d\d)")
 _TIME_OF_DAY = re.compile(r"\d{1,2}(?::\d\d)?(?:am|pm)|\d{1,2}h\d\d", re.I)
 _DATE = re.compile(r"\d{1,2}[./]\d{1,2}(?:[./]\d{2,4})?|\d{4}-\d\d-\d\d")
@@ -71,11 +64,7 @@ _ORDINAL_DATE = re.compile(r"\d{1,2}(?:st|nd|rd|th|º|er|e)$", re.I)
 
 
 PEOPLE_KEYS = frozenset(stem(word)[:5] for word in language.PEOPLE)
-TITLE_KEYS = frozenset(
-    stem(word)[:5]
-    for word in """mr mrs ms miss dr doctor prof sir madam signor signora signore dottor
-    dottoressa señor señora sr sra don doña dona seu monsieur madame mme herr frau""".split()
-)
+TITLE_KEYS = frozenset(stem(word)[:5] for word in language.FORMS_OF_ADDRESS)
 
 
 # A text's words, each with where it starts and ends, and the kind of value each is, if any.
@@ -278,8 +267,8 @@ def _share_follows(tokens: _Tokens, index: int) -> bool:
     """A word for a share follows the number: "procent", "Prozent", or "por ciento", "pour
     cent", "per cento" whole ("tres por familia", "2 pour une chambre" are no share)."""
     following = _following(tokens, index)
-    if following in ("por", "pour", "per"):
-        return _following(tokens, index + 1) in ("ciento", "cento", "cent")
+    if any(first == following for first, _ in _PERCENT_PHRASES):
+        return (following, _following(tokens, index + 1)) in _PERCENT_PHRASES
     return following in _PERCENT_WORDS
 
 
@@ -294,14 +283,14 @@ def _in_thousands(tokens: _Tokens, index: int) -> bool:
     word = tokens[index + 1][0] if index + 1 < len(tokens) else ""
     if word.lower() not in THOUSANDS:
         return False
-    if word != word.lower() and word != "Tausend":
+    if word != word.lower() and word not in CAPITALISED:
         return False  # "the 2025 Grand Prix", "Room 12 Grand Hotel"
     after = _following(tokens, index + 1)
     return word.lower() != "grand" or not after or after in STOPWORDS or after in _AMOUNT_FOLLOWERS
 
 
 # What follows "grand" when it is an amount: "77 grand total", "50 grand a year", "10 grand cash".
-_AMOUNT_FOLLOWERS = frozenset("total cash down each per now".split()) | TIME_WORDS
+_AMOUNT_FOLLOWERS = language.AFTER_AMOUNTS | TIME_WORDS
 
 
 def _next_to_a_number(tokens: _Tokens, index: int) -> bool:

@@ -25,7 +25,7 @@ _MONTHS = language.numbered("months", 1)
 _WEEKDAYS = language.numbered("weekdays", 0)
 _UNTIL = language.pattern_of("until")
 _STANDING = language.STANDING
-_ARTICLE = r"(?:the|el|le|la|il|o|a|den|dem|zum|zur|am|de|del|du|próximo|proximo|next)\s+"
+_ARTICLE = rf"(?:{language.longest_first(language.BEFORE_DATES)})\s+"
 _MONTH = "|".join(sorted(map(re.escape, _MONTHS), key=len, reverse=True))
 _WEEKDAY = "|".join(sorted(map(re.escape, _WEEKDAYS), key=len, reverse=True))
 _DAY = r"(\d{1,2})(?:st|nd|rd|th|º|°|er|\.)?"

@@ -18,12 +18,15 @@ from __future__ import annotations
 
 import os
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 import regex as re
 
 from memory_agent.writers.extractive.words.classes import WordClass
+
+# A field of `Words` read by one rule, not a class of the language's words.
+_RULES = {"read": False}
 
 
 @dataclass(frozen=True)
@@ -94,6 +97,69 @@ class Words:
     # and those starting with "-" endings, matched after any stem ("-yorum": "yaşıyorum").
     suffixes: bool = False
 
+    # The words below are read by single rules, and count for no language when the writer
+    # asks which language's file reads a text (`_RULES`).
+    # How often: they make a stated habit lasting, but a question with them asks about the
+    # world ("always", "daily").
+    frequency: str = field(default="", metadata=_RULES)
+    # What multiplies the number before it by a thousand ("77 grand", "40 mille").
+    thousands: str = field(default="", metadata=_RULES)
+    # Words of `numbers` that are an ordinary word or a name here ("due", "once", "Otto"):
+    # never read as a number.
+    not_numbers: str = field(default="", metadata=_RULES)
+    # Units of the clock after a number ("7 pm", "20 minutes", "18 Uhr").
+    time_units: str = field(default="", metadata=_RULES)
+    # What a number measures or counts, after it ("3 days", "4 personnes").
+    units: str = field(default="", metadata=_RULES)
+    # A share after a number ("15 percent", "por ciento").
+    percent: str = field(default="", metadata=_RULES)
+    # Currencies' names after an amount ("950 dollars", "1450 złotych").
+    currencies: str = field(default="", metadata=_RULES)
+    # Abbreviations a number follows, whose full stop ends no sentence ("Nr. 4", "tel. 601").
+    before_numbers: str = field(default="", metadata=_RULES)
+    # Other abbreviations whose full stop ends no sentence, as written ("e.g.", "M.").
+    abbreviations: str = field(default="", metadata=_RULES)
+    # What stands before an ordinal date whose full stop ends no sentence ("am 3. Dezember").
+    before_ordinals: str = field(default="", metadata=_RULES)
+    # Articles elided before a word ("l'appartement", "dell'utente").
+    elisions: str = field(default="", metadata=_RULES)
+    # In a language that capitalises its nouns: what comes before a noun (so the capital is
+    # no name's) and before a name ("mit Hermes").
+    determiners: str = field(default="", metadata=_RULES)
+    prepositions: str = field(default="", metadata=_RULES)
+    # What comes right before a name written in lower case ("named rex").
+    before_names: str = field(default="", metadata=_RULES)
+    # The plainest question words, whose question often comes without its question mark.
+    plain_questions: str = field(default="", metadata=_RULES)
+    # Liking something, said by `liking_speakers` ("I love jazz", "we enjoy hiking").
+    liking: str = field(default="", metadata=_RULES)
+    liking_speakers: str = field(default="", metadata=_RULES)
+    # What says someone has a condition named by its ending ("diagnosed with dyslexia"), and
+    # something counted ("I've got five raised beds").
+    having: str = field(default="", metadata=_RULES)
+    owning: str = field(default="", metadata=_RULES)
+    # Words too common in memories to tie two of them to one slot.
+    generic: str = field(default="", metadata=_RULES)
+    # Verbs a summary uses to report what was said; they need not appear in the conversation.
+    reporting: str = field(default="", metadata=_RULES)
+    # How a person is addressed ("signora", "Herr"): whose a value is, not what it is.
+    forms_of_address: str = field(default="", metadata=_RULES)
+    # What follows "grand" when it is an amount ("77 grand total").
+    after_amounts: str = field(default="", metadata=_RULES)
+    # What may stand between "until" and a date ("until the 5th", "hasta el 3").
+    before_dates: str = field(default="", metadata=_RULES)
+    # Function words of other languages that are content words here, or names: never a
+    # function word ("son" is a child in English).
+    never_stopwords: str = field(default="", metadata=_RULES)
+    # Function words this language shares with others: they tell nothing of which language a
+    # text is in.
+    shared_stopwords: str = field(default="", metadata=_RULES)
+    # Kinds of personal fact, each a small group of words that name the same slot (synonyms a
+    # value's neighbours cannot match: "babysitter" and "nanny"); `many_valued` names the
+    # kinds of which a person has several at once (pets, doctors).
+    topics: dict[str, str] = field(default_factory=dict, metadata=_RULES)
+    many_valued: str = field(default="", metadata=_RULES)
+
 
 def _loaded(folder: Path) -> dict[str, Words]:
     """Every language file of `folder` (`<code>.toml`), by its code, in the order of their
@@ -126,12 +192,45 @@ LANGUAGES: dict[str, Words] = {
 
 # Words that are function words in one language and content in another ("son" is a child in
 # English): never a stop word.
-_CONTENT_ELSEWHERE = frozenset({"son", "war", "die", "mein", "also", "hat", "bei", "fast"})
 
 
 def entries_of(text: str) -> list[str]:
     """A class's words and phrases, separated by white space; "_" joins a phrase's words."""
     return [entry.replace("_", " ") for entry in text.split()]
+
+
+def _uncovered(path: Path) -> dict[str, str]:
+    """Words of languages no file covers yet, by field (`uncovered.toml`): a rule reads them
+    with every language's."""
+    data = tomllib.loads(path.read_text(encoding="utf-8"))
+    rules = {f.name for f in fields(Words) if not f.metadata.get("read", True)}
+    unknown = set(data) - rules
+    if unknown:
+        raise ValueError(f"{path.name}: no such field of the rules: {', '.join(sorted(unknown))}")
+    return data
+
+
+_UNCOVERED = _uncovered(Path(__file__).with_name("uncovered.toml"))
+
+
+def rule_words(field: str) -> frozenset[str]:
+    """Every language's words of a field read by a rule (and those of languages no file
+    covers yet), as written: a phrase's words apart by spaces."""
+    return frozenset(
+        entry
+        for text in [*(getattr(words, field) for words in LANGUAGES.values()),
+                     _UNCOVERED.get(field, "")]
+        for entry in entries_of(text)
+    )
+
+
+def longest_first(entries: frozenset[str]) -> str:
+    """The entries as alternatives of a pattern, the longest first (a phrase's words apart by
+    any white space)."""
+    return "|".join(
+        re.escape(entry).replace(r"\ ", r"\s+")
+        for entry in sorted(entries, key=lambda e: (-len(e), e))
+    )
 
 
 def numbered(field: str, first: int, *, of: Words | None = None) -> dict[str, int]:
@@ -244,7 +343,7 @@ QUESTION_STARTS = words_of("question")
 CALENDAR = words_of("calendar")
 PEOPLE = words_of("people")
 TIME = words_of("time")
-STOPWORDS = words_of("stopwords") - _CONTENT_ELSEWHERE
+STOPWORDS = words_of("stopwords") - rule_words("never_stopwords")
 # Function words of languages that capitalise every noun: in their text a capital letter does
 # not mark a name.
 NOUN_CAPITALISING = frozenset(
@@ -252,4 +351,42 @@ NOUN_CAPITALISING = frozenset(
     for words in LANGUAGES.values()
     if words.capitalises_nouns
     for entry in entries_of(words.stopwords)
-) - {"in", "so", "an", "die"}
+) - rule_words("shared_stopwords")
+# The words read by single rules (`Words`' fields after `suffixes`).
+FREQUENCY = rule_words("frequency")
+THOUSANDS = rule_words("thousands")
+NOT_NUMBERS = rule_words("not_numbers")
+TIME_UNITS = rule_words("time_units")
+UNITS = rule_words("units")
+PERCENT = rule_words("percent")
+CURRENCIES = rule_words("currencies")
+BEFORE_NUMBERS = rule_words("before_numbers")
+ABBREVIATIONS = rule_words("abbreviations")
+BEFORE_ORDINALS = rule_words("before_ordinals")
+ELISIONS = rule_words("elisions")
+DETERMINERS = rule_words("determiners")
+PREPOSITIONS = rule_words("prepositions")
+BEFORE_NAMES = rule_words("before_names")
+PLAIN_QUESTIONS = rule_words("plain_questions")
+LIKING = rule_words("liking")
+LIKING_SPEAKERS = rule_words("liking_speakers")
+HAVING = rule_words("having")
+OWNING = rule_words("owning")
+GENERIC = rule_words("generic")
+REPORTING = rule_words("reporting")
+FORMS_OF_ADDRESS = rule_words("forms_of_address")
+AFTER_AMOUNTS = rule_words("after_amounts")
+BEFORE_DATES = rule_words("before_dates")
+MANY_VALUED = rule_words("many_valued")
+# What multiplies a number by a thousand as a language that capitalises its nouns writes it
+# ("80 Tausend").
+CAPITALISED_THOUSANDS = frozenset(
+    entry.capitalize()
+    for words in LANGUAGES.values()
+    if words.capitalises_nouns
+    for entry in entries_of(words.thousands)
+)
+TOPICS: dict[str, frozenset[str]] = {}
+for _words in LANGUAGES.values():
+    for _topic, _members in _words.topics.items():
+        TOPICS[_topic] = TOPICS.get(_topic, frozenset()) | frozenset(_members.split())

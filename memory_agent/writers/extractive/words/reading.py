@@ -106,6 +106,7 @@ def _vocabularies() -> tuple[_Vocabulary, ...]:
             spelling.lower()
             for field in fields(Words)
             if field.type == "str" and field.name not in ("name", "clock")
+            and field.metadata.get("read", True)
             for entry in entries_of(getattr(words, field.name))
             for spelling in entry.split("|")
             if spelling and "-" not in (spelling[0], spelling[-1])

@@ -35,17 +35,16 @@ TITLES = (
         + ("" if title == "ms" else rf"(?<!\b{re.escape(title)}\.)")
         for title in sorted(language.ABBREVIATED_TITLES)
     )
-    # Titles of languages not covered ("Doç. Dr."), and French "M." before a name.
-    + r"(?<!\bDoç\.)(?<!\bDoc\.)(?<!\bM\.)(?<!\bSt\.)(?<!\bvs\.)(?<!\be\.g\.)"
-    # Abbreviations: "ca. 5.000 €", "Nr. 4", "approx. 20", "z. B.", "d. h.", "p. ex.".
-    r"(?<!\bca\.)(?<!\bapprox\.)(?<!\b[Nn]r\.)(?<!\b[a-z]\.)(?<!\b[a-z]\.\s[A-Z]\.)(?<!\bex\.)"
+    # Abbreviations, as written: "Doç. Dr.", French "M." before a name, "ca. 5.000 €", "Nr. 4",
+    # "approx. 20", "p. ex." (`language.ABBREVIATIONS`); and of one letter: "z. B.", "d. h.".
+    + "".join(rf"(?<!\b{re.escape(word)})" for word in sorted(language.ABBREVIATIONS))
+    + r"(?<!\b[a-z]\.)(?<!\b[a-z]\.\s[A-Z]\.)"
     # Initials: one before another ("J. K."), and the second of two ("K. Rowling"); a lone
     # capital may end a sentence ("Plan B. Then").
     r"(?!(?<=\b[A-Z]\.)\s+[A-Z]\.)(?<!\b[A-Z]\.\s[A-Z]\.)"
-    # A German ordinal after its preposition or article ("am 3. Dezember", "im 2. OG").
+    # An ordinal after its preposition or article ("am 3. Dezember", "im 2. OG").
     + "".join(
-        rf"(?<!\b{word} \d\.)(?<!\b{word} \d\d\.)"
-        for word in ("am", "im", "zum", "vom", "bis", "ab", "der", "die", "das", "den", "dem")
+        rf"(?<!\b{word} \d\.)(?<!\b{word} \d\d\.)" for word in sorted(language.BEFORE_ORDINALS)
     )
 )
 
@@ -56,7 +55,9 @@ _KEPT_TOGETHER = TITLES + r"(?<!\d\.\d\d\.)"
 
 # Names that need no capital letter: the word after a title or after "name is", days and
 # months.
-_GIVEN_NAME = re.compile(r"\b(?:name is|named|called)\s+([a-z][a-z'-]+)", re.I)
+_GIVEN_NAME = re.compile(
+    rf"\b(?:{language.longest_first(language.BEFORE_NAMES)})\s+([a-z][a-z'-]+)", re.I
+)
 _TITLE = "|".join(sorted(language.TITLES, key=len, reverse=True))
 # The title next to the name, after any others ("Prof. Dr. Selim Aydın": "dr", "selim").
 _TITLED_NAME = re.compile(
@@ -101,7 +102,7 @@ def is_calendar_word(word: str) -> bool:
 
 
 # How often: they make a stated habit lasting, but a question with them asks about the world.
-FREQUENCY = frozenset("always never usually every weekly daily".split())
+FREQUENCY = language.FREQUENCY
 
 
 @_cached
@@ -138,7 +139,7 @@ def _goes_on(before: str, after: str) -> bool:
 _ENDS_IN_ORDINAL = re.compile(r"(?<![\d.,:])\d{1,2}\.$")
 # Abbreviations a number follows: "kl. 18:00", "nr. 4", "godz. 9", "tel. 601", "ul. 12".
 _ENDS_IN_ABBREVIATION = re.compile(
-    r"(?<!\w)(?:kl|ca|nr|no|godz|tel|ul|hod|str|pkt|tlf|tf|bl)\.$", re.I
+    rf"(?<!\w)(?:{language.longest_first(language.BEFORE_NUMBERS)})\.$", re.I
 )
 
 
@@ -152,7 +153,7 @@ _CLAUSE_END = re.compile(r"(?<=[,;:])\s+")
 QUOTE_MARKS = "\"“”«»„"
 
 
-_ELISION = re.compile(r"^(?:l|d|j|m|n|s|t|c|qu|dell|all|nell|un)'(?=\w)")
+_ELISION = re.compile(rf"^(?:{language.longest_first(language.ELISIONS)})'(?=\w)")
 
 
 @lru_cache(maxsize=4096)
@@ -176,16 +177,15 @@ TIME_WORDS = language.TIME | frozenset(stem(word) for word in language.TIME)
 # Numbers written out ("cinco kilómetros"): a source that says them grounds "5 km". Not those
 # that are also a common word of another language or a name: English "due" and "once",
 # Portuguese "dos" and "sei", "seize", "sept", "doce", "dez" (German "Dez."), "Otto", "venti".
-_NUMBER_WORDS_ALSO_WORDS = frozenset("due once seize sept dos sei doce dez otto venti".split())
 SPELLED_NUMBERS = {
     word: str(n)
     for word, n in language.numbered("numbers", 2).items()
-    if word not in _NUMBER_WORDS_ALSO_WORDS
+    if word not in language.NOT_NUMBERS
 }
 # Counts written out that give a slot its number ("two kids"): English only, since other
 # languages' number words are often another's function words (Portuguese "dos"); up to
 # twelve, as before the classes held more.
-_COUNT_WORDS = {
+COUNT_WORDS = {
     word: str(n)
     for word, n in language.numbered("numbers", 2, of=language.LANGUAGES["en"]).items()
     if n <= 12
@@ -217,9 +217,12 @@ def references(text: str) -> frozenset[str]:
 # Words that multiply the number before them by a thousand ("77 grand", "40 mille", "12 mila",
 # "80 Tausend"), in lower case as they follow a number ("the 2025 Grand Prix" is no amount);
 # "77k" says it in any language. Not "mil": a million in English chat, a thousand in Spanish.
-THOUSANDS = frozenset("thousand grand mille mila tausend".split())
+THOUSANDS = language.THOUSANDS
+CAPITALISED = language.CAPITALISED_THOUSANDS
 _IN_THOUSANDS = re.compile(
-    rf"(?<![\w.,])(\d+(?:[.,]\d+)?)(?:\s?(?:{'|'.join(THOUSANDS)}|Tausend)|[kK])\b(?!\s+[A-Z])"
+    r"(?<![\w.,])(\d+(?:[.,]\d+)?)(?:\s?(?:"
+    + language.longest_first(THOUSANDS | CAPITALISED)
+    + r")|[kK])\b(?!\s+[A-Z])"
 )
 IN_THOUSANDS_K = re.compile(r"\d+(?:[.,]\d+)?k", re.I)
 
@@ -325,17 +328,8 @@ _QUOTE_OPENS = re.compile(r":\s*[\"“«„]")
 _FUNCTION_WORDS_ANYWHERE = language.words_of("stopwords")
 
 
-_DETERMINERS = frozenset(
-    """der die das den dem des ein eine einen einem einer eines mein meine meinen meinem
-    meiner unser unsere unseren unserem kein keine jede jeder jedes diese dieser dieses
-    ihre ihren im am zum zur beim vom ins ans""".split()
-)
-
-
-_PREPOSITIONS = frozenset(
-    """über unter hinter gegen seit nach bei mit von aus zu in an auf durch für ohne um neben
-    zwischen vor ab per via""".split()
-)
+_DETERMINERS = language.DETERMINERS
+_PREPOSITIONS = language.PREPOSITIONS
 
 
 def _looks_like_a_name_among_nouns(before: str, word: str) -> bool:
@@ -400,10 +394,7 @@ def vocabulary(text: str) -> frozenset[str]:
     )
 
 
-TIME_UNITS = frozenset(
-    """am pm minute minutes min mins hour hours hr hrs h second seconds sec s o'clock uhr
-    minuto minutos hora horas heure heures minuten stunde stunden std sekunden""".split()
-)
+TIME_UNITS = language.TIME_UNITS
 
 
 # Marks a slot known only by its period ("$200 a day"): weaker than one named by a noun.
@@ -421,8 +412,8 @@ def number_slots(text: str) -> Mapping[str, frozenset[str]]:
     found_names = names(text)
     slots: dict[str, set[str]] = {}
     for index, word in enumerate(words):
-        if word.lower() in _COUNT_WORDS:
-            number = _COUNT_WORDS[word.lower()]
+        if word.lower() in COUNT_WORDS:
+            number = COUNT_WORDS[word.lower()]
         elif word[0].isdigit() and not word[-1].isalpha():  # "15th" is a date, not a count
             number = re.sub(r"[,.:](?=\d{3}\b)", "", word)
         else:
