@@ -18,6 +18,7 @@ from loop.conversations.store import ConversationStore
 from loop.jobs.store import MemoryJobStore
 from loop.jobs.worker import MemoryWorker
 from loop.llm.choice import open_chat_model
+from loop.llm.windows import ChosenWindow, choose_window, prompt_tokens
 from loop.operations.admin_token import AdminToken
 from loop.operations.energy import EnergyBudget
 from loop.operations.health import HealthChecks
@@ -38,6 +39,9 @@ class Models:
 
     chat: ChatModel
     memory: ChatModel
+    # The windows their requests keep to, and where those came from.
+    chat_window: ChosenWindow | None = None
+    memory_window: ChosenWindow | None = None
 
 
 @dataclass(frozen=True)
@@ -92,15 +96,6 @@ def instance_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
 
 
-def prompt_budget(settings: Settings, model: ChatModel) -> PromptBudget:
-    """The prompt tokens for `model`: the setting, within the model's own context (less
-    room for its answer and the tool instructions)."""
-    tokens = settings.prompt_tokens
-    if model.context_tokens:
-        tokens = min(tokens, model.context_tokens - model.answer_tokens - 256)
-    return PromptBudget(max(tokens, 500))
-
-
 @asynccontextmanager
 async def open_services(
     settings: Settings,
@@ -128,6 +123,11 @@ async def open_services(
             else:
                 memory_model = await open_chat_model(settings.memory_backend, settings)
                 owned.append(memory_model)
+        chat_window = await choose_window(chat_model, settings)
+        memory_window = (
+            chat_window if memory_model is chat_model
+            else await choose_window(memory_model, settings)
+        )
         agent = MemorySubAgent(
             database,
             memory_model,
@@ -137,10 +137,9 @@ async def open_services(
             max_chars=settings.memory_max_chars,
             llm_timeout=settings.llm_timeout,
             tokens_per_energy_unit=settings.tokens_per_energy_unit,
-            # The memory prompt's own text, and the room a JSON answer takes beyond a chat
-            # answer's, which the budget already leaves.
-            max_transcript_chars=prompt_budget(settings, memory_model).transcript_chars(
-                700 + memory_model.json_answer_tokens - memory_model.answer_tokens
+            # A memory prompt keeps within the window, less a JSON answer's room.
+            prompt_tokens=prompt_tokens(
+                memory_model, settings, memory_model.json_answer_tokens
             ),
             grace_seconds=settings.memory_grace_seconds,
             writer=memory_writer_for(settings.memory_writer, memory_model),
@@ -180,7 +179,10 @@ async def open_services(
             max_per_app=settings.max_concurrent_per_app,
             answer_timeout=settings.answer_timeout,
             answer_attempts=settings.answer_attempts,
-            prompt_budget=prompt_budget(settings, chat_model),
+            prompt_budget=PromptBudget(
+                prompt_tokens(chat_model, settings, chat_model.answer_tokens),
+                chat_model.count_tokens,
+            ),
             recover_on_start=not database.shared,
         )
         worker = MemoryWorker(
@@ -199,7 +201,7 @@ async def open_services(
             settings,
             database,
             clock,
-            Models(chat_model, memory_model),
+            Models(chat_model, memory_model, chat_window, memory_window),
             stores,
             central,
             worker,

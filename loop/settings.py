@@ -61,6 +61,9 @@ class Settings(BaseSettings):
     # Prompt tokens for a conversation (system prompt, memories, newest turns); less when
     # the model's own context is smaller.
     prompt_tokens: Annotated[int, Field(ge=500, le=1_000_000)] = 6000
+    # Tokens the model's window holds (prompt and answer), when the model does not say, or
+    # says more than it should be given; by default what the model itself says.
+    model_context: Annotated[int | None, Field(ge=1024, le=10_000_000)] = None
     # A memory job whose model call fails transiently (timeout, refused connection, 5xx,
     # database busy) is tried this many times in all, waiting base × 2^(n-1) seconds (at
     # most 5 minutes) before its n-th retry; then it is skipped with the reason.
@@ -97,9 +100,12 @@ class Settings(BaseSettings):
     def _backend(cls, value: str | None) -> str | None:
         if value is None:
             return None
-        if value in ("auto", "local") or (value.startswith("ollama:") and len(value) > 7):
+        for backend in ("ollama:", "openai:"):
+            if value.startswith(backend) and len(value) > len(backend):
+                return value
+        if value in ("auto", "local"):
             return value
-        raise ValueError("must be 'auto', 'local' or 'ollama:<model>'")
+        raise ValueError("must be 'auto', 'local', 'ollama:<model>' or 'openai:<model>'")
 
     @field_validator("admin_token")
     @classmethod

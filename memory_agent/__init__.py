@@ -16,6 +16,7 @@ from memory_agent.core.chat_model import (
     ChatMessage,
     ChatModel,
     ChatReply,
+    ContextWindow,
     JsonSchema,
     Role,
     TextSink,
@@ -63,6 +64,7 @@ from memory_agent.core.redaction import (
     redact,
     redact_json,
 )
+from memory_agent.core.tokens import TOKENS_PER_MESSAGE, estimate_tokens
 from memory_agent.job.creation import (
     AgentStats,
     JobRecord,
@@ -101,6 +103,7 @@ __all__ = [
     "POSTGRESQL",
     "PROFILE_APP",
     "SQLITE",
+    "TOKENS_PER_MESSAGE",
     "AgentStats",
     "ChatMessage",
     "ChatModel",
@@ -111,6 +114,7 @@ __all__ = [
     "ChatReply",
     "Clock",
     "CompactionOutcome",
+    "ContextWindow",
     "Database",
     "Dialect",
     "GroundingRecord",
@@ -147,6 +151,7 @@ __all__ = [
     "ToolSpec",
     "TransactionBody",
     "energy_cost",
+    "estimate_tokens",
     "format_memories_for_context",
     "format_timestamp",
     "given_timestamp",

@@ -60,7 +60,7 @@ class MemorySubAgent:
         max_chars: int = 400,
         llm_timeout: float = 30.0,
         tokens_per_energy_unit: int = 100,
-        max_transcript_chars: int = 6000,
+        prompt_tokens: int = 6000,
         grace_seconds: float = 7 * 24 * 3600,
         writer: WriterKind = "model",
     ) -> None:
@@ -68,12 +68,11 @@ class MemorySubAgent:
         self._clock = clock or SystemClock()
         self._store = MemoryStore(database, self._clock)
         self._grace = grace_seconds
-        self._limits = MemoryLimits(memory_limit, max_chars, max_transcript_chars)
-        self._profile_limits = MemoryLimits(profile_limit, max_chars, max_transcript_chars)
+        self._limits = MemoryLimits(memory_limit, max_chars, prompt_tokens)
+        self._profile_limits = MemoryLimits(profile_limit, max_chars, prompt_tokens)
         self._meter = EnergyMeter(tokens_per_energy_unit)
-        self._writer = writer_of(
-            writer, MemoryModel(chat_model, timeout=llm_timeout, meter=self._meter), self._limits
-        )
+        self._model = MemoryModel(chat_model, timeout=llm_timeout, meter=self._meter)
+        self._writer = writer_of(writer, self._model, self._limits)
         self._creation = MemoryCreation(
             database, self._store, self._writer, self._clock, self._meter,
             limits=self._limits, profile_limits=self._profile_limits,
@@ -90,7 +89,9 @@ class MemorySubAgent:
     @property
     def stats(self) -> AgentStats:
         """Running counts of the memory jobs, for the metrics."""
-        return self._creation.stats
+        stats = self._creation.stats
+        stats.prompts_cut = self._model.prompts_cut
+        return stats
 
     async def get_profile(self, user_id: str) -> list[Memory]:
         """A person's profile memories that may be injected, newest first (the loop's read

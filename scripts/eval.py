@@ -12,6 +12,9 @@ FIFO baseline that keeps the newest `--limit` of the same memories. One JSON obj
     .venv/bin/python scripts/eval.py --stories other.json
     .venv/bin/python scripts/eval.py --model oracle  # a scripted model that knows the facts
     .venv/bin/python scripts/eval.py --writer extractive  # the writer (default: the setting's)
+    .venv/bin/python scripts/eval.py --model oracle --quote-drift 0.3  # quotes near-verbatim
+    .venv/bin/python scripts/eval.py --model oracle --window 4096 \
+        --stories scripts/eval_long_stories.json  # long conversations, a small window
 
 Fact kinds: `durable` (stated once, early), `confirmed` (only the assistant's turn says it),
 `superseded` (an old value) and `update` (its new value, stated later). An app may name its
@@ -37,7 +40,7 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from loop.llm import open_chat_model
+from loop.llm import choose_window, open_chat_model, prompt_tokens
 from loop.settings import load_settings
 from loop.storage import SqliteDatabase
 from memory_agent import (
@@ -60,6 +63,8 @@ DEFAULT_STORIES = Path(__file__).with_name("eval_stories.json")
 KEYS = (
     "model",
     "writer",
+    "window",
+    "quote_drift",
     "stories",
     "apps",
     "conversations",
@@ -125,16 +130,22 @@ class CountingModel(ChatModel):
         self.decision_calls = 0
         self.tokens = 0
 
+    def count_tokens(self, text: str) -> int:
+        return self._inner.count_tokens(text)
+
     async def chat(
         self,
         messages: Sequence[ChatMessage],
         *,
         tools: Sequence[ToolSpec] = (),
         json_schema: JsonSchema | None = None,
+        answer_tokens: int | None = None,
     ) -> ChatReply:
         self.calls += 1
         self.decision_calls += json_schema is not None and not is_memory_answer(json_schema)
-        reply = await self._inner.chat(messages, tools=tools, json_schema=json_schema)
+        reply = await self._inner.chat(
+            messages, tools=tools, json_schema=json_schema, answer_tokens=answer_tokens
+        )
         self.tokens += reply.usage.total
         return reply
 
@@ -298,14 +309,24 @@ def _share(part: int, whole: int) -> float | None:
 
 async def evaluate(args: argparse.Namespace) -> dict[str, Any]:
     settings = load_settings()
+    if args.window:
+        settings = settings.model_copy(update={"model_context": args.window})
     apps = load_stories(args.stories)
     if args.apps:
         wanted = set(args.apps.split(","))
         apps = [app for app in apps if app["appId"] in wanted]
     if args.quick:
         apps = apps[:1]
-    oracle = OracleModel() if args.model == "oracle" else None
+    oracle = (
+        OracleModel(drift=args.quote_drift, seed=args.seed) if args.model == "oracle" else None
+    )
     inner = oracle or await open_chat_model(settings.memory_backend, settings)
+    window = None
+    if args.window or oracle is None:
+        # The window the service would keep to with this model (the oracle has none: only
+        # the setting's prompt budget, unless --window gives one).
+        window = (await choose_window(inner, settings)).tokens
+    memory_prompt = prompt_tokens(inner, settings, inner.json_answer_tokens)
     model = CountingModel(inner)
     outcomes: Counter[str] = Counter()
     failures: list[str] = []
@@ -320,6 +341,7 @@ async def evaluate(args: argparse.Namespace) -> dict[str, Any]:
                     memory_limit=args.limit,
                     max_chars=settings.memory_max_chars,
                     llm_timeout=settings.llm_timeout,
+                    prompt_tokens=memory_prompt,
                     writer=memory_writer_for(args.writer or settings.memory_writer, inner),
                 )
                 for app in apps:
@@ -346,6 +368,8 @@ async def evaluate(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "model": model.name,
         "writer": agent.writer,
+        "window": window,
+        "quote_drift": args.quote_drift if oracle is not None else None,
         "stories": str(args.stories),
         "apps": len(runs),
         "conversations": conversations,
@@ -426,6 +450,16 @@ def main() -> None:
     )
     parser.add_argument("--apps", help="only these apps (comma-separated ids)")
     parser.add_argument("--limit", type=int, default=10, help="memories kept per app")
+    parser.add_argument(
+        "--window", type=int,
+        help="tokens the model's window holds (MNEMOLOOP_MODEL_CONTEXT; default: what the"
+        " model says, none for the oracle)",
+    )
+    parser.add_argument(
+        "--quote-drift", type=float, default=0.0, metavar="SHARE",
+        help="with --model oracle: the share of facts quoted near-verbatim, as models quote",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="the seed of --quote-drift")
     parser.add_argument("--verbose", action="store_true", help="every memory, on stderr")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING, format="%(message)s")

@@ -72,7 +72,8 @@ class ScriptedModel(ChatModel):
         self.first_piece_seconds: list[float] = []
 
     async def chat(self, messages: Sequence[ChatMessage], *, tools: Sequence[ToolSpec] = (),
-                   json_schema: JsonSchema | None = None) -> ChatReply:
+                   json_schema: JsonSchema | None = None,
+                   answer_tokens: int | None = None) -> ChatReply:
         if self._hangs_for and f'"{self._hangs_for}"' in messages[0].content:
             await anyio.sleep_forever()
         if self._seconds:
@@ -108,9 +109,12 @@ class Timed(ChatModel):
         self.completion_tokens = 0
 
     async def chat(self, messages: Sequence[ChatMessage], *, tools: Sequence[ToolSpec] = (),
-                   json_schema: JsonSchema | None = None) -> ChatReply:
+                   json_schema: JsonSchema | None = None,
+                   answer_tokens: int | None = None) -> ChatReply:
         started = time.perf_counter()
-        reply = await self._inner.chat(messages, tools=tools, json_schema=json_schema)
+        reply = await self._inner.chat(
+            messages, tools=tools, json_schema=json_schema, answer_tokens=answer_tokens
+        )
         self.seconds += time.perf_counter() - started
         self.completion_tokens += reply.usage.completion_tokens
         return reply

@@ -59,6 +59,7 @@ class FunctionModel(ChatModel):
         *,
         tools: Sequence[ToolSpec] = (),
         json_schema: JsonSchema | None = None,
+        answer_tokens: int | None = None,
     ) -> ChatReply:
         call = ModelCall(list(messages), list(tools), json_schema)
         self.calls.append(call)

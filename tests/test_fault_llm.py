@@ -15,7 +15,7 @@ import respx
 from loop.llm.ollama import OllamaChatModel
 from memory_agent.storage.store import MemoryStore
 from tests.harness import eventually, http_client, running, service
-from tests.test_ollama_adapter import chat_body
+from tests.ollama_wire import chat_body, show_body
 
 pytestmark = [pytest.mark.fault, pytest.mark.anyio,
               pytest.mark.usefixtures("allow_model_requests")]
@@ -75,6 +75,7 @@ async def test_model_fault_ends_in_its_documented_outcome(db_path, caplog, fault
     caplog.set_level(logging.INFO)
     with respx.mock:
         respx.post(f"{HOST}/api/chat").mock(side_effect=route)
+        respx.post(f"{HOST}/api/show").respond(json=show_body())
         async with service(db_path, chat, memory_model=memory, llm_timeout=1.5,
                            memory_job_attempts=1) as services, \
                 running(services):

@@ -387,7 +387,7 @@ async def test_a_failed_call_asking_again_keeps_the_sentences_already_grounded(d
     ("quote", "why"),
     [
         ("e … a … i", "too short"),
-        ("mornings are busy. Noted", "not in the conversation"),  # across two turns
+        ("mornings are busy. Noted: afternoons only", "not in the conversation"),  # two turns
         ("!!!", "quotes nothing"),
     ],
     ids=["short-pieces", "across-turns", "punctuation"],

@@ -14,30 +14,12 @@ from memory_agent.core.errors import ChatModelResponseError, ChatModelTimeout, C
 from memory_agent.writers.decision import decision_schema
 from tests.conftest import install_app
 from tests.fakes import FRIENDS, ModelCall, friend_fact, friend_memory, memory_lines
+from tests.ollama_wire import chat_body
 
 pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("allow_model_requests")]
 
 HOST = "http://ollama.test:11434"
 SCHEMA = decision_schema([3, 7, 0], max_chars=400)
-
-
-def chat_body(content: str = "", *, tool_calls=None, prompt=26, completion=12, done_reason="stop"):
-    message: dict = {"role": "assistant", "content": content}
-    if tool_calls:
-        message["tool_calls"] = tool_calls
-    return {
-        "model": "llama3.2:1b",
-        "created_at": "2025-10-11T14:13:43.416799Z",
-        "message": message,
-        "done": True,
-        "done_reason": done_reason,
-        "total_duration": 5191566416,
-        "load_duration": 2154458,
-        "prompt_eval_count": prompt,
-        "prompt_eval_duration": 383809000,
-        "eval_count": completion,
-        "eval_duration": 4799921000,
-    }
 
 
 @pytest.fixture

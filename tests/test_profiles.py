@@ -63,7 +63,8 @@ async def test_a_fact_told_to_one_app_follows_the_person_to_the_apps_that_share(
     await converse(client, "calendar", "I'm vegetarian and my partner is Sam.", user="ana")
     await converse(client, "calendar", "Book the dentist for Tuesday at 15:00.", user="ana")
     await settled(client, "calendar")
-    [fact] = await profile(client, "ana")
+    # The profile's copy is written after the job is recorded done.
+    [fact] = await eventually(lambda: profile(client, "ana"))
     assert "vegetarian" in fact and "dentist" not in fact  # the app's business stays its own
 
     in_travel = await converse(client, "travel", SHOW_PROMPT, user="ana")
@@ -210,6 +211,8 @@ async def test_the_model_writer_says_which_facts_are_about_the_person(db_path):
         await install(client, "bistro", True)
         await converse(client, "bistro", "I'm vegan, a table for two please.", user="cy")
         await settled(client, "bistro")
+        # The profile's copy is written after the job is recorded done.
+        await eventually(lambda: profile(client, "cy"))
         assert await profile(client, "cy") == ["The user is vegan."]
         assert await contents(client, "bistro", "cy") == [
             "The user is vegan. The user booked a table for two."]

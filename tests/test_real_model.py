@@ -40,9 +40,15 @@ class Recording(ChatModel):
         self.sent: list[list[ChatMessage]] = []
 
     async def chat(self, messages: Sequence[ChatMessage], *, tools: Sequence[ToolSpec] = (),
-                   json_schema: JsonSchema | None = None) -> ChatReply:
+                   json_schema: JsonSchema | None = None,
+                   answer_tokens: int | None = None) -> ChatReply:
         self.sent.append(list(messages))
-        return await self._inner.chat(messages, tools=tools, json_schema=json_schema)
+        return await self._inner.chat(
+            messages, tools=tools, json_schema=json_schema, answer_tokens=answer_tokens
+        )
+
+    def count_tokens(self, text: str) -> int:
+        return self._inner.count_tokens(text)
 
     async def chat_streaming(self, messages: Sequence[ChatMessage], *, on_text: TextSink,
                              tools: Sequence[ToolSpec] = ()) -> ChatReply:

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.anyio
     ("variable", "value", "fragment"),
     [("MNEMOLOOP_MEMORY_LIMIT", "zero", "MNEMOLOOP_MEMORY_LIMIT='zero'"),
      ("MNEMOLOOP_ENERGY_MEMORY_FLOOR", "1.5", "MNEMOLOOP_ENERGY_MEMORY_FLOOR='1.5'"),
-     ("MNEMOLOOP_LLM", "gpt", "must be 'auto', 'local' or 'ollama:<model>'"),
+     ("MNEMOLOOP_LLM", "gpt", "must be 'auto', 'local', 'ollama:<model>' or 'openai:<model>'"),
      ("MNEMOLOOP_PORT", "70000", "MNEMOLOOP_PORT")],
 )
 def test_a_bad_setting_is_one_line_naming_the_variable(monkeypatch, variable, value, fragment):

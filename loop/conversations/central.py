@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 
@@ -290,16 +291,17 @@ class CentralLoop:
         conversation = await self._conversations.get(answering.conversation_id)
         answering.answers_up_to = max((m.id for m in conversation.messages), default=0)
         app = await self._registry.require(conversation.app_id)
-        context = await self.build_context(
-            app, conversation.chat_messages(), conversation.system_prompt,
-            user_id=conversation.user_id, conversation_id=conversation.conversation_id,
-        )
-        feed = self._conversations.replies
-        model = self._model.named(conversation.model) if conversation.model else self._model
         # A client's tools take the place of the service's own: their calls are the client's
         # to run, and the client ends its conversations itself.
         client_tools = conversation.tools
         tools = client_tools.offered() if client_tools else [END_CONVERSATION_TOOL]
+        context = await self.build_context(
+            app, conversation.chat_messages(), conversation.system_prompt,
+            user_id=conversation.user_id, conversation_id=conversation.conversation_id,
+            tools=tools,
+        )
+        feed = self._conversations.replies
+        model = self._model.named(conversation.model) if conversation.model else self._model
         if conversation.answer_schema is not None:
             # Structured output: the backend's own schema support (Ollama's `format`,
             # llama.cpp's grammar) writes it whole; the JSON comes as one piece.
@@ -319,6 +321,12 @@ class CentralLoop:
                 ),
             )
         await self._energy.charge("conversation", energy_cost(reply.usage, self._tokens_per_unit))
+        if reply.cut:
+            self._metrics.count_cut_prompt()
+            log.warning("the model's server cut the prompt of %s (it read %d tokens): the"
+                        " window it was given is larger than it holds; set"
+                        " MNEMOLOOP_MODEL_CONTEXT", answering.conversation_id,
+                        reply.usage.prompt_tokens)
         if client_tools:
             offered = {tool.name for tool in tools}
             calls = with_ids([call for call in reply.tool_calls if call.name in offered])
@@ -343,6 +351,7 @@ class CentralLoop:
         *,
         user_id: str = "",
         conversation_id: str | None = None,
+        tools: Sequence[ToolSpec] = (),
     ) -> list[ChatMessage]:
         """The base system prompt (or the client's own, within half the prompt budget), then
         the memory block (if any): the app's shared memories, and in a user's conversation
@@ -370,7 +379,7 @@ class CentralLoop:
         context = [ChatMessage("system", system)]
         if block:
             context.append(ChatMessage("system", block))
-        return context + self._budget.newest_turns_that_fit(context, conversation)
+        return context + self._budget.newest_turns_that_fit(context, conversation, tools)
 
     async def _changes(
         self, app: App, user_id: str, with_profile: bool, conversation_id: str
@@ -390,14 +399,14 @@ class CentralLoop:
         self, app_name: str, shared: list[Memory], own: list[Memory],
         profile: list[Memory], changes: str,
     ) -> str:
-        """The block. A user's conversation may bring up to three caps (the profile's, theirs
-        and the app's): then it stays within half the prompt budget, the oldest shared
-        memories left out first, then the user's, then the profile's."""
+        """The block, within half the prompt budget (so that the conversation's newest turns
+        keep the rest): the oldest shared memories left out first, then the user's, then the
+        profile's."""
         while True:
             block = format_memories_for_context(
                 app_name, shared, own, profile, changes
             )
-            if not (own or profile) or self._budget.within_half(block):
+            if not (shared or own or profile) or self._budget.within_half(block):
                 return block
             (shared if shared else own if own else profile).pop()
 

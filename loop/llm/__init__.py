@@ -1,7 +1,17 @@
-"""Chat-model backends behind `memory_agent.ChatModel`: Ollama, the embedded llama.cpp model,
-and the choice between them (`MNEMOLOOP_LLM`)."""
+"""Chat-model backends behind `memory_agent.ChatModel`: Ollama, any OpenAI-compatible server,
+the embedded llama.cpp model, the choice between them (`MNEMOLOOP_LLM`), and the window each
+model's requests keep to."""
 
 from loop.llm.choice import NoModelLoaded, open_chat_model
 from loop.llm.local import LocalChatModel, local_backend_available
+from loop.llm.windows import ChosenWindow, choose_window, prompt_tokens
 
-__all__ = ["LocalChatModel", "NoModelLoaded", "local_backend_available", "open_chat_model"]
+__all__ = [
+    "ChosenWindow",
+    "LocalChatModel",
+    "NoModelLoaded",
+    "choose_window",
+    "local_backend_available",
+    "open_chat_model",
+    "prompt_tokens",
+]

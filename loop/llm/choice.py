@@ -1,4 +1,5 @@
-"""Choosing the chat-model backend from `MNEMOLOOP_LLM`: `ollama:<model>`, `local` or `auto`."""
+"""Choosing the chat-model backend from `MNEMOLOOP_LLM`: `ollama:<model>`, `openai:<model>`,
+`local` or `auto`."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import logging
 from loop.errors import NoChatModel
 from loop.llm.local import LocalChatModel, local_backend_available
 from loop.llm.ollama import OllamaChatModel
+from loop.llm.openai import OpenAIChatModel
 from loop.settings import Settings
 from memory_agent import ChatModel, ChatModelError, ChatReply
 
@@ -27,6 +29,10 @@ async def open_chat_model(spec: str, settings: Settings) -> ChatModel:
         return OllamaChatModel(
             spec.removeprefix("ollama:"), host=settings.ollama_host, timeout=settings.llm_timeout
         )
+    if spec.startswith("openai:"):
+        # The server and key come from the openai package's own OPENAI_BASE_URL and
+        # OPENAI_API_KEY.
+        return OpenAIChatModel(spec.removeprefix("openai:"), timeout=settings.llm_timeout)
     if spec == "local":
         return LocalChatModel(settings.local_model_path, threads=settings.local_threads)
     return await _auto(settings)

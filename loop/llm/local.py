@@ -27,6 +27,7 @@ from memory_agent import (
     ChatModel,
     ChatModelError,
     ChatReply,
+    ContextWindow,
     JsonSchema,
     TextSink,
     TokenUsage,
@@ -120,6 +121,7 @@ class LocalChatModel(ChatModel):
         *,
         tools: Sequence[ToolSpec] = (),
         json_schema: JsonSchema | None = None,
+        answer_tokens: int | None = None,
     ) -> ChatReply:
         guard.check_model_requests_allowed(self.name)
         options = self._options(messages, tools)
@@ -128,6 +130,8 @@ class LocalChatModel(ChatModel):
             # A memory of four sentences, each with its quote, runs past a chat answer's
             # tokens; the grammar ends the JSON as soon as it is whole.
             options["max_tokens"] = self.json_answer_tokens
+        if answer_tokens is not None:
+            options["max_tokens"] = answer_tokens
         text, finish_reason, usage = await self._stoppable(self._generate, options, None)
         return _reply(text, tools, usage, truncated=finish_reason == "length")
 
@@ -222,6 +226,13 @@ class LocalChatModel(ChatModel):
 
     def _tokens(self, text: str) -> int:
         return len(self._llama.tokenize(text.encode(), add_bos=False))
+
+    def count_tokens(self, text: str) -> int:
+        """The model's own tokenizer's count (llama.cpp tokenizes without the model lock)."""
+        return self._tokens(text)
+
+    async def context_window(self) -> ContextWindow:
+        return ContextWindow(self._llama.n_ctx(), "llama.cpp n_ctx")
 
     async def aclose(self) -> None:
         # Off the event loop: a call in progress finishes (at its next token) first.

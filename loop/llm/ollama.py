@@ -21,6 +21,7 @@ from memory_agent import (
     ChatModelTimeout,
     ChatModelUnavailable,
     ChatReply,
+    ContextWindow,
     JsonSchema,
     TextSink,
     TokenUsage,
@@ -57,6 +58,8 @@ _TAGS_SECONDS = 5.0
 
 
 class OllamaChatModel(ChatModel):
+    sets_window = True
+
     def __init__(
         self,
         model: str,
@@ -81,10 +84,11 @@ class OllamaChatModel(ChatModel):
         *,
         tools: Sequence[ToolSpec] = (),
         json_schema: JsonSchema | None = None,
+        answer_tokens: int | None = None,
     ) -> ChatReply:
         async for attempt in self._retrying():
             with attempt:
-                return await self._chat_once(messages, tools, json_schema)
+                return await self._chat_once(messages, tools, json_schema, answer_tokens)
         raise AssertionError("unreachable")
 
     async def chat_streaming(
@@ -120,23 +124,45 @@ class OllamaChatModel(ChatModel):
         messages: Sequence[ChatMessage],
         tools: Sequence[ToolSpec],
         json_schema: JsonSchema | None,
+        answer_tokens: int | None,
     ) -> ChatReply:
         guard.check_model_requests_allowed(self.name)
+        options = self._options(answer_tokens)
+        if json_schema:
+            options["temperature"] = 0  # structured answers are decisions: make them repeatable
         with translated_ollama_errors(self.name):
             response = await self._client.chat(
                 model=self.model,
                 messages=_messages_payload(messages),
                 tools=[_tool_payload(tool) for tool in tools] or None,
                 format=json_schema,
-                # Structured answers are decisions: make them repeatable.
-                options={"temperature": 0} if json_schema else None,
+                options=options or None,
             )
         return ChatReply(
             text=response.message.content or "",
             tool_calls=_tool_calls(response.message),
             usage=TokenUsage(response.prompt_eval_count or 0, response.eval_count or 0),
             truncated=response.done_reason == "length",
+            cut=self._was_cut(response.prompt_eval_count, answer_tokens),
         )
+
+    def _options(self, answer_tokens: int | None) -> dict[str, Any]:
+        """Every request's options: the window it keeps to (`num_ctx`: one steady value, as
+        Ollama reloads a model whose window changes) and the answer's room (`num_predict`)."""
+        options: dict[str, Any] = {}
+        if self.context_tokens:
+            options["num_ctx"] = self.context_tokens
+        if answer_tokens is not None:
+            options["num_predict"] = answer_tokens
+        return options
+
+    def _was_cut(self, prompt_tokens: int | None, answer_tokens: int | None) -> bool:
+        """Ollama read as many prompt tokens as the window holds less the answer's room: no
+        request is sent that large, so it cut the prompt (it does so without an error)."""
+        if not self.context_tokens or not prompt_tokens:
+            return False
+        room = answer_tokens if answer_tokens is not None else self.answer_tokens
+        return prompt_tokens >= self.context_tokens - room
 
     async def _stream_once(
         self, messages: Sequence[ChatMessage], tools: Sequence[ToolSpec], on_text: TextSink
@@ -151,6 +177,7 @@ class OllamaChatModel(ChatModel):
                 messages=_messages_payload(messages),
                 tools=[_tool_payload(tool) for tool in tools] or None,
                 stream=True,
+                options=self._options(None) or None,
             )
             async for chunk in chunks:
                 if chunk.message.content:
@@ -165,7 +192,24 @@ class OllamaChatModel(ChatModel):
             tool_calls=tuple(calls),
             usage=TokenUsage(last.prompt_eval_count or 0, last.eval_count or 0),
             truncated=last.done_reason == "length",
+            cut=self._was_cut(last.prompt_eval_count, None),
         )
+
+    async def context_window(self) -> ContextWindow | None:
+        """What Ollama says the model holds (`/api/show`): the Modelfile's `num_ctx` when it
+        sets one, else the model's own `<architecture>.context_length`."""
+        with translated_ollama_errors(self.name):
+            shown = await self._client.show(self.model)
+        for line in (shown.parameters or "").splitlines():
+            name, _, value = line.strip().partition(" ")
+            if name == "num_ctx" and value.strip().isdigit():
+                return ContextWindow(int(value), "Ollama /api/show: the Modelfile's num_ctx")
+        info = dict(shown.modelinfo or {})
+        architecture = info.get("general.architecture")
+        length = info.get(f"{architecture}.context_length")
+        if isinstance(length, int) and length > 0:
+            return ContextWindow(length, f"Ollama /api/show: {architecture}.context_length")
+        return None
 
     @property
     def served_name(self) -> str:
@@ -186,9 +230,10 @@ class OllamaChatModel(ChatModel):
         if served_name == self.model:
             return self
         if served_name not in self._siblings:
-            self._siblings[served_name] = OllamaChatModel(
-                served_name, attempts=self._attempts, client=self._client
-            )
+            sibling = OllamaChatModel(served_name, attempts=self._attempts, client=self._client)
+            # The same window as this model's: one steady num_ctx for a client's model too.
+            sibling.context_tokens = self.context_tokens
+            self._siblings[served_name] = sibling
         return self._siblings[served_name]
 
     async def has_model(self) -> bool:

@@ -50,6 +50,10 @@ class Metrics:
         self._snapshot = _Snapshot()
         self.registry.register(self._snapshot)
 
+    def count_cut_prompt(self) -> None:
+        """An answer's prompt the model's server cut (its window was smaller than said)."""
+        self._snapshot.conversation_prompts_cut += 1
+
     def count_answer(self, *, with_memories: bool) -> None:
         self.context_injections.labels(with_memories=str(with_memories).lower()).inc()
         self._snapshot.answers[with_memories] += 1
@@ -87,8 +91,19 @@ class _Snapshot(Collector):
         self.spaces = (0, 0)
         # Answers composed, by whether their prompt carried memories.
         self.answers = {True: 0, False: 0}
+        self.conversation_prompts_cut = 0
 
     def collect(self) -> Iterator[CounterMetricFamily | GaugeMetricFamily]:
+        cut = CounterMetricFamily(
+            "mnemoloop_prompts_cut",
+            "Requests whose prompt the model's server cut (it read as many tokens as the"
+            " window holds less the answer's room): the window it was given is larger than it"
+            " holds. By the work the request was for.",
+            labels=["work"],
+        )
+        cut.add_metric(["conversation"], self.conversation_prompts_cut)
+        cut.add_metric(["memory"], self.stats.prompts_cut)
+        yield cut
         created = CounterMetricFamily("mnemoloop_memories_created", "Memories written.")
         created.add_metric([], self.stats.memories_created)
         yield created

@@ -10,6 +10,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from memory_agent.core.tokens import estimate_tokens
+
 Role = Literal["system", "user", "assistant", "tool"]
 JsonSchema = dict[str, Any]
 # Takes the text of an answer piece by piece, as the model writes it.
@@ -63,13 +65,26 @@ class ChatReply:
     usage: TokenUsage = TokenUsage()
     # True when the model stopped at its token limit (Ollama's done_reason "length").
     truncated: bool = False
+    # True when the server says it read as many prompt tokens as the window holds less the
+    # answer's room, which no request is sent with: it cut the prompt.
+    cut: bool = False
+
+
+@dataclass(frozen=True)
+class ContextWindow:
+    """How many tokens a model takes in one call (prompt and answer), and where that was
+    learned ("Ollama /api/show: llama.context_length", "MNEMOLOOP_MODEL_CONTEXT")."""
+
+    tokens: int
+    source: str
 
 
 class ChatModel(ABC):
     """A chat-capable language model."""
 
     name: str
-    # Tokens the model takes in one call (prompt and answer), when the backend knows it.
+    # The window every request keeps to (prompt and answer), once the host knows it
+    # (`use_window`); None: not known, and nothing is sent about it.
     context_tokens: int | None = None
     # Tokens an answer may take, and a JSON answer (a memory with its quotes).
     answer_tokens: int = 512
@@ -83,6 +98,9 @@ class ChatModel(ABC):
     # Whether the backend passes a client's tools (with their arguments) to the model and
     # reads its calls back; a client offering tools to one that cannot is refused.
     calls_tools: bool = True
+    # Whether the backend tells the server the window with every request (Ollama's
+    # `num_ctx`), so that the host may ask for less than the model holds.
+    sets_window: bool = False
 
     @abstractmethod
     async def chat(
@@ -91,8 +109,10 @@ class ChatModel(ABC):
         *,
         tools: Sequence[ToolSpec] = (),
         json_schema: JsonSchema | None = None,
+        answer_tokens: int | None = None,
     ) -> ChatReply:
-        """Answer the conversation. With `json_schema`, the text is JSON matching it.
+        """Answer the conversation. With `json_schema`, the text is JSON matching it; with
+        `answer_tokens`, the answer may take that many tokens (else the backend's own room).
 
         Raises `errors.ChatModelError` (or a subclass) when no answer can be had.
         """
@@ -133,6 +153,22 @@ class ChatModel(ABC):
         """None when the model can answer; else why it cannot (a server that does not
         answer, a model not pulled). Asked at start and by the health check."""
         return None
+
+    def count_tokens(self, text: str) -> int:
+        """The tokens `text` takes: the model's own tokenizer where the backend has it, else a
+        safe estimate (`core.tokens`)."""
+        return estimate_tokens(text)
+
+    async def context_window(self) -> ContextWindow | None:
+        """What the model itself says it holds in one call (a server's model card, the
+        model file); None when it says nothing."""
+        return None
+
+    def use_window(self, tokens: int) -> None:
+        """Keep every request within `tokens` (the host chose it from what the model holds
+        and the settings); a backend that can be told its window (Ollama's `num_ctx`) sends
+        it with every request."""
+        self.context_tokens = tokens
 
     async def aclose(self) -> None:
         """Release what the backend holds (connections, model weights)."""

@@ -116,6 +116,8 @@ class AgentStats:
     compactions: Counter[tuple[str, str]] = field(default_factory=Counter)
     # Why the fallback decided instead of the model: llm_error, invalid_decision, overruled.
     fallbacks: Counter[str] = field(default_factory=Counter)
+    # Memory requests whose prompt the model's server cut (`ChatReply.cut`).
+    prompts_cut: int = 0
 
 
 class MemoryCreation:

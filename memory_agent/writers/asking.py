@@ -3,6 +3,7 @@ once, when it is made."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -12,15 +13,17 @@ from memory_agent.core.chat_model import ChatMessage, ChatModel, ChatReply, Json
 from memory_agent.core.energy import EnergyMeter
 from memory_agent.core.errors import ChatModelTimeout
 
+log = logging.getLogger("mnemoloop.memory")
+
 
 @dataclass(frozen=True)
 class MemoryLimits:
     """What a writer keeps to: the memories a space holds (its cap), the longest memory, and
-    the characters of transcript one memory prompt may carry."""
+    the tokens one memory prompt may take (the model's window less a JSON answer's room)."""
 
     memories: int = 10
     max_chars: int = 400
-    transcript_chars: int = 6000
+    prompt_tokens: int = 3000
 
 
 class MemoryModel:
@@ -31,22 +34,42 @@ class MemoryModel:
         self._model = model
         self._timeout = timeout
         self.meter = meter
+        # Requests whose prompt the model's server cut (the window it holds is smaller than
+        # the one it was given).
+        self.prompts_cut = 0
 
     @property
     def name(self) -> str:
         return self._model.name
 
+    def count_tokens(self, text: str) -> int:
+        """The tokens `text` takes in the model's prompt."""
+        return self._model.count_tokens(text)
+
     async def ask(
-        self, messages: Sequence[ChatMessage], json_schema: JsonSchema | None = None
+        self,
+        messages: Sequence[ChatMessage],
+        json_schema: JsonSchema | None = None,
+        *,
+        answer_tokens: int | None = None,
     ) -> ChatReply:
-        """The model's answer (JSON matching `json_schema` when one is given); raises
-        `ChatModelError` (`ChatModelTimeout` past the time limit)."""
+        """The model's answer (JSON matching `json_schema` when one is given, in at most
+        `answer_tokens` when given); raises `ChatModelError` (`ChatModelTimeout` past the
+        time limit)."""
         try:
             with anyio.fail_after(self._timeout):
-                reply = await self._model.chat(messages, json_schema=json_schema)
+                reply = await self._model.chat(
+                    messages, json_schema=json_schema, answer_tokens=answer_tokens
+                )
         except TimeoutError:
             raise ChatModelTimeout(
                 f"no answer within {self._timeout:g} s", model=self._model.name
             ) from None
         self.meter.charge(reply.usage)
+        if reply.cut:
+            self.prompts_cut += 1
+            log.warning(
+                "📝 %s's server cut a memory prompt: it holds a smaller window than it was"
+                " given (set MNEMOLOOP_MODEL_CONTEXT to what it holds)", self._model.name,
+            )
         return reply

@@ -7,8 +7,10 @@ Two checks compare folded texts with each other, as LangExtract aligns an extrac
 source:
 
 - `quote_found`: the words a model quotes are in the transcript (each part of a quote cut by
-  an ellipsis on its own). This grounds a memory sentence, whatever words the sentence itself
-  uses: a translation, "15:00" for "3 pm", a date for "last Friday".
+  an ellipsis on its own), as written or near-verbatim (`alignment`: a contraction written
+  out, a filler word left out, a word in five swapped; every number as given). This grounds a
+  memory sentence, whatever words the sentence itself uses: a translation, "15:00" for
+  "3 pm", a date for "last Friday".
 - `shares_enough`: enough of a text's character trigrams are in another text. This grounds a
   merged memory (an EDIT) in the two memories it merges, where there is no transcript.
 """
@@ -20,6 +22,7 @@ from collections.abc import Sequence
 import regex as re
 
 from memory_agent.core.unicode_forms import folded
+from memory_agent.writers.model.alignment import aligns_with
 
 # A quote shorter than this (folded: letters and digits only) grounds nothing, unless it is a
 # whole turn ("Yes", "OK"): four characters are a word in a Latin script and a phrase in Chinese.
@@ -34,9 +37,9 @@ _LABEL = re.compile(r"^\s*(?:User|Assistant|Tool)\s*:\s*")
 
 def quote_found(quote: str, turns: Sequence[str]) -> str | None:
     """None when every part of `quote` (cut at ellipses) is in one of the conversation's
-    `turns`; else why not. A part shorter than `MIN_QUOTE_CHARS` grounds nothing unless it is
-    a whole turn ("Yes", "OK"), and a transcript label before a part ("User: ") is no part of
-    what was said."""
+    `turns`, as written or near-verbatim; else why not. A part shorter than
+    `MIN_QUOTE_CHARS` grounds nothing unless it is a whole turn ("Yes", "OK"), and a
+    transcript label before a part ("User: ") is no part of what was said."""
     in_turns = [folded(turn) for turn in turns]
     parts = [_LABEL.sub("", part) for part in _ELLIPSIS.split(quote)]
     pieces = [(part, folded(part)) for part in parts if folded(part)]
@@ -44,6 +47,8 @@ def quote_found(quote: str, turns: Sequence[str]) -> str | None:
         return "it quotes nothing"
     for part, piece in pieces:
         if not any(piece in turn for turn in in_turns):
+            if aligns_with(part, turns):
+                continue
             return f'its quote "{_shown(part)}" is not in the conversation'
         if len(piece) < MIN_QUOTE_CHARS and piece not in in_turns:
             return f'its quote "{_shown(part)}" is too short to show what it rests on'

@@ -34,7 +34,7 @@ they want to be contacted), and to false on one about this app's business. If th
 asked that this be remembered only until a date ("remember it until Friday"), add \
 "keepUntil": {{"date": "<that date, YYYY-MM-DD>", "quote": "<the user's words asking it>"}}; \
 today is {today}.
-{known}
+{known}{part}
 Conversation (between the markers; every line is one turn):
 <<<CONVERSATION
 {conversation}
@@ -55,6 +55,32 @@ memory rewritten without the replaced value, or "" when nothing else in it still
 conversation only repeats or adds to. No such memory: [].
 """
 
+PART_HINT = """
+This conversation is long: it is read in {count} parts, and this is part {index}. Write what \
+this part tells (up to four sentences); the parts' sentences are put together afterwards.
+"""
+
+# A long conversation's memory, from the sentences written from its parts. Its first sentence
+# is the creation prompt's.
+COMBINING_PROMPT = """\
+You are a memory creation assistant. A long conversation was read in {count} parts; these are \
+the memory sentences written from its parts, in the order it said them, each with its quote \
+(the words of the conversation it rests on):
+{notes}
+{known}
+Write the memory of the whole conversation from them: 2-4 sentences, at most {max_chars} \
+characters in all. Keep the facts that will matter in a later conversation; where a later part \
+gives a newer value of the same thing, keep the newer one; put related facts in one sentence. \
+Each sentence carries the quote of a sentence above it comes from, copied as given there, and \
+"aboutPerson": true when that sentence is marked (about the user). If the user asked that \
+this be remembered only until a date, add "keepUntil": {{"date": "<YYYY-MM-DD>", "quote": \
+"<the user's words asking it>"}}; today is {today}.
+
+Answer with the JSON object only:
+{{"sentences": [{{"quote": "<the quote given above>", "text": "<the memory sentence>", \
+"aboutPerson": false}}], "updates": []}}
+Create memory:"""
+
 JSON_RETRY_PROMPT = """\
 Your answer was not the JSON object asked for ({reason}). Answer again with the JSON object \
 only:
@@ -73,11 +99,16 @@ _SPEAKERS = {"user": "User", "assistant": "Assistant", "tool": "Tool"}
 def format_transcript(messages: Sequence[ChatMessage]) -> str:
     """One line per turn. A turn's own line breaks are folded, so that no text inside a turn
     can start a line that reads as another turn or close the transcript's markers."""
-    return "\n".join(
+    return "\n".join(transcript_lines(messages))
+
+
+def transcript_lines(messages: Sequence[ChatMessage]) -> list[str]:
+    """The transcript's lines, one per turn (the system prompt is no turn)."""
+    return [
         f"{_speaker(message)}: {_one_line(message.content)}{_calls(message)}"
         for message in messages
         if message.role != "system"
-    )
+    ]
 
 
 def _speaker(message: ChatMessage) -> str:
@@ -100,17 +131,49 @@ def _one_line(text: str) -> str:
 
 
 def creation_messages(
-    transcript: str, known: Sequence[Memory] = (), *, max_chars: int, today: str
+    transcript: str,
+    known: Sequence[Memory] = (),
+    *,
+    max_chars: int,
+    today: str,
+    part: tuple[int, int] | None = None,
 ) -> list[ChatMessage]:
     """The model writer's creation prompt, showing the memories the space already holds
-    (`known`), each with its id, so that the model can say which the new one updates."""
-    known_hint = ""
-    if known:
-        known_hint = KNOWN_HINT.format(lines="\n".join(memory_line(m) for m in known))
+    (`known`), each with its id, so that the model can say which the new one updates; with
+    `part` (its number from 1, of how many), for one part of a long conversation."""
+    part_hint = "" if part is None else PART_HINT.format(index=part[0], count=part[1])
     prompt = CREATION_PROMPT.format(
-        conversation=transcript, known=known_hint, max_chars=max_chars, today=today
+        conversation=transcript, known=_known_hint(known), max_chars=max_chars, today=today,
+        part=part_hint,
     )
     return [ChatMessage("user", prompt)]
+
+
+def combining_messages(
+    notes: Sequence[tuple[str, str, bool]],
+    parts: int,
+    known: Sequence[Memory] = (),
+    *,
+    max_chars: int,
+    today: str,
+) -> list[ChatMessage]:
+    """The prompt that writes a long conversation's memory from the `(sentence, quote,
+    about the person)` notes written from its `parts`."""
+    lines = "\n".join(
+        f'{n}. {_one_line(text)} (quote: "{_one_line(quote)}")'
+        + (" (about the user)" if about_person else "")
+        for n, (text, quote, about_person) in enumerate(notes, 1)
+    )
+    prompt = COMBINING_PROMPT.format(
+        count=parts, notes=lines, known=_known_hint(known), max_chars=max_chars, today=today
+    )
+    return [ChatMessage("user", prompt)]
+
+
+def _known_hint(known: Sequence[Memory]) -> str:
+    if not known:
+        return ""
+    return KNOWN_HINT.format(lines="\n".join(memory_line(m) for m in known))
 
 
 def retry_messages(

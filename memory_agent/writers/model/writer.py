@@ -11,6 +11,9 @@
    `ModelRetry`); those that fail again are dropped, counted and logged. Nothing is put in
    their place.
 4. At most four sentences within the length limit, the first ones first.
+5. A conversation too long for one prompt is read in parts (`parts`), each part's sentences
+   grounded in its own turns; one more call writes the memory of the whole from them (and says
+   what it updates), its sentences grounded in the whole conversation.
 
 No word of any language is read here; compaction is `model_compaction`'s.
 """
@@ -18,8 +21,8 @@ No word of any language is read here; compaction is `model_compaction`'s.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 
 from memory_agent.core.chat_model import ChatMessage
@@ -31,6 +34,8 @@ from memory_agent.writers.asking import MemoryLimits, MemoryModel
 from memory_agent.writers.model import grounding, prompts
 from memory_agent.writers.model.answers import MemoryAnswer, memory_schema, parse_memory_answer
 from memory_agent.writers.model.compaction import ModelCompaction
+from memory_agent.writers.model.parts import MAX_PARTS, TranscriptPart, transcript_parts
+from memory_agent.writers.prompts import memory_line
 from memory_agent.writers.sentences import ends_as_a_sentence, joined_as_clauses
 from memory_agent.writers.writer import MemoryWriter
 from memory_agent.writers.written import (
@@ -44,11 +49,21 @@ log = logging.getLogger("mnemoloop.memory")
 
 
 @dataclass(frozen=True)
-class _Checked:
-    kept: list[str]
-    failures: list[tuple[str, str]]  # (sentence, why)
-    # The kept sentences the model says are about the person (their profile's).
-    about_person: list[str] = field(default_factory=list)
+class _Grounded:
+    sentence: str
+    quote: str
+    # The model says it is about the person (their profile's).
+    about_person: bool
+
+
+@dataclass(frozen=True)
+class _Reading:
+    """What one memory prompt gave: its answer, the sentences grounded (first given or when
+    asked again), and how many were dropped."""
+
+    answer: MemoryAnswer
+    grounded: list[_Grounded]
+    dropped: int
 
 
 class ModelWriter(MemoryWriter):
@@ -66,67 +81,154 @@ class ModelWriter(MemoryWriter):
     async def write(
         self, messages: Sequence[ChatMessage], space: Sequence[Memory], now: datetime
     ) -> WrittenMemory | NothingToKeep:
-        turns = tuple(m.content for m in messages if m.role != "system" and m.content.strip())
-        if not turns:
+        turns = tuple(m.content for m in messages if m.role != "system")
+        if not any(turn.strip() for turn in turns):
             raise InvalidMemoryText("the conversation has no messages to remember")
+        count = self._model.count_tokens
+        today = now.date().isoformat()
         # Private memories are never shown to a model (nor pinned ones, which nothing may
-        # change); the newest that fit a third of the room, the transcript the rest.
+        # change); the newest that fit a third of the prompt.
         shown = _newest_within(
             [m for m in space if not m.private and not m.pinned][-self._limits.memories :],
-            self._limits.transcript_chars // 3,
+            self._limits.prompt_tokens // 3,
+            count,
         )
-        room = self._limits.transcript_chars - sum(len(m.content) + 40 for m in shown)
-        transcript = prompts.format_transcript(messages)
-        if len(transcript) > room:
-            # The end of a conversation holds its outcome; keep that part.
-            transcript = "[earlier turns omitted]\n" + transcript[-room:]
+        ids = [m.id for m in shown]
+        lines = prompts.transcript_lines(messages)
+        transcript = "\n".join(lines)
         asked = prompts.creation_messages(
-            transcript, shown, max_chars=self._limits.max_chars, today=now.date().isoformat()
+            transcript, shown, max_chars=self._limits.max_chars, today=today
         )
-        schema = memory_schema([m.id for m in shown], max_chars=self._limits.max_chars)
+        if count(asked[0].content) <= self._limits.prompt_tokens:
+            reading = await self._read(asked, self._schema(ids), turns)
+            return self._written(reading, reading.dropped, "", shown, messages, now)
+        # Too long for one prompt: in parts, each prompt the part's own (no memories shown).
+        frame = prompts.creation_messages(
+            "", max_chars=self._limits.max_chars, today=today, part=(MAX_PARTS, MAX_PARTS)
+        )
+        parts = transcript_parts(lines, self._limits.prompt_tokens - count(frame[0].content), count)
+        reading, dropped = await self._read_in_parts(parts, shown, turns, today)
+        note = f"read in {len(parts)} parts of {len(lines)} turns"
+        return self._written(reading, dropped, note, shown, messages, now)
+
+    async def _read_in_parts(
+        self,
+        parts: Sequence[TranscriptPart],
+        shown: Sequence[Memory],
+        turns: tuple[str, ...],
+        today: str,
+    ) -> tuple[_Reading, int]:
+        """A long conversation's memory: each part read on its own (its sentences grounded in
+        its own turns), then one memory of all of them (grounded in the whole conversation),
+        which also says what it updates; and the sentences dropped on the way."""
+        notes: list[_Grounded] = []
+        ends: list[MemoryAnswer] = []
+        dropped = 0
+        for number, part in enumerate(parts, 1):
+            asked = prompts.creation_messages(
+                part.text, max_chars=self._limits.max_chars, today=today,
+                part=(number, len(parts)),
+            )
+            own_turns = tuple(turns[i] for i in part.turns)
+            reading = await self._read(asked, self._schema([]), own_turns)
+            notes.extend(reading.grounded)
+            dropped += reading.dropped
+            if reading.answer.keep_until is not None:
+                ends.append(reading.answer)
+        unique = list({note.sentence: note for note in notes}.values())
+        empty = MemoryAnswer(sentences=[])
+        if not unique:
+            return _Reading(empty, [], 0), dropped
+        known = list(shown)
+        while True:  # the memories shown that fit beside the parts' sentences, newest kept
+            asked = prompts.combining_messages(
+                [(n.sentence, n.quote, n.about_person) for n in unique], len(parts), known,
+                max_chars=self._limits.max_chars, today=today,
+            )
+            fits = self._model.count_tokens(asked[0].content) <= self._limits.prompt_tokens
+            if fits or not known:
+                break
+            known.pop(0)
+        try:
+            combined = await self._read(asked, self._schema([m.id for m in known]), turns)
+        except InvalidMemoryText as error:
+            # The parts' sentences stand, the first ones first, rather than be lost.
+            log.warning("📝 The model's memory of a long conversation's parts failed: %s", error)
+            return _Reading(ends[0] if ends else empty, unique, 0), dropped
+        if not combined.grounded:
+            log.warning("📝 The model kept none of a long conversation's parts; they stand")
+            return _Reading(combined.answer, unique, 0), dropped
+        answer = combined.answer
+        if answer.keep_until is None and ends:
+            answer = answer.model_copy(update={"keep_until": ends[0].keep_until})
+        return _Reading(answer, combined.grounded, 0), dropped + combined.dropped
+
+    def _schema(self, memory_ids: list[int]) -> dict[str, object]:
+        return memory_schema(memory_ids, max_chars=self._limits.max_chars)
+
+    async def _read(
+        self, asked: list[ChatMessage], schema: dict[str, object], turns: tuple[str, ...]
+    ) -> _Reading:
+        """The model's answer to `asked`, its sentences grounded in `turns`: a reply that is
+        not the JSON is asked for again once (a second miss raises `InvalidMemoryText`), and
+        the sentences that fail are asked for again once."""
         reply = await self._model.ask(asked, schema)
         try:
             answer = parse_memory_answer(reply.text)
         except InvalidMemoryText as error:
-            # Asked again once with the reason; a second miss ends the job with it.
             log.info("📝 The model's memory was not the JSON asked for (%s); asked again", error)
             reply = await self._model.ask(
                 prompts.json_retry_messages(asked, reply.text, error.reason), schema
             )
             answer = parse_memory_answer(reply.text)
-        checked = self._checked(answer, turns)
-        kept, failed = checked.kept, checked.failures
-        recovered: list[str] = []
-        if failed:
-            recovered = await self._asked_again(asked, reply.text, failed, kept, turns)
-        dropped = len(failed) - len(recovered)
-        self._record.written += len(kept) + len(failed)
-        self._record.grounded += len(kept)
+        grounded, failures = self._checked(answer, turns)
+        recovered: list[_Grounded] = []
+        if failures:
+            recovered = await self._asked_again(asked, reply.text, failures, grounded, turns)
+        dropped = len(failures) - len(recovered)
+        self._record.written += len(grounded) + len(failures)
+        self._record.grounded += len(grounded)
         self._record.recovered += len(recovered)
         self._record.dropped += dropped
         if dropped:
-            for sentence, why in failed:
+            for sentence, why in failures:
                 log.warning("📝 A sentence of the model's memory failed (%s): %s", why, sentence)
             log.warning("📝 Dropped %d of them after asking again", dropped)
-        content = self._within_limits(kept + recovered)
-        note = f"{dropped} sentence(s) not grounded, dropped" if dropped else ""
+        return _Reading(answer, grounded + recovered, dropped)
+
+    def _written(
+        self,
+        reading: _Reading,
+        dropped: int,
+        note: str,
+        shown: Sequence[Memory],
+        messages: Sequence[ChatMessage],
+        now: datetime,
+    ) -> WrittenMemory | NothingToKeep:
+        """The memory the reading gives, within the limits, with the updates it claims."""
+        notes = [note] if note else []
+        if dropped:
+            notes.append(f"{dropped} sentence(s) not grounded, dropped")
+        note = "; ".join(notes)
+        content = self._within_limits([g.sentence for g in reading.grounded])
         if not content:
             return NothingToKeep(note or "the model found nothing worth keeping")
         shown_at = {m.id: m.updated_at for m in shown}
         claims: dict[int, UpdateClaim] = {}
         if not dropped:
             # A claim rests on the memory's sentences: with one dropped, none is applied.
-            for claim in answer.updates:
+            for claim in reading.answer.updates:
                 if claim.memory_id in shown_at:  # the first claim of an id stands
                     claims.setdefault(claim.memory_id, UpdateClaim(
                         claim.memory_id, " ".join(claim.still_true.split()),
                         shown_at[claim.memory_id],
                     ))
-        personal = [s for s in checked.about_person if s in content]
+        personal = [g.sentence for g in reading.grounded
+                    if g.about_person and g.sentence in content]
         return WrittenMemory(
             content, "model", updates=tuple(claims.values()), note=note,
             about_person=self._within_limits(personal) if personal else "",
-            keep_until=_kept_until(answer, messages, now),
+            keep_until=_kept_until(reading.answer, messages, now),
         )
 
     async def _asked_again(
@@ -134,26 +236,30 @@ class ModelWriter(MemoryWriter):
         asked: list[ChatMessage],
         answer: str,
         failures: list[tuple[str, str]],
-        kept: list[str],
+        grounded: list[_Grounded],
         turns: tuple[str, ...],
-    ) -> list[str]:
+    ) -> list[_Grounded]:
         """The sentences grounded when the failed ones are asked for again once (at most as
         many as failed, none already kept): a failed call or an answer that is not the JSON
         recovers nothing, and the sentences kept so far stand."""
-        schema = memory_schema([], max_chars=self._limits.max_chars)
+        schema = self._schema([])
         try:
             reply = await self._model.ask(prompts.retry_messages(asked, answer, failures), schema)
             again = parse_memory_answer(reply.text)
         except (ChatModelError, InvalidMemoryText) as error:
             log.warning("📝 Asking again for the model's failed sentences failed: %s", error)
             return []
-        new = [s for s in self._checked(again, turns).kept if s not in kept]
-        return list(dict.fromkeys(new))[: len(failures)]
+        kept = {g.sentence for g in grounded}
+        new = {g.sentence: g for g in self._checked(again, turns)[0] if g.sentence not in kept}
+        return list(new.values())[: len(failures)]
 
-    def _checked(self, answer: MemoryAnswer, turns: tuple[str, ...]) -> _Checked:
-        kept: list[str] = []
+    def _checked(
+        self, answer: MemoryAnswer, turns: tuple[str, ...]
+    ) -> tuple[list[_Grounded], list[tuple[str, str]]]:
+        """The answer's sentences whose quotes are found in `turns`, and the others with why
+        (`(sentence, why)`)."""
+        grounded: list[_Grounded] = []
         failures: list[tuple[str, str]] = []
-        about_person: list[str] = []
         for given in answer.sentences:
             sentence = ends_as_a_sentence(given.text)
             if not folded(sentence):
@@ -162,12 +268,10 @@ class ModelWriter(MemoryWriter):
             if why is None and len(sentence) > self._limits.max_chars:
                 why = f"it is longer than the {self._limits.max_chars}-character limit"
             if why is None:
-                kept.append(sentence)
-                if given.about_person:
-                    about_person.append(sentence)
+                grounded.append(_Grounded(sentence, given.quote, given.about_person))
             else:
                 failures.append((sentence, why))
-        return _Checked(kept, failures, about_person)
+        return grounded, failures
 
     def _within_limits(self, sentences: list[str]) -> str:
         """Four sentences at most, within the length limit. A model that gave more (a
@@ -185,14 +289,16 @@ class ModelWriter(MemoryWriter):
             units.pop()
         return ""
 
-def _newest_within(memories: Sequence[Memory], max_chars: int) -> list[Memory]:
-    """The newest of `memories` (oldest first) whose text fits within `max_chars`, oldest
+def _newest_within(
+    memories: Sequence[Memory], tokens: int, count: Callable[[str], int]
+) -> list[Memory]:
+    """The newest of `memories` (oldest first) whose lines fit within `tokens`, oldest
     first: a full space must not crowd the conversation out of the model's context."""
     kept: list[Memory] = []
     used = 0
     for memory in reversed(memories):
-        used += len(memory.content) + 40
-        if used > max_chars:
+        used += count(memory_line(memory)) + 1
+        if used > tokens:
             break
         kept.append(memory)
     return kept[::-1]

@@ -1,0 +1,79 @@
+"""The window each model's requests keep to, learned once at start.
+
+`MNEMOLOOP_MODEL_CONTEXT` says it when set. Otherwise the model says what it holds: Ollama's
+`/api/show`, an OpenAI-compatible server's model list or `/props`, llama.cpp's `n_ctx`. A model
+that says nothing is taken to hold `DEFAULT_WINDOW`, the smallest window such servers commonly
+run with. Ollama is told the window with every request (`num_ctx`): one steady value, since
+it reloads a model whose window changes, enough for the prompt budget and the answer's room and
+never more than the model holds. Every prompt the service sends then fits the window: the
+conversation's budget is the window less the answer's room, and the memory sub-agent's prompts
+are measured against the same window.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from loop.settings import Settings
+from memory_agent import ChatModel, ChatModelError, ContextWindow
+
+log = logging.getLogger("mnemoloop")
+
+# What a model that says nothing of its window is taken to hold: Ollama's default, and
+# llama-server's and LM Studio's usual one.
+DEFAULT_WINDOW = 4096
+# Room in every request beyond the messages' own tokens (the chat template's markers, a tool
+# instruction), and the granularity of the window Ollama is asked for.
+MARGIN_TOKENS = 256
+_STEP = 1024
+
+
+@dataclass(frozen=True)
+class ChosenWindow:
+    tokens: int
+    # Where the figure came from, and what was made of it: for the start-up log and /health.
+    said: str
+
+
+async def choose_window(model: ChatModel, settings: Settings) -> ChosenWindow:
+    """The window `model`'s requests keep to, set on the model (`use_window`) and logged."""
+    try:
+        held = await model.context_window()
+    except ChatModelError as error:
+        log.warning("%s: could not ask what the model holds (%s)", model.name, error)
+        held = None
+    said = held or _nothing_said()
+    if settings.model_context:
+        if held and held.tokens < settings.model_context:
+            log.warning(
+                "%s: MNEMOLOOP_MODEL_CONTEXT=%d is more than the model says it holds (%d,"
+                " %s): a server may cut what does not fit", model.name,
+                settings.model_context, held.tokens, held.source,
+            )
+        said = ContextWindow(settings.model_context, "MNEMOLOOP_MODEL_CONTEXT")
+    tokens = said.tokens
+    how = f"{tokens} tokens ({said.source})"
+    if model.sets_window and not settings.model_context:
+        wanted = settings.prompt_tokens + model.json_answer_tokens + MARGIN_TOKENS
+        tokens = min(tokens, -(-wanted // _STEP) * _STEP)
+        how += f"; it is asked for {tokens} (num_ctx)"
+    model.use_window(tokens)
+    log.info("mnemoloop: %s holds %s", model.name, how)
+    return ChosenWindow(tokens, how)
+
+
+def _nothing_said() -> ContextWindow:
+    return ContextWindow(
+        DEFAULT_WINDOW,
+        f"the model says nothing of its window: {DEFAULT_WINDOW} assumed; set"
+        " MNEMOLOOP_MODEL_CONTEXT",
+    )
+
+
+def prompt_tokens(model: ChatModel, settings: Settings, answer_tokens: int) -> int:
+    """A prompt's budget with `model`: the setting, within the window less the answer's room."""
+    tokens = settings.prompt_tokens
+    if model.context_tokens:
+        tokens = min(tokens, model.context_tokens - answer_tokens - MARGIN_TOKENS)
+    return max(tokens, 500)

@@ -1,0 +1,73 @@
+"""A quote aligned with a turn near-verbatim, as models copy the words they rest on.
+
+Asked to copy a conversation's words exactly, models still write them near-verbatim: a
+contraction written out or in ("I am" for "I'm"), a filler word or an article added or left
+out, now and then a word swapped ("named" for "called"). A quote stands when its words are
+found in one turn in order (most of them, within a stretch of the turn that is mostly them),
+and every number it gives is in that stretch as given. Nothing here knows a word of any
+language: words are what a script writes between spaces, and each character of a script
+written without spaces (Chinese, Japanese, Thai) is a word of its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from difflib import SequenceMatcher
+
+import regex as re
+
+from memory_agent.core.unicode_forms import folded
+
+# A quote of fewer words is found as written or not at all: three words near-verbatim are a
+# phrase; two are anyone's.
+MIN_WORDS = 3
+# The share of the quote's words found in the turn, in order (one in five swapped, and a
+# contraction written out, still hold).
+MIN_SHARE = 0.7
+# The share of the turn's stretch that is the quote's words (a filler word or two between
+# them, not a sentence).
+MIN_DENSITY = 0.6
+_WORD = re.compile(
+    r"[\p{Han}\p{Hiragana}\p{Katakana}\p{Thai}\p{Lao}\p{Khmer}\p{Myanmar}\p{Tibetan}]"
+    r"|[\p{L}\p{M}\p{N}]+"
+)
+
+
+def words(text: str) -> list[str]:
+    """`text`'s words, folded (`unicode_forms.folded`: case, compatibility forms and every
+    script's digits aside)."""
+    return [word for word in (folded(w) for w in _WORD.findall(text)) if word]
+
+
+def aligns_with(quote: str, turns: Sequence[str]) -> bool:
+    """Whether `quote` aligns with one of `turns` near-verbatim."""
+    mine = words(quote)
+    if len(mine) < MIN_WORDS:
+        return False
+    return any(_aligns(mine, words(turn)) for turn in turns)
+
+
+def _aligns(quote: list[str], turn: list[str]) -> bool:
+    if not turn:
+        return False
+    matcher = SequenceMatcher(None, quote, turn, autojunk=False)
+    blocks = [block for block in matcher.get_matching_blocks() if block.size]
+    best: tuple[int, int, int] | None = None  # words matched, the stretch's start and end
+    for first in range(len(blocks)):
+        matched = 0
+        for last in range(first, len(blocks)):
+            matched += blocks[last].size
+            start, end = blocks[first].b, blocks[last].b + blocks[last].size
+            if matched >= MIN_DENSITY * (end - start) and (best is None or matched > best[0]):
+                best = (matched, start, end)
+    if best is None:
+        return False
+    matched, start, end = best
+    if matched < MIN_WORDS or matched < MIN_SHARE * len(quote):
+        return False
+    stretch = set(turn[start:end])
+    return all(word in stretch for word in quote if _is_number(word))
+
+
+def _is_number(word: str) -> bool:
+    return any(char.isdigit() for char in word)

@@ -1,0 +1,93 @@
+"""A long conversation's transcript in parts that each fit one memory prompt.
+
+A transcript that fits is one part. One that does not is cut between turns into consecutive
+parts of at most `room` tokens each, every turn in one part, so that no fact is dropped for
+where it was said. The parts are bounded (`MAX_PARTS`): a conversation longer than that many
+prompts hold has its longest turns shortened, each keeping its beginning and its end, until
+it fits; a turn longer than a whole part is shortened the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+# The most parts one conversation is read in: with the call that puts them together, and a
+# second asking for each part's ungrounded sentences, the calls a memory takes stay bounded.
+# Sixteen hold some 15,000 tokens of English in a 4,096-token window, counted by the safe
+# estimate.
+MAX_PARTS = 16
+# What stands for the middle of a shortened turn.
+_GAP = " […] "
+
+
+@dataclass(frozen=True)
+class TranscriptPart:
+    lines: tuple[str, ...]
+    # The indexes of the turns it holds, in the conversation's order.
+    turns: tuple[int, ...]
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self.lines)
+
+
+def transcript_parts(
+    lines: Sequence[str], room: int, count: Callable[[str], int], max_parts: int = MAX_PARTS
+) -> list[TranscriptPart]:
+    """`lines` (one per turn) in consecutive parts of at most `room` tokens (`count` tells a
+    text's tokens), at most `max_parts` of them."""
+    room = max(room, 1)
+    costs = [count(line) + 1 for line in lines]  # and its line break
+    if sum(costs) <= room:
+        return [TranscriptPart(tuple(lines), tuple(range(len(lines))))]
+    # A part is never quite full (a turn that does not fit starts the next), so a turn may
+    # take at most the room, and all of them together somewhat less than every part's room.
+    cap = _largest_cap(costs, room, total=int(max_parts * room * 0.8))
+    fitted = [_shortened(line, cap, count) if cost > cap else line
+              for line, cost in zip(lines, costs, strict=True)]
+    parts: list[TranscriptPart] = []
+    current: list[int] = []
+    used = 0
+    for index, line in enumerate(fitted):
+        cost = count(line) + 1
+        if current and used + cost > room:
+            parts.append(_part(fitted, current))
+            current, used = [], 0
+        current.append(index)
+        used += cost
+    if current:
+        parts.append(_part(fitted, current))
+    return parts
+
+
+def _part(lines: Sequence[str], indexes: list[int]) -> TranscriptPart:
+    return TranscriptPart(tuple(lines[i] for i in indexes), tuple(indexes))
+
+
+def _largest_cap(costs: Sequence[int], room: int, *, total: int) -> int:
+    """The largest length (at most `room`) that, with every longer turn shortened to it,
+    keeps the turns within `total` tokens."""
+    low, high = 1, room
+    while low < high:
+        middle = (low + high + 1) // 2
+        if sum(min(cost, middle) for cost in costs) <= total:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def _shortened(line: str, tokens: int, count: Callable[[str], int]) -> str:
+    """`line` within `tokens`, its middle left out: a turn's beginning says what it is about,
+    its end often what was settled."""
+    if count(line) + 1 <= tokens:
+        return line
+    low, high = 0, len(line) // 2
+    while low < high:  # the most characters kept at each end
+        middle = (low + high + 1) // 2
+        if count(line[:middle] + _GAP + line[-middle:]) + 1 <= tokens:
+            low = middle
+        else:
+            high = middle - 1
+    return line[:low] + _GAP + line[-low:] if low else line[: max(tokens, 1)]
