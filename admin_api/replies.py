@@ -235,6 +235,18 @@ class HealthOut(Reply):
     # What an operator should know though every part is ready ("40% of the memory model's
     # sentences were not grounded ..."); empty when nothing.
     warnings: list[str] = msgspec.field(default_factory=list)
+    # How the models were set up: each one's window and where it came from, and which
+    # writer writes the memories, and why.
+    models: ModelSetupOut | None = None
+
+
+class ModelSetupOut(Reply):
+    # "4096 tokens (Ollama /api/show: llama.context_length); it is asked for 4096 (num_ctx)"
+    chat_window: str
+    memory_window: str
+    # model or extractive
+    memory_writer: str
+    memory_writer_why: str
 
 
 def memory_out(m: Memory, now: str) -> MemoryOut:

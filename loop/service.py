@@ -18,12 +18,13 @@ from loop.conversations.store import ConversationStore
 from loop.jobs.store import MemoryJobStore
 from loop.jobs.worker import MemoryWorker
 from loop.llm.choice import open_chat_model
-from loop.llm.windows import ChosenWindow, choose_window, prompt_tokens
+from loop.llm.windows import ChosenWindow, budgets, choose_window
 from loop.operations.admin_token import AdminToken
 from loop.operations.energy import EnergyBudget
-from loop.operations.health import HealthChecks
+from loop.operations.health import HealthChecks, ModelSetup
 from loop.operations.metrics import Metrics
 from loop.operations.registry import AppRegistry
+from loop.operations.writer_choice import MemoryWriterChoice
 from loop.settings import Settings
 from loop.storage import Engine, database_for
 from loop.wakeups import JOBS_CHANNEL, MESSAGES_CHANNEL
@@ -75,6 +76,8 @@ class Services:
     admin_token: AdminToken
     health: HealthChecks
     metrics: Metrics
+    # Which writer writes the memories, and why (settled before the worker's first job).
+    writer_choice: MemoryWriterChoice
 
     async def listen(self) -> None:
         """Wake this instance's loop and worker when another instance has work for them."""
@@ -128,6 +131,8 @@ async def open_services(
             chat_window if memory_model is chat_model
             else await choose_window(memory_model, settings)
         )
+        chat_budget = budgets(chat_model, settings).chat
+        memory_budget = budgets(memory_model, settings).memory
         agent = MemorySubAgent(
             database,
             memory_model,
@@ -138,9 +143,7 @@ async def open_services(
             llm_timeout=settings.llm_timeout,
             tokens_per_energy_unit=settings.tokens_per_energy_unit,
             # A memory prompt keeps within the window, less a JSON answer's room.
-            prompt_tokens=prompt_tokens(
-                memory_model, settings, memory_model.json_answer_tokens
-            ),
+            prompt_tokens=memory_budget,
             grace_seconds=settings.memory_grace_seconds,
             writer=memory_writer_for(settings.memory_writer, memory_model),
         )
@@ -179,10 +182,7 @@ async def open_services(
             max_per_app=settings.max_concurrent_per_app,
             answer_timeout=settings.answer_timeout,
             answer_attempts=settings.answer_attempts,
-            prompt_budget=PromptBudget(
-                prompt_tokens(chat_model, settings, chat_model.answer_tokens),
-                chat_model.count_tokens,
-            ),
+            prompt_budget=PromptBudget(chat_budget, chat_model.count_tokens),
             recover_on_start=not database.shared,
         )
         worker = MemoryWorker(
@@ -197,6 +197,7 @@ async def open_services(
             recover_on_start=not database.shared,
             keep_conversation_secrets=settings.keep_conversation_secrets,
         )
+        writer_choice = MemoryWriterChoice(settings, database, clock, agent, memory_model)
         yield Services(
             settings,
             database,
@@ -206,8 +207,13 @@ async def open_services(
             central,
             worker,
             AdminToken(database, clock, configured=_configured_token(settings)),
-            HealthChecks(database, [chat_model, memory_model], worker, agent.warnings),
+            HealthChecks(
+                database, [chat_model, memory_model], worker, agent.warnings,
+                setup=lambda: _setup(chat_window, memory_window, writer_choice),
+                worker_waits=lambda: not writer_choice.settled,
+            ),
             metrics,
+            writer_choice,
         )
     finally:
         if energy is not None:
@@ -215,6 +221,12 @@ async def open_services(
         for model in owned:
             await model.aclose()
         await database.close()
+
+
+def _setup(
+    chat: ChosenWindow, memory: ChosenWindow, writer: MemoryWriterChoice
+) -> ModelSetup:
+    return ModelSetup(chat.said, memory.said, writer.writer, writer.why)
 
 
 async def _write_last_spending(energy: EnergyBudget) -> None:

@@ -28,6 +28,7 @@ from memory_agent.core.energy import (
     energy_cost,
 )
 from memory_agent.core.errors import (
+    ChatModelEmptyAnswer,
     ChatModelError,
     ChatModelResponseError,
     ChatModelTimeout,
@@ -94,10 +95,12 @@ from memory_agent.storage.store import (
     PROFILE_APP,
     MemoryState,
 )
+from memory_agent.writers.calibration import CALIBRATION_VERSION, Calibration
 from memory_agent.writers.choice import memory_writer_for
 from memory_agent.writers.written import GroundingRecord
 
 __all__ = [
+    "CALIBRATION_VERSION",
     "MAX_MEMORY_ID",
     "MAX_QUERY_CHARS",
     "POSTGRESQL",
@@ -105,8 +108,10 @@ __all__ = [
     "SQLITE",
     "TOKENS_PER_MESSAGE",
     "AgentStats",
+    "Calibration",
     "ChatMessage",
     "ChatModel",
+    "ChatModelEmptyAnswer",
     "ChatModelError",
     "ChatModelResponseError",
     "ChatModelTimeout",

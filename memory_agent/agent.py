@@ -37,6 +37,7 @@ from memory_agent.steering.changes import MemoryChange
 from memory_agent.storage.search import search_terms
 from memory_agent.storage.store import PROFILE_APP, EventSource, MemoryState, MemoryStore
 from memory_agent.writers.asking import MemoryLimits, MemoryModel
+from memory_agent.writers.calibration import Calibration, calibrate
 from memory_agent.writers.choice import writer_of
 from memory_agent.writers.writer import WriterKind
 from memory_agent.writers.written import GroundingRecord
@@ -103,6 +104,19 @@ class MemorySubAgent:
     @property
     def writer(self) -> WriterKind:
         return self._writer.kind
+
+    async def calibrate_writer(self) -> Calibration:
+        """Try the model writer on a few fixed conversations (`writers.calibration`), and
+        write with the writer it shows this model should have."""
+        calibration = await calibrate(self._model, self._limits, self._clock.now())
+        self.use_writer(calibration.writer)
+        return calibration
+
+    def use_writer(self, kind: WriterKind) -> None:
+        """Write memories with `kind` from now on."""
+        if kind != self._writer.kind:
+            self._writer = writer_of(kind, self._model, self._limits)
+            self._creation.use_writer(self._writer)
 
     @property
     def grounding(self) -> GroundingRecord | None:

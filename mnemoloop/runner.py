@@ -30,6 +30,11 @@ log = logging.getLogger("mnemoloop")
 
 DRAIN_SECONDS = 5.0
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
+# How long an idle client connection is kept open. uvicorn's 5 s is also httpx's and many
+# pools' own expiry: a client then reuses a connection in the instant the server closes it,
+# and its request fails with a dropped connection. A longer wait leaves the closing to the
+# client.
+KEEP_ALIVE_SECONDS = 75
 
 
 class ServeRefused(Exception):
@@ -68,12 +73,13 @@ async def serve(settings: Settings) -> None:
     try:
         async with open_services(settings) as services, claimed(services):
             log.info(
-                "mnemoloop: %s, model %s, memory model %s (%s writer)",
+                "mnemoloop: %s, model %s, memory model %s (%s)",
                 services.database.describe(),
                 services.models.chat.name,
                 services.models.memory.name,
-                services.stores.agent.writer,
+                _writer_said(services),
             )
+            _log_windows(services)
             model = await services.health.model()
             if not model.ready:
                 print(f"mnemoloop: warning: the model is not ready: {model.reason}; messages"
@@ -83,6 +89,23 @@ async def serve(settings: Settings) -> None:
     finally:
         sock.close()
     print("mnemoloop: stopped", flush=True)
+
+
+def _log_windows(services: Services) -> None:
+    models = services.models
+    windows = [(models.chat, models.chat_window), (models.memory, models.memory_window)]
+    if models.memory is models.chat or isinstance(models.chat, NoModelLoaded):
+        windows = windows[1:]
+    for model, window in windows:
+        if window is not None:
+            log.info("mnemoloop: %s holds %s", model.name, window.said)
+
+
+def _writer_said(services: Services) -> str:
+    choice = services.writer_choice
+    if choice.settled:
+        return f"{choice.writer} writer"
+    return "its writer chosen once the model is tried"
 
 
 async def _announce_admin_token(services: Services) -> None:
@@ -114,7 +137,7 @@ async def _run_until_signalled(services: Services, app: Any, sock: socket.socket
 
     async with anyio.create_task_group() as group:
         group.start_soon(services.central.run)
-        group.start_soon(worker.run)
+        group.start_soon(_memory_work, services)
         group.start_soon(run_server)
         # uvicorn says it has started with a flag, not an event.
         while not server.started and not server_stopped.is_set():  # noqa: ASYNC110
@@ -137,6 +160,13 @@ async def _run_until_signalled(services: Services, app: Any, sock: socket.socket
         group.cancel_scope.cancel()
 
 
+async def _memory_work(services: Services) -> None:
+    """The memory worker, once the writer is known (`auto` tries a model first, while
+    conversations are already answered)."""
+    await services.writer_choice.settle()
+    await services.worker.run()
+
+
 def _url_host(host: str) -> str:
     return f"[{host}]" if ":" in host else host
 
@@ -147,14 +177,15 @@ async def run_worker(settings: Settings) -> None:
         services
     ):
         log.info(
-            "mnemoloop worker: %s, memory model %s (%s writer)",
+            "mnemoloop worker: %s, memory model %s (%s)",
             services.database.describe(),
             services.models.memory.name,
-            services.stores.agent.writer,
+            _writer_said(services),
         )
+        _log_windows(services)
         worker = services.worker
         async with anyio.create_task_group() as group:
-            group.start_soon(worker.run)
+            group.start_soon(_memory_work, services)
             with _signals() as signals:
                 print("mnemoloop: worker running", flush=True)
                 await _until_signalled(signals)
@@ -206,7 +237,8 @@ def http_server(app: Any, sock: socket.socket) -> SignalFreeServer:
     count of wrong tokens goes by that address)."""
     host, port = sock.getsockname()[:2]
     config = uvicorn.Config(
-        app, host=host, port=port, log_level="warning", lifespan="on", proxy_headers=False
+        app, host=host, port=port, log_level="warning", lifespan="on", proxy_headers=False,
+        timeout_keep_alive=KEEP_ALIVE_SECONDS,
     )
     return SignalFreeServer(config)
 

@@ -41,7 +41,9 @@ from bench_support import (
 )
 from scripted_models import TIMED_MODEL_SECONDS, ScriptedModel, Timed
 
+from loop.conversations.prompt_budget import PromptBudget
 from loop.llm import LocalChatModel, local_backend_available
+from loop.llm.windows import DEFAULT_WINDOW, MARGIN_TOKENS
 from loop.service import open_services
 from loop.settings import Settings
 from memory_agent import (
@@ -49,6 +51,7 @@ from memory_agent import (
     ImportedMemory,
     MemoryCreationRequest,
     MemorySubAgent,
+    estimate_tokens,
     memory_writer_for,
 )
 
@@ -120,6 +123,38 @@ def bench_overhead(tmp: Path, quick: bool) -> dict[str, Any]:
     overhead = anyio.run(job_overhead, db, jobs)
     return {"overhead_pct": round(overhead * 100, 3),
             "overhead_model_ms": TIMED_MODEL_SECONDS * 1000}
+
+
+# -- the context window ------------------------------------------------------------------------
+
+CONTEXT_TURNS = 40
+
+
+def bench_context(tmp: Path, quick: bool) -> dict[str, Any]:
+    """What keeping a request within the model's window adds to it, as `CentralLoop` does for
+    every request: the system prompt, a memory block of ten memories and a 40-turn
+    conversation (about 15,000 tokens) counted with the safe estimate, and the newest turns
+    that fit a 4,096-token window's budget kept (`context_work_p50_ms`)."""
+    budget = PromptBudget(DEFAULT_WINDOW - 512 - MARGIN_TOKENS, estimate_tokens)
+    block = "\n".join(f"- [Created: 2026-11-0{n % 9 + 1}] The user said their locker code is"
+                      f" {41000 + n} and they train on Tuesdays." for n in range(10))
+    fixed = [ChatMessage("system", "You are the assistant of the app Tutor."),
+             ChatMessage("system", block)]
+    turn = ("We talked about the trip, the train times, the hotel near the river and what the"
+            " museum opens on Sundays. ") * 12
+    conversation = [ChatMessage("user" if n % 2 == 0 else "assistant", f"{n}: {turn}")
+                    for n in range(CONTEXT_TURNS * 2)]
+    seconds: list[float] = []
+    for _ in range(200 if quick else 2000):
+        started = time.perf_counter()
+        kept = budget.newest_turns_that_fit(fixed, conversation)
+        seconds.append(time.perf_counter() - started)
+    return {
+        "context_work_p50_ms": round(statistics.median(seconds) * 1000, 3),
+        "context_work_p99_ms": round(percentile(seconds, 99) * 1000, 3),
+        "context_conversation_tokens": sum(estimate_tokens(m.content) for m in conversation),
+        "context_turns_kept": len(kept),
+    }
 
 
 # -- HTTP --------------------------------------------------------------------------------------
@@ -415,7 +450,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="mnemoloop-bench-") as folder:
         tmp = Path(folder)
         benches = (bench_retrieval, bench_spaces, bench_profiles, bench_jobs, bench_overhead,
-                   bench_http, bench_dialects, bench_postgres, bench_model, bench_energy)
+                   bench_context, bench_http, bench_dialects, bench_postgres, bench_model,
+                   bench_energy)
         for bench in benches:
             if args.only and bench.__name__ != args.only:
                 continue

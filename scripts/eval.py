@@ -40,7 +40,7 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from loop.llm import choose_window, open_chat_model, prompt_tokens
+from loop.llm import budgets, choose_window, open_chat_model
 from loop.settings import load_settings
 from loop.storage import SqliteDatabase
 from memory_agent import (
@@ -63,6 +63,7 @@ DEFAULT_STORIES = Path(__file__).with_name("eval_stories.json")
 KEYS = (
     "model",
     "writer",
+    "writer_trial",
     "window",
     "quote_drift",
     "stories",
@@ -326,7 +327,7 @@ async def evaluate(args: argparse.Namespace) -> dict[str, Any]:
         # The window the service would keep to with this model (the oracle has none: only
         # the setting's prompt budget, unless --window gives one).
         window = (await choose_window(inner, settings)).tokens
-    memory_prompt = prompt_tokens(inner, settings, inner.json_answer_tokens)
+    memory_prompt = budgets(inner, settings).memory
     model = CountingModel(inner)
     outcomes: Counter[str] = Counter()
     failures: list[str] = []
@@ -344,6 +345,13 @@ async def evaluate(args: argparse.Namespace) -> dict[str, Any]:
                     prompt_tokens=memory_prompt,
                     writer=memory_writer_for(args.writer or settings.memory_writer, inner),
                 )
+                trial = None
+                writer_setting = args.writer or settings.memory_writer
+                if writer_setting == "auto" and oracle is None and not inner.bundled:
+                    # As the service does: the writer this model's trial shows it deserves.
+                    trial = (await agent.calibrate_writer()).why
+                    model.calls = model.decision_calls = model.tokens = 0
+                    agent.get_energy_consumed_since_last_poll()
                 for app in apps:
                     async with database.transaction() as tx:
                         await tx.execute(
@@ -368,6 +376,7 @@ async def evaluate(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "model": model.name,
         "writer": agent.writer,
+        "writer_trial": trial,
         "window": window,
         "quote_drift": args.quote_drift if oracle is not None else None,
         "stories": str(args.stories),

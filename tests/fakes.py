@@ -33,6 +33,7 @@ class ModelCall:
     messages: list[ChatMessage]
     tools: list[ToolSpec]
     json_schema: JsonSchema | None
+    answer_tokens: int | None = None
 
     @property
     def prompt(self) -> str:
@@ -61,7 +62,7 @@ class FunctionModel(ChatModel):
         json_schema: JsonSchema | None = None,
         answer_tokens: int | None = None,
     ) -> ChatReply:
-        call = ModelCall(list(messages), list(tools), json_schema)
+        call = ModelCall(list(messages), list(tools), json_schema, answer_tokens)
         self.calls.append(call)
         answer = self._fn(call)
         if inspect.isawaitable(answer):

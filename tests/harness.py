@@ -29,7 +29,7 @@ def http_client(services: Services, admin_token: str | None = None) -> AsyncClie
 
 
 def settings_for(db: Path, **overrides: Any) -> Settings:
-    return Settings(db=db, llm="local", **overrides)
+    return Settings(**{"db": db, "llm": "local", **overrides})
 
 
 @asynccontextmanager

@@ -33,8 +33,10 @@ def start_worker(db: Path | str, ollama: str, log: Path, **settings: str
 
 def start_command(command: str, db: Path | str, ollama: str, log: Path,
                   **settings: str) -> subprocess.Popen[bytes]:
+    # The stand-in writes what its script says, not what a trial of a model would judge: the
+    # writer is named rather than chosen by `auto`.
     environment = {**os.environ, "MNEMOLOOP_DB": str(db), "MNEMOLOOP_LLM": f"ollama:{MODEL}",
-                   "OLLAMA_HOST": ollama,
+                   "OLLAMA_HOST": ollama, "MNEMOLOOP_MEMORY_WRITER": "model",
                    **{f"MNEMOLOOP_{name.upper()}": value for name, value in settings.items()}}
     with log.open("ab") as out:  # the child keeps its own copy of the descriptor
         return subprocess.Popen([sys.executable, "-m", "mnemoloop", command],

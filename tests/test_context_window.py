@@ -39,22 +39,22 @@ async def _window_of(model, tmp_path, **settings):
 
 @respx.mock
 async def test_ollamas_modelfile_num_ctx_is_what_the_model_holds(tmp_path, caplog):
-    respx.post(f"{HOST}/api/show").respond(json=show_body(131072, num_ctx=8192))
+    respx.post(f"{HOST}/api/show").respond(json=show_body(131072, num_ctx=16384))
     route = respx.post(f"{HOST}/api/chat").respond(json=chat_body("ok"))
     model = OllamaChatModel("llama3.2:1b", host=HOST)
     caplog.set_level(logging.INFO)
 
     chosen = await _window_of(model, tmp_path, prompt_tokens=6000)
-    # Enough for the prompt budget and a JSON answer's room, in steps of 1,024, within 8,192.
-    assert chosen.tokens == 7168 == model.context_tokens
-    assert "the Modelfile's num_ctx" in caplog.text and "7168" in caplog.text
+    # Enough for the prompt budget and a JSON answer's room, in steps of 1,024, within 16,384.
+    assert chosen.tokens == 8192 == model.context_tokens
+    assert "the Modelfile's num_ctx" in chosen.said and "8192" in chosen.said
 
     for question in ("one", "two"):
         await model.chat([ChatMessage("user", question)])
     await model.chat([ChatMessage("user", "three")], json_schema={"type": "object"},
                      answer_tokens=300)
     options = [json.loads(call.request.content)["options"] for call in route.calls]
-    assert [o["num_ctx"] for o in options] == [7168, 7168, 7168]  # one steady value
+    assert [o["num_ctx"] for o in options] == [8192, 8192, 8192]  # one steady value
     assert options[2]["num_predict"] == 300
 
 
@@ -74,7 +74,8 @@ async def test_a_model_that_says_nothing_is_taken_to_hold_ollamas_default(tmp_pa
     caplog.set_level(logging.INFO)
     chosen = await _window_of(model, tmp_path)
     assert chosen.tokens == DEFAULT_WINDOW == 4096
-    assert "MNEMOLOOP_MODEL_CONTEXT" in caplog.text
+    assert "could not ask what the model holds" in caplog.text
+    assert "MNEMOLOOP_MODEL_CONTEXT" in chosen.said
 
 
 @respx.mock

@@ -78,10 +78,15 @@ async def test_health_needs_no_token_and_tells_each_part(client):
     response = await client.get("/health")
     ready = {"ready": True, "reason": None}
     assert response.status_code == 200
-    assert response.json() == {
+    body = response.json()
+    models = body.pop("models")
+    assert body == {
         "status": "ok", "model": ready, "database": ready, "memoryWorker": ready,
         "warnings": [],
     }
+    # The windows the models' requests keep to, and the writer with why.
+    assert models["chatWindow"].startswith("4096 tokens (the model says nothing")
+    assert models["memoryWriter"] in ("model", "extractive") and models["memoryWriterWhy"]
 
 
 async def test_health_warns_when_the_memory_models_sentences_are_dropped(client, services):

@@ -270,7 +270,7 @@ async def too_slow(call: ModelCall) -> str:
     ("answer", "why"),
     [
         (lambda call: "I would delete the oldest one.", "no JSON object"),
-        (lambda call: '{"action": "delete",}', "not valid JSON"),
+        (lambda call: '{"action": "delete", "targetMemoryId": [3}', "not valid JSON"),
         (lambda call: '{"action": "delete", "targetMemoryId": 0, "reason": "a\nb"}', None),
         (unknown_action, "action"),
         (missing_id, "not one of those shown"),

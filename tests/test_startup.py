@@ -95,9 +95,16 @@ def test_serving_on_the_real_port_and_one_admin_token_kept_until_rotated(db_path
         assert first.out.index("admin token") < first.out.index("serving on")
         assert status(url, "/apps", token) == 200
         health = httpx.get(url + "/health").json()
+        models = health.pop("models")
         assert health == {"status": "ok", "model": {"ready": True, "reason": None},
                           "database": {"ready": True, "reason": None},
                           "memoryWorker": {"ready": True, "reason": None}, "warnings": []}
+        # What the stand-in says its model holds, and the steady num_ctx it is asked for.
+        assert models["chatWindow"] == (
+            "131072 tokens (Ollama /api/show: llama.context_length); it is asked for 8192"
+            " (num_ctx)")
+        assert models["memoryWriter"] in ("model", "extractive")
+        assert models["memoryWriterWhy"].startswith("auto: ")
         assert first.stop() == 0
 
         again = Serve(db_path, **settings)

@@ -11,7 +11,15 @@ from litestar.response import Redirect
 
 from admin_api.auth import admin_only
 from admin_api.dependencies import Provided
-from admin_api.replies import EnergyOut, HealthOut, JobsOut, PartHealthOut, job_out, problems
+from admin_api.replies import (
+    EnergyOut,
+    HealthOut,
+    JobsOut,
+    ModelSetupOut,
+    PartHealthOut,
+    job_out,
+    problems,
+)
 from loop.operations import CONTENT_TYPE, HealthChecks, Metrics, PartHealth
 from loop.service import Stores
 
@@ -43,6 +51,10 @@ async def health(health_checks: Provided[HealthChecks]) -> Response[HealthOut]:
         _part(checked.database),
         _part(checked.memory_worker),
         list(checked.warnings),
+        ModelSetupOut(
+            checked.setup.chat_window, checked.setup.memory_window,
+            checked.setup.memory_writer, checked.setup.memory_writer_why,
+        ),
     )
     return Response(body, status_code=200 if checked.ready else 503)
 

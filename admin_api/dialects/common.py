@@ -327,8 +327,17 @@ async def reply_pieces(question: Question) -> AsyncIterator[str | ReplyStatus]:
 
 
 def _checked(question: Question, status: ReplyStatus) -> ReplyStatus:
-    if status.reply is not None or status.ended:
-        return status
+    """The reply, or the dialect's error: never an empty success."""
+    if status.reply is not None:
+        if status.reply.content or status.reply.tool_calls:
+            return status
+        raise DialectError(502, "the model's answer was empty",
+                           {**_NO_RETRY, **conversation_header(question)})
+    if status.ended:
+        # Ended (by the app, the model, or an operator) before its question was answered:
+        # sent again, the question starts a new conversation.
+        raise DialectError(409, "the conversation ended before its question was answered;"
+                           " send the request again", conversation_header(question))
     if status.state == "failed":
         raise DialectError(502, f"the model could not answer: {status.error}",
                            {**_NO_RETRY, **conversation_header(question)})

@@ -28,6 +28,7 @@ from memory_agent import (
     PROFILE_APP,
     ChatMessage,
     ChatModel,
+    ChatModelEmptyAnswer,
     Memory,
     MemorySubAgent,
     MnemoloopError,
@@ -327,6 +328,9 @@ class CentralLoop:
                         " window it was given is larger than it holds; set"
                         " MNEMOLOOP_MODEL_CONTEXT", answering.conversation_id,
                         reply.usage.prompt_tokens)
+        if not reply.text.strip() and not reply.tool_calls:
+            # Tried again, then failed with a reason: never stored as an empty answer.
+            raise ChatModelEmptyAnswer("the model answered nothing", model=model.name)
         if client_tools:
             offered = {tool.name for tool in tools}
             calls = with_ids([call for call in reply.tool_calls if call.name in offered])

@@ -330,12 +330,16 @@ class ConversationStore:
         return format_timestamp(self._clock.now() - idle_for)
 
     async def idle_since(self, cutoff: str) -> list[str]:
-        """Open conversations with no activity since `cutoff`, but for those whose answer is
-        being written: a conversation waiting for its answer is not idle."""
+        """Open conversations with no activity since `cutoff`, but for those waiting for an
+        answer: one being written, and one whose question waits for an answer slot (a slow
+        model makes them queue), are not idle. One whose answer failed for good is."""
         rows = await self._db.fetch_all(
-            "SELECT conversation_id FROM conversations WHERE status = 'open'"
-            " AND last_activity_at < ? AND (answer_state IS NULL OR answer_state = 'failed'"
-            " OR answer_lease_until < ?) ORDER BY last_activity_at",
+            "SELECT c.conversation_id FROM conversations c WHERE c.status = 'open'"
+            " AND c.last_activity_at < ? AND (c.answer_state = 'failed' OR ("
+            "  (c.answer_state IS NULL OR c.answer_lease_until < ?)"
+            "  AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.conversation_id = c.conversation_id"
+            "   AND m.id > c.answered_up_to AND m.role IN ('user', 'tool'))"
+            " )) ORDER BY c.last_activity_at",
             (cutoff, now_text(self._clock)),
         )
         return [row[0] for row in rows]

@@ -4,14 +4,15 @@ model's requests keep to."""
 
 from loop.llm.choice import NoModelLoaded, open_chat_model
 from loop.llm.local import LocalChatModel, local_backend_available
-from loop.llm.windows import ChosenWindow, choose_window, prompt_tokens
+from loop.llm.windows import ChosenWindow, PromptBudgets, budgets, choose_window
 
 __all__ = [
     "ChosenWindow",
     "LocalChatModel",
     "NoModelLoaded",
+    "PromptBudgets",
+    "budgets",
     "choose_window",
     "local_backend_available",
     "open_chat_model",
-    "prompt_tokens",
 ]

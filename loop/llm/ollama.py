@@ -127,7 +127,8 @@ class OllamaChatModel(ChatModel):
         answer_tokens: int | None,
     ) -> ChatReply:
         guard.check_model_requests_allowed(self.name)
-        options = self._options(answer_tokens)
+        room = self.room_for(answer_tokens, json=json_schema is not None)
+        options = self._options(room)
         if json_schema:
             options["temperature"] = 0  # structured answers are decisions: make them repeatable
         with translated_ollama_errors(self.name):
@@ -143,26 +144,25 @@ class OllamaChatModel(ChatModel):
             tool_calls=_tool_calls(response.message),
             usage=TokenUsage(response.prompt_eval_count or 0, response.eval_count or 0),
             truncated=response.done_reason == "length",
-            cut=self._was_cut(response.prompt_eval_count, answer_tokens),
+            cut=self._was_cut(response.prompt_eval_count, room),
         )
 
-    def _options(self, answer_tokens: int | None) -> dict[str, Any]:
+    def _options(self, room: int | None) -> dict[str, Any]:
         """Every request's options: the window it keeps to (`num_ctx`: one steady value, as
         Ollama reloads a model whose window changes) and the answer's room (`num_predict`)."""
         options: dict[str, Any] = {}
         if self.context_tokens:
             options["num_ctx"] = self.context_tokens
-        if answer_tokens is not None:
-            options["num_predict"] = answer_tokens
+        if room is not None:
+            options["num_predict"] = room
         return options
 
-    def _was_cut(self, prompt_tokens: int | None, answer_tokens: int | None) -> bool:
+    def _was_cut(self, prompt_tokens: int | None, room: int | None) -> bool:
         """Ollama read as many prompt tokens as the window holds less the answer's room: no
         request is sent that large, so it cut the prompt (it does so without an error)."""
         if not self.context_tokens or not prompt_tokens:
             return False
-        room = answer_tokens if answer_tokens is not None else self.answer_tokens
-        return prompt_tokens >= self.context_tokens - room
+        return prompt_tokens >= self.context_tokens - (room or self.answer_tokens)
 
     async def _stream_once(
         self, messages: Sequence[ChatMessage], tools: Sequence[ToolSpec], on_text: TextSink
@@ -177,7 +177,7 @@ class OllamaChatModel(ChatModel):
                 messages=_messages_payload(messages),
                 tools=[_tool_payload(tool) for tool in tools] or None,
                 stream=True,
-                options=self._options(None) or None,
+                options=self._options(self.room_for(None, json=False)) or None,
             )
             async for chunk in chunks:
                 if chunk.message.content:
@@ -192,7 +192,7 @@ class OllamaChatModel(ChatModel):
             tool_calls=tuple(calls),
             usage=TokenUsage(last.prompt_eval_count or 0, last.eval_count or 0),
             truncated=last.done_reason == "length",
-            cut=self._was_cut(last.prompt_eval_count, None),
+            cut=self._was_cut(last.prompt_eval_count, self.room_for(None, json=False)),
         )
 
     async def context_window(self) -> ContextWindow | None:
@@ -233,6 +233,7 @@ class OllamaChatModel(ChatModel):
             sibling = OllamaChatModel(served_name, attempts=self._attempts, client=self._client)
             # The same window as this model's: one steady num_ctx for a client's model too.
             sibling.context_tokens = self.context_tokens
+            sibling.chat_room, sibling.json_room = self.chat_room, self.json_room
             self._siblings[served_name] = sibling
         return self._siblings[served_name]
 

@@ -27,6 +27,7 @@ from loop.llm import guard
 from memory_agent import (
     ChatMessage,
     ChatModel,
+    ChatModelEmptyAnswer,
     ChatModelError,
     ChatModelResponseError,
     ChatModelTimeout,
@@ -60,11 +61,9 @@ _FORMATS: tuple[Callable[[JsonSchema], dict[str, Any]], ...] = (
 )
 
 
-class _NotAnswered(ChatModelError):
-    """A server that answered 200 with nothing in it (no choices, a stream that stopped):
-    worth another try."""
-
-    transient = True
+class _NotAnswered(ChatModelEmptyAnswer):
+    """A server that answered 200 with nothing in it (no choices, a stream that stopped, a
+    body that is not the API's)."""
 
 
 @contextmanager
@@ -238,7 +237,10 @@ class OpenAIChatModel(ChatModel):
             usage=TokenUsage(usage.prompt_tokens, usage.completion_tokens) if usage
             else self._estimated_usage(request, text),
             truncated=choice.finish_reason == "length",
-            cut=self._was_cut(usage.prompt_tokens if usage else None, answer_tokens),
+            cut=self._was_cut(
+                usage.prompt_tokens if usage else None,
+                self.room_for(answer_tokens, json=json_schema is not None),
+            ),
         )
 
     async def _stream_once(
@@ -276,7 +278,9 @@ class OpenAIChatModel(ChatModel):
             ),
             usage=usage or self._estimated_usage(request, text),
             truncated=finish == "length",
-            cut=self._was_cut(usage.prompt_tokens if usage else None, None),
+            cut=self._was_cut(
+                usage.prompt_tokens if usage else None, self.room_for(None, json=False)
+            ),
         )
 
     async def _stream(self, request: dict[str, Any]) -> AsyncIterator[Any]:
@@ -305,8 +309,9 @@ class OpenAIChatModel(ChatModel):
         request: dict[str, Any] = {"model": self.model, "messages": payload}
         if tools:
             request["tools"] = [_tool_payload(tool) for tool in tools]
-        if answer_tokens is not None:
-            request["max_tokens"] = answer_tokens
+        room = self.room_for(answer_tokens, json=json_schema is not None)
+        if room is not None:
+            request["max_tokens"] = room
         if json_schema is not None:
             # Structured answers are decisions: make them repeatable.
             request["temperature"] = 0
@@ -333,13 +338,12 @@ class OpenAIChatModel(ChatModel):
         prompt = sum(self.count_tokens(str(m.get("content") or "")) for m in request["messages"])
         return TokenUsage(prompt, self.count_tokens(text))
 
-    def _was_cut(self, prompt_tokens: int | None, answer_tokens: int | None) -> bool:
+    def _was_cut(self, prompt_tokens: int | None, room: int | None) -> bool:
         """The server read as many prompt tokens as the window holds less the answer's room:
         no request is sent that large, so it cut the prompt."""
         if not self.context_tokens or not prompt_tokens:
             return False
-        room = answer_tokens if answer_tokens is not None else self.answer_tokens
-        return prompt_tokens >= self.context_tokens - room
+        return prompt_tokens >= self.context_tokens - (room or self.answer_tokens)
 
     # -- the server -------------------------------------------------------------------------
 
@@ -371,6 +375,7 @@ class OpenAIChatModel(ChatModel):
         if served_name not in self._siblings:
             sibling = OpenAIChatModel(served_name, attempts=self._attempts, client=self._client)
             sibling.context_tokens = self.context_tokens
+            sibling.chat_room, sibling.json_room = self.chat_room, self.json_room
             self._siblings[served_name] = sibling
         return self._siblings[served_name]
 

@@ -37,7 +37,9 @@ class ChosenWindow:
 
 
 async def choose_window(model: ChatModel, settings: Settings) -> ChosenWindow:
-    """The window `model`'s requests keep to, set on the model (`use_window`) and logged."""
+    """The window `model`'s requests keep to, set on the model (`use_window`); what was made
+    of it is `said`, for the start-up log (written once the instance may run: a refused second
+    process says one line) and /health."""
     try:
         held = await model.context_window()
     except ChatModelError as error:
@@ -59,7 +61,6 @@ async def choose_window(model: ChatModel, settings: Settings) -> ChosenWindow:
         tokens = min(tokens, -(-wanted // _STEP) * _STEP)
         how += f"; it is asked for {tokens} (num_ctx)"
     model.use_window(tokens)
-    log.info("mnemoloop: %s holds %s", model.name, how)
     return ChosenWindow(tokens, how)
 
 
@@ -69,6 +70,27 @@ def _nothing_said() -> ContextWindow:
         f"the model says nothing of its window: {DEFAULT_WINDOW} assumed; set"
         " MNEMOLOOP_MODEL_CONTEXT",
     )
+
+
+@dataclass(frozen=True)
+class PromptBudgets:
+    """The tokens a prompt may take with a model: a conversation's, and a memory prompt's
+    (whose JSON answer takes more room)."""
+
+    chat: int
+    memory: int
+
+
+def budgets(model: ChatModel, settings: Settings) -> PromptBudgets:
+    """The prompt budgets with `model`, and, once its window is known, the room each answer
+    may take (set on the model: `chat_room`, `json_room`), so that no request is larger than
+    the window."""
+    chat = prompt_tokens(model, settings, model.answer_tokens)
+    memory = prompt_tokens(model, settings, model.json_answer_tokens)
+    if model.context_tokens:
+        model.chat_room = model.context_tokens - chat - MARGIN_TOKENS
+        model.json_room = model.context_tokens - memory - MARGIN_TOKENS
+    return PromptBudgets(chat, memory)
 
 
 def prompt_tokens(model: ChatModel, settings: Settings, answer_tokens: int) -> int:

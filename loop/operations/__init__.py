@@ -14,6 +14,7 @@ from loop.operations.energy import (
 )
 from loop.operations.health import (
     HealthChecks,
+    ModelSetup,
     PartHealth,
 )
 from loop.operations.metrics import (
@@ -48,6 +49,7 @@ __all__ = [
     "HealthChecks",
     "Metrics",
     "MinuteSpending",
+    "ModelSetup",
     "PartHealth",
     "validate_user_id",
 ]

@@ -25,12 +25,24 @@ class PartHealth:
 
 
 @dataclass(frozen=True)
+class ModelSetup:
+    """How the models were set up at start: the window each keeps to and where it came from,
+    and which writer writes the memories, and why."""
+
+    chat_window: str = ""
+    memory_window: str = ""
+    memory_writer: str = ""
+    memory_writer_why: str = ""
+
+
+@dataclass(frozen=True)
 class Health:
     model: PartHealth
     database: PartHealth
     memory_worker: PartHealth
     # What an operator should know though every part is ready (the memory model's record).
     warnings: tuple[str, ...] = field(default=())
+    setup: ModelSetup = field(default=ModelSetup())
 
     @property
     def ready(self) -> bool:
@@ -44,8 +56,15 @@ class HealthChecks:
         models: list[ChatModel],
         worker: MemoryWorker,
         warnings: Callable[[], list[str]] = list,
+        *,
+        setup: Callable[[], ModelSetup] = ModelSetup,
+        worker_waits: Callable[[], bool] = lambda: False,
     ) -> None:
         self._warnings = warnings
+        self._setup = setup
+        # Whether the worker is yet to start, by design: `auto` tries the memory model first
+        # (`models.memoryWriterWhy` says so).
+        self._worker_waits = worker_waits
         self._database = database
         self._models = list(dict.fromkeys(models))  # the chat and memory models, once each
         self._worker = worker
@@ -55,7 +74,7 @@ class HealthChecks:
     async def check(self) -> Health:
         return Health(
             await self.model(), await self._database_health(), self._worker_health(),
-            tuple(self._warnings()),
+            tuple(self._warnings()), self._setup(),
         )
 
     async def model(self) -> PartHealth:
@@ -84,6 +103,6 @@ class HealthChecks:
         return PartHealth(False, f"the database did not answer within {CHECK_SECONDS:g} s")
 
     def _worker_health(self) -> PartHealth:
-        if not self._worker.running:
+        if not self._worker.running and not self._worker_waits():
             return PartHealth(False, "the memory worker is not running")
         return PartHealth(True)

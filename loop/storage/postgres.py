@@ -243,7 +243,10 @@ class PostgresDatabase:
         while True:
             lost = anyio.Event()
             try:
-                connection = await asyncpg.connect(self.url)
+                # Shielded (and bounded) as the pool's acquire is: a connection cancelled
+                # mid-handshake is left open, a socket no one closes.
+                with anyio.CancelScope(shield=True):
+                    connection = await asyncpg.connect(self.url, timeout=_ACQUIRE_SECONDS)
             except _DRIVER_ERRORS as error:
                 failures += 1
                 log.warning("cannot listen for notifications (%s); polling meanwhile", error)
@@ -251,6 +254,7 @@ class PostgresDatabase:
                 continue
             failures = 0
             try:
+                await anyio.lowlevel.checkpoint_if_cancelled()
                 connection.add_termination_listener(_listener(lost.set))
                 for channel, handler in handlers.items():
                     await connection.add_listener(channel, _listener(handler))

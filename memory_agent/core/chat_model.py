@@ -86,12 +86,25 @@ class ChatModel(ABC):
     # The window every request keeps to (prompt and answer), once the host knows it
     # (`use_window`); None: not known, and nothing is sent about it.
     context_tokens: int | None = None
-    # Tokens an answer may take, and a JSON answer (a memory with its quotes).
+    # Tokens an answer may take, and a JSON answer (a memory of four sentences, each with
+    # its quote).
     answer_tokens: int = 512
 
     @property
     def json_answer_tokens(self) -> int:
-        return self.answer_tokens
+        return 2 * self.answer_tokens
+
+    # What the window leaves an answer beyond its prompt's budget, once the host knows the
+    # window (`loop.llm.windows`): a chat answer's room and a JSON answer's. None: nothing is
+    # sent about it, and the server's own limit holds.
+    chat_room: int | None = None
+    json_room: int | None = None
+
+    def room_for(self, answer_tokens: int | None, *, json: bool) -> int | None:
+        """The tokens an answer may take: those asked for, else the window's room."""
+        if answer_tokens is not None:
+            return answer_tokens
+        return self.json_room if json else self.chat_room
     # The small model that ships with mnemoloop: too small to write memories, so `auto` gives
     # it the extractive writer (`memory_writer_for`).
     bundled: bool = False

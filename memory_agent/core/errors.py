@@ -4,6 +4,7 @@
     ├── ChatModelError               an LLM call did not produce an answer
     │   ├── ChatModelTimeout         no answer in time (transient)
     │   ├── ChatModelUnavailable     the server could not be reached (transient)
+    │   ├── ChatModelEmptyAnswer     the server answered nothing (transient)
     │   └── ChatModelResponseError   the server answered with an error (transient if 5xx)
     ├── InvalidMemoryText            an answer that cannot be made into a valid memory
     ├── InvalidCompactionDecision    a compaction decision that cannot be applied
@@ -39,6 +40,12 @@ class ChatModelTimeout(ChatModelError):
 
 
 class ChatModelUnavailable(ChatModelError):
+    transient = True
+
+
+class ChatModelEmptyAnswer(ChatModelError):
+    """The server answered, with nothing in it (no text, no call): worth another try."""
+
     transient = True
 
 

@@ -142,7 +142,16 @@ class MemoryCreation:
         self._profiles = writer.compaction(profile_limits)
         self._clock = clock
         self._meter = meter
+        self._limits = limits
+        self._profile_limits = profile_limits
         self.stats = AgentStats()
+
+    def use_writer(self, writer: MemoryWriter) -> None:
+        """Write with `writer` from now on (the writer `auto` chose once it tried the
+        model)."""
+        self._writer = writer
+        self._spaces = writer.compaction(self._limits)
+        self._profiles = writer.compaction(self._profile_limits)
 
     async def create(
         self, request: MemoryCreationRequest, record: JobRecord | None = None

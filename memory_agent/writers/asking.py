@@ -12,8 +12,11 @@ import anyio
 from memory_agent.core.chat_model import ChatMessage, ChatModel, ChatReply, JsonSchema
 from memory_agent.core.energy import EnergyMeter
 from memory_agent.core.errors import ChatModelTimeout
+from memory_agent.core.tokens import TOKENS_PER_MESSAGE
 
 log = logging.getLogger("mnemoloop.memory")
+# What a chat template adds to a prompt beside its messages.
+_FRAMING = 64
 
 
 @dataclass(frozen=True)
@@ -55,7 +58,35 @@ class MemoryModel:
     ) -> ChatReply:
         """The model's answer (JSON matching `json_schema` when one is given, in at most
         `answer_tokens` when given); raises `ChatModelError` (`ChatModelTimeout` past the
-        time limit)."""
+        time limit). A JSON answer cut at its token limit is asked for again once, with
+        twice the room."""
+        reply = await self._ask(messages, json_schema, answer_tokens)
+        if reply.truncated and json_schema is not None:
+            given = self._model.room_for(answer_tokens, json=True)
+            room = self._more_room(messages, given or self._model.json_answer_tokens)
+            if room is not None:
+                log.info("📝 The model's answer stopped at its token limit; asked again with"
+                         " room for %d tokens", room)
+                reply = await self._ask(messages, json_schema, room)
+        return reply
+
+    def _more_room(self, messages: Sequence[ChatMessage], given: int) -> int | None:
+        """Twice the room an answer had, within what the window leaves beside the prompt;
+        None when that is no more."""
+        room = 2 * given
+        window = self._model.context_tokens
+        if window:
+            prompt = sum(self._model.count_tokens(m.content) + TOKENS_PER_MESSAGE
+                         for m in messages)
+            room = min(room, window - prompt - _FRAMING)
+        return room if room > given else None
+
+    async def _ask(
+        self,
+        messages: Sequence[ChatMessage],
+        json_schema: JsonSchema | None,
+        answer_tokens: int | None,
+    ) -> ChatReply:
         try:
             with anyio.fail_after(self._timeout):
                 reply = await self._model.chat(

@@ -16,7 +16,10 @@ from dataclasses import dataclass
 # second asking for each part's ungrounded sentences, the calls a memory takes stay bounded.
 # Sixteen hold some 15,000 tokens of English in a 4,096-token window, counted by the safe
 # estimate.
-MAX_PARTS = 16
+# At Ollama's default window of 4,096 tokens a part holds about 1,100 tokens of transcript
+# as a model counts them (the estimate counts English about twice over): 24 parts read a
+# conversation of about 20,000 tokens whole, in at most 25 calls.
+MAX_PARTS = 24
 # What stands for the middle of a shortened turn.
 _GAP = " […] "
 
