@@ -17,16 +17,17 @@ from functools import lru_cache
 
 import regex as re
 
-# Each kind of character and the tokens it may take, the first kind that matches counting.
+# Each kind of character and the tokens it may take, counted by runs (a run is one match,
+# which keeps counting a long text fast).
 _WEIGHTS = (
-    (re.compile(r"[0-9]"), 1.0),
-    (re.compile(r"[!-/:-@\[-`{-~]"), 1.0),
-    (re.compile(r"[A-Za-z\s]"), 0.45),
-    (re.compile(r"[\u0080-\u024f]"), 1.25),  # Latin with accents
-    (re.compile(r"[\u0370-\u052f]"), 1.5),  # Greek, Cyrillic
-    (re.compile(r"[\u0590-\u07ff]"), 1.75),  # Hebrew, Arabic, Syriac, Thaana
-    (re.compile(r"[\u0900-\u0dff]"), 2.25),  # the Indic scripts
-    (re.compile(r"[\u0e00-\u0eff]"), 2.0),  # Thai, Lao
+    (re.compile(r"[0-9]+"), 1.0),
+    (re.compile(r"[!-/:-@\[-`{-~]+"), 1.0),
+    (re.compile(r"[A-Za-z\s]+"), 0.45),
+    (re.compile(r"[\u0080-\u024f]+"), 1.25),  # Latin with accents
+    (re.compile(r"[\u0370-\u052f]+"), 1.5),  # Greek, Cyrillic
+    (re.compile(r"[\u0590-\u07ff]+"), 1.75),  # Hebrew, Arabic, Syriac, Thaana
+    (re.compile(r"[\u0900-\u0dff]+"), 2.25),  # the Indic scripts
+    (re.compile(r"[\u0e00-\u0eff]+"), 2.0),  # Thai, Lao
 )
 # Anything else (CJK, Hangul, other scripts, symbols); beyond the Basic Multilingual Plane
 # (emoji, rare characters), four.
@@ -38,6 +39,9 @@ _ASTRAL_EXTRA = 1.0
 # merge, a tokenizer cuts into bytes.
 _WITH_DIGITS = re.compile(r"\b(?=[A-Za-z0-9]*[0-9])(?=[A-Za-z0-9]*[A-Za-z])[A-Za-z0-9]+")
 _NOT_A_WORD = re.compile(r"[A-Za-z]{15,}|[A-Za-z]*[a-z][A-Z][A-Za-z]*")
+# What every such run holds: checked first, since most texts have none.
+_NOT_A_WORD_SIGN = re.compile(r"[A-Za-z]{15}|[a-z][A-Z]")
+_DIGIT = re.compile(r"[0-9]")
 _LETTER = re.compile(r"[A-Za-z]")
 # A chat message's own framing (its role and the template's markers), besides its text.
 TOKENS_PER_MESSAGE = 4
@@ -51,7 +55,7 @@ def estimate_tokens(text: str) -> int:
         return 0
     counted, total = 0, 0.0
     for pattern, weight in _WEIGHTS:
-        found = len(pattern.findall(text))
+        found = sum(map(len, pattern.findall(text)))
         counted += found
         total += found * weight
     total += (len(text) - counted) * _OTHER + len(_ASTRAL.findall(text)) * _ASTRAL_EXTRA
@@ -62,8 +66,11 @@ def estimate_tokens(text: str) -> int:
 def _odd_letters(text: str) -> float:
     """What letters that are not a word's take beyond a word's letters."""
     extra = 0.0
-    for run in _WITH_DIGITS.findall(text):
-        extra += len(_LETTER.findall(run)) * 0.55
-    for run in _NOT_A_WORD.findall(_WITH_DIGITS.sub(" ", text)):
-        extra += len(run) * 0.45
+    if _DIGIT.search(text):
+        for run in _WITH_DIGITS.findall(text):
+            extra += len(_LETTER.findall(run)) * 0.55
+        text = _WITH_DIGITS.sub(" ", text)
+    if _NOT_A_WORD_SIGN.search(text):
+        for run in _NOT_A_WORD.findall(text):
+            extra += len(run) * 0.45
     return extra
