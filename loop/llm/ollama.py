@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 import httpx
 import ollama
 import pydantic
-from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
 
 from loop.llm import guard
+from loop.llm.served import ServedModel
 from memory_agent import (
     ChatMessage,
-    ChatModel,
     ChatModelError,
     ChatModelResponseError,
     ChatModelTimeout,
@@ -49,15 +48,11 @@ def translated_ollama_errors(model: str) -> Iterator[None]:
         raise ChatModelError(f"Ollama sent a malformed answer: {error}", model=model) from None
 
 
-def _is_transient(error: BaseException) -> bool:
-    return isinstance(error, ChatModelError) and error.transient
-
-
 # How long the server's list of models is taken as it was.
 _TAGS_SECONDS = 5.0
 
 
-class OllamaChatModel(ChatModel):
+class OllamaChatModel(ServedModel):
     sets_window = True
 
     def __init__(
@@ -73,51 +68,9 @@ class OllamaChatModel(ChatModel):
         self.model = model
         self._client = client or ollama.AsyncClient(host=host, timeout=timeout)
         self.host = str(self._client._client.base_url).rstrip("/")
+        super().__init__()
         self._attempts = attempts
-        # The server's other models, asked for by name (`named`), sharing this client.
-        self._siblings: dict[str, OllamaChatModel] = {}
         self._listed: tuple[float, list[str]] = (-_TAGS_SECONDS - 1, [])
-
-    async def chat(
-        self,
-        messages: Sequence[ChatMessage],
-        *,
-        tools: Sequence[ToolSpec] = (),
-        json_schema: JsonSchema | None = None,
-        answer_tokens: int | None = None,
-    ) -> ChatReply:
-        async for attempt in self._retrying():
-            with attempt:
-                return await self._chat_once(messages, tools, json_schema, answer_tokens)
-        raise AssertionError("unreachable")
-
-    async def chat_streaming(
-        self,
-        messages: Sequence[ChatMessage],
-        *,
-        on_text: TextSink,
-        tools: Sequence[ToolSpec] = (),
-    ) -> ChatReply:
-        handed_on = False
-
-        def forward(piece: str) -> None:
-            nonlocal handed_on
-            handed_on = True
-            on_text(piece)
-
-        # Tried again only while nothing has been handed on: a new try would repeat it.
-        async for attempt in self._retrying(lambda: not handed_on):
-            with attempt:
-                return await self._stream_once(messages, tools, forward)
-        raise AssertionError("unreachable")
-
-    def _retrying(self, may_retry: Callable[[], bool] = lambda: True) -> AsyncRetrying:
-        return AsyncRetrying(
-            stop=stop_after_attempt(self._attempts),
-            wait=wait_exponential(multiplier=0.2, max=2),
-            retry=retry_if_exception(lambda error: _is_transient(error) and may_retry()),
-            reraise=True,
-        )
 
     async def _chat_once(
         self,
@@ -156,13 +109,6 @@ class OllamaChatModel(ChatModel):
         if room is not None:
             options["num_predict"] = room
         return options
-
-    def _was_cut(self, prompt_tokens: int | None, room: int | None) -> bool:
-        """Ollama read as many prompt tokens as the window holds less the answer's room: no
-        request is sent that large, so it cut the prompt (it does so without an error)."""
-        if not self.context_tokens or not prompt_tokens:
-            return False
-        return prompt_tokens >= self.context_tokens - (room or self.answer_tokens)
 
     async def _stream_once(
         self, messages: Sequence[ChatMessage], tools: Sequence[ToolSpec], on_text: TextSink
@@ -211,10 +157,6 @@ class OllamaChatModel(ChatModel):
             return ContextWindow(length, f"Ollama /api/show: {architecture}.context_length")
         return None
 
-    @property
-    def served_name(self) -> str:
-        return self.model
-
     async def served_names(self) -> list[str]:
         """The models the server has pulled (`/api/tags`), this one first; asked again after
         `_TAGS_SECONDS` (a client naming a model on every request would ask every time)."""
@@ -226,16 +168,8 @@ class OllamaChatModel(ChatModel):
             self._listed = (time.monotonic(), names)
         return [self.model, *(name for name in names if name != self.model)]
 
-    def named(self, served_name: str) -> OllamaChatModel:
-        if served_name == self.model:
-            return self
-        if served_name not in self._siblings:
-            sibling = OllamaChatModel(served_name, attempts=self._attempts, client=self._client)
-            # The same window as this model's: one steady num_ctx for a client's model too.
-            sibling.context_tokens = self.context_tokens
-            sibling.chat_room, sibling.json_room = self.chat_room, self.json_room
-            self._siblings[served_name] = sibling
-        return self._siblings[served_name]
+    def _sibling(self, served_name: str) -> OllamaChatModel:
+        return OllamaChatModel(served_name, attempts=self._attempts, client=self._client)
 
     async def has_model(self) -> bool:
         """True when the server answers and has this model pulled (`/api/tags`)."""

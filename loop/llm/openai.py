@@ -21,12 +21,12 @@ from typing import Any
 import httpx
 import json_repair
 import openai
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
+from tenacity import RetryCallState
 
 from loop.llm import guard
+from loop.llm.served import ServedModel, backoff
 from memory_agent import (
     ChatMessage,
-    ChatModel,
     ChatModelEmptyAnswer,
     ChatModelError,
     ChatModelResponseError,
@@ -113,20 +113,7 @@ def _retry_after(error: BaseException) -> float | None:
     return seconds if 0 <= seconds <= _LONGEST_RETRY_AFTER else None
 
 
-def _wait(state: RetryCallState) -> float:
-    """The server's Retry-After when it gives one, else 0.2 s doubling to at most 2 s."""
-    error = state.outcome.exception() if state.outcome else None
-    asked = _retry_after(error) if error is not None else None
-    if asked is not None:
-        return asked
-    return float(min(0.2 * 2 ** (state.attempt_number - 1), 2.0))
-
-
-def _is_transient(error: BaseException) -> bool:
-    return isinstance(error, ChatModelError) and error.transient
-
-
-class OpenAIChatModel(ChatModel):
+class OpenAIChatModel(ServedModel):
     def __init__(
         self,
         model: str,
@@ -150,56 +137,21 @@ class OpenAIChatModel(ChatModel):
             http_client=httpx.AsyncClient(timeout=timeout),  # type: ignore[arg-type]
         )
         self.host = str(self._client.base_url).rstrip("/")
+        super().__init__()
         self._attempts = attempts
         # How a structured answer is asked for (`_FORMATS`): the first the server takes.
         self._structured = 0
         # Whether the server takes `stream_options` (some refuse a field they do not know).
         self._stream_usage = True
-        self._siblings: dict[str, OpenAIChatModel] = {}
         self._listed: tuple[float, list[dict[str, Any]]] = (-_MODELS_SECONDS - 1, [])
 
     # -- answering --------------------------------------------------------------------------
 
-    async def chat(
-        self,
-        messages: Sequence[ChatMessage],
-        *,
-        tools: Sequence[ToolSpec] = (),
-        json_schema: JsonSchema | None = None,
-        answer_tokens: int | None = None,
-    ) -> ChatReply:
-        async for attempt in self._retrying():
-            with attempt:
-                return await self._chat_once(messages, tools, json_schema, answer_tokens)
-        raise AssertionError("unreachable")
-
-    async def chat_streaming(
-        self,
-        messages: Sequence[ChatMessage],
-        *,
-        on_text: TextSink,
-        tools: Sequence[ToolSpec] = (),
-    ) -> ChatReply:
-        handed_on = False
-
-        def forward(piece: str) -> None:
-            nonlocal handed_on
-            handed_on = True
-            on_text(piece)
-
-        # Tried again only while nothing has been handed on: a new try would repeat it.
-        async for attempt in self._retrying(lambda: not handed_on):
-            with attempt:
-                return await self._stream_once(messages, tools, forward)
-        raise AssertionError("unreachable")
-
-    def _retrying(self, may_retry: Callable[[], bool] = lambda: True) -> AsyncRetrying:
-        return AsyncRetrying(
-            stop=stop_after_attempt(self._attempts),
-            wait=_wait,
-            retry=retry_if_exception(lambda error: _is_transient(error) and may_retry()),
-            reraise=True,
-        )
+    def _wait(self, state: RetryCallState) -> float:
+        """The server's Retry-After when it gives one, else the usual back-off."""
+        error = state.outcome.exception() if state.outcome else None
+        asked = _retry_after(error) if error is not None else None
+        return asked if asked is not None else backoff(state)
 
     async def _chat_once(
         self,
@@ -338,13 +290,6 @@ class OpenAIChatModel(ChatModel):
         prompt = sum(self.count_tokens(str(m.get("content") or "")) for m in request["messages"])
         return TokenUsage(prompt, self.count_tokens(text))
 
-    def _was_cut(self, prompt_tokens: int | None, room: int | None) -> bool:
-        """The server read as many prompt tokens as the window holds less the answer's room:
-        no request is sent that large, so it cut the prompt."""
-        if not self.context_tokens or not prompt_tokens:
-            return False
-        return prompt_tokens >= self.context_tokens - (room or self.answer_tokens)
-
     # -- the server -------------------------------------------------------------------------
 
     async def _models(self) -> list[dict[str, Any]]:
@@ -358,10 +303,6 @@ class OpenAIChatModel(ChatModel):
             self._listed = (time.monotonic(), found)
         return found
 
-    @property
-    def served_name(self) -> str:
-        return self.model
-
     async def served_names(self) -> list[str]:
         try:
             names = [str(model["id"]) for model in await self._models()]
@@ -369,15 +310,8 @@ class OpenAIChatModel(ChatModel):
             names = []
         return [self.model, *(name for name in names if name != self.model)]
 
-    def named(self, served_name: str) -> OpenAIChatModel:
-        if served_name == self.model:
-            return self
-        if served_name not in self._siblings:
-            sibling = OpenAIChatModel(served_name, attempts=self._attempts, client=self._client)
-            sibling.context_tokens = self.context_tokens
-            sibling.chat_room, sibling.json_room = self.chat_room, self.json_room
-            self._siblings[served_name] = sibling
-        return self._siblings[served_name]
+    def _sibling(self, served_name: str) -> OpenAIChatModel:
+        return OpenAIChatModel(served_name, attempts=self._attempts, client=self._client)
 
     async def context_window(self) -> ContextWindow | None:
         """What the server says the model holds: vLLM's `max_model_len` (or another server's
