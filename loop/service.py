@@ -182,7 +182,10 @@ async def open_services(
             max_per_app=settings.max_concurrent_per_app,
             answer_timeout=settings.answer_timeout,
             answer_attempts=settings.answer_attempts,
-            prompt_budget=PromptBudget(chat_budget, chat_model.count_tokens),
+            prompt_budget=PromptBudget(
+                chat_budget, chat_model.count_tokens,
+                memory_tokens=settings.memory_tokens, memory_count=settings.memory_count,
+            ),
             recover_on_start=not database.shared,
         )
         worker = MemoryWorker(

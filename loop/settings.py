@@ -40,7 +40,8 @@ class Settings(BaseSettings):
     profile_limit: Annotated[int, Field(ge=1, le=1000)] = 10
     # Who writes a memory: the configured model (`model`), the conversation's key statements
     # in the speakers' words (`extractive`), or `auto`: extractive for the bundled 135M model,
-    # the model for any other. Never switched at run time.
+    # for any other the model when a short trial shows it can (`writer_choice`). Never
+    # switched at run time.
     memory_writer: Literal["auto", "model", "extractive"] = "auto"
     memory_max_chars: Annotated[int, Field(ge=40, le=10_000)] = 400
     llm_timeout: Annotated[float, Field(gt=0, le=3600)] = 30.0
@@ -61,6 +62,11 @@ class Settings(BaseSettings):
     # Prompt tokens for a conversation (system prompt, memories, newest turns); less when
     # the model's own context is smaller.
     prompt_tokens: Annotated[int, Field(ge=500, le=1_000_000)] = 6000
+    # What a conversation's memory block may take: tokens (within half the prompt budget),
+    # and a count of memories (by default none beyond the spaces' caps). Beyond them, the
+    # memories most relevant to the turn are shown.
+    memory_tokens: Annotated[int, Field(ge=100, le=1_000_000)] = 2000
+    memory_count: Annotated[int | None, Field(ge=1, le=10_000)] = None
     # Tokens the model's window holds (prompt and answer), when the model does not say, or
     # says more than it should be given; by default what the model itself says.
     model_context: Annotated[int | None, Field(ge=1024, le=10_000_000)] = None

@@ -83,8 +83,10 @@ from memory_agent.models import (
 )
 from memory_agent.recall.context import (
     format_memories_for_context,
+    memory_block_within,
     neutralise,
 )
+from memory_agent.recall.selection import BlockBudget
 from memory_agent.steering.changes import (
     MemoryChange,
 )
@@ -108,6 +110,7 @@ __all__ = [
     "SQLITE",
     "TOKENS_PER_MESSAGE",
     "AgentStats",
+    "BlockBudget",
     "Calibration",
     "ChatMessage",
     "ChatModel",
@@ -161,6 +164,7 @@ __all__ = [
     "format_timestamp",
     "given_timestamp",
     "in_space",
+    "memory_block_within",
     "memory_writer_for",
     "neutralise",
     "now_text",

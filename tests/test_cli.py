@@ -87,7 +87,7 @@ def test_migrate_reports_what_it_applied(engine, tmp_path, request):
         "fresh_postgres"
     )
     first = mnemoloop(db_path, "migrate")
-    assert "applied 15 migration(s)" in first.stdout and "0001 initial" in first.stdout
+    assert "applied 16 migration(s)" in first.stdout and "0001 initial" in first.stdout
     assert "0002 memory_history" in first.stdout and "0003 answer_state" in first.stdout
     assert "applied 0 migration(s)" in mnemoloop(db_path, "migrate").stdout
 

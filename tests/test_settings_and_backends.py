@@ -18,7 +18,9 @@ pytestmark = pytest.mark.anyio
     [("MNEMOLOOP_MEMORY_LIMIT", "zero", "MNEMOLOOP_MEMORY_LIMIT='zero'"),
      ("MNEMOLOOP_ENERGY_MEMORY_FLOOR", "1.5", "MNEMOLOOP_ENERGY_MEMORY_FLOOR='1.5'"),
      ("MNEMOLOOP_LLM", "gpt", "must be 'auto', 'local', 'ollama:<model>' or 'openai:<model>'"),
-     ("MNEMOLOOP_PORT", "70000", "MNEMOLOOP_PORT")],
+     ("MNEMOLOOP_PORT", "70000", "MNEMOLOOP_PORT"),
+     ("MNEMOLOOP_MEMORY_TOKENS", "50", "MNEMOLOOP_MEMORY_TOKENS='50'"),
+     ("MNEMOLOOP_MEMORY_COUNT", "-1", "MNEMOLOOP_MEMORY_COUNT='-1'")],
 )
 def test_a_bad_setting_is_one_line_naming_the_variable(monkeypatch, variable, value, fragment):
     monkeypatch.setenv(variable, value)

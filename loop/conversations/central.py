@@ -29,14 +29,13 @@ from memory_agent import (
     ChatMessage,
     ChatModel,
     ChatModelEmptyAnswer,
-    Memory,
     MemorySubAgent,
     MnemoloopError,
     TokenUsage,
     ToolCall,
     ToolSpec,
     energy_cost,
-    format_memories_for_context,
+    memory_block_within,
     neutralise,
 )
 
@@ -372,7 +371,10 @@ class CentralLoop:
         changes = ""
         if conversation_id is not None:
             changes = await self._changes(app, user_id, with_profile, conversation_id)
-        block = self._memory_block(app.name, shared, own, profile, changes)
+        block = memory_block_within(
+            self._budget.memory_block, self._budget.count, app.name, shared, own, profile,
+            changes, recent=_recent_words(conversation),
+        )
         self._metrics.retrieval_seconds.observe(time.perf_counter() - started)
         self._metrics.count_answer(with_memories=bool(block))
         system = (
@@ -399,21 +401,6 @@ class CentralLoop:
             return ""
         return await self._agent.changes_header(spaces, previous, seen)
 
-    def _memory_block(
-        self, app_name: str, shared: list[Memory], own: list[Memory],
-        profile: list[Memory], changes: str,
-    ) -> str:
-        """The block, within half the prompt budget (so that the conversation's newest turns
-        keep the rest): the oldest shared memories left out first, then the user's, then the
-        profile's."""
-        while True:
-            block = format_memories_for_context(
-                app_name, shared, own, profile, changes
-            )
-            if not (shared or own or profile) or self._budget.within_half(block):
-                return block
-            (shared if shared else own if own else profile).pop()
-
     async def end_idle_conversations(self) -> int:
         """End conversations idle too long; never one whose answer is being written."""
         ended = 0
@@ -426,3 +413,13 @@ class CentralLoop:
                 conversation_id, END_REASON_IDLE, idle_since=cutoff
             )
         return ended
+
+
+# The newest user turns a memory block is chosen for, when not every memory fits it.
+RECENT_TURNS = 3
+
+
+def _recent_words(conversation: Sequence[ChatMessage]) -> str:
+    """What the turn's memory block is chosen for: the newest user turns."""
+    asked = [message.content for message in conversation if message.role == "user"]
+    return "\n".join(asked[-RECENT_TURNS:])

@@ -4,7 +4,8 @@ The budget follows from the model's window (`loop.llm.windows`), less the answer
 are counted with the model's own tokenizer where the backend has one, else estimated on the
 safe side (`memory_agent.estimate_tokens`), so that no prompt outgrows the window: the system
 prompt and the memory block always go in, then the newest turns that fit. A newest turn too
-long on its own keeps its end.
+long on its own keeps its end. The memory block takes at most `memory_tokens`, and never more
+than half the budget, so that the conversation keeps the rest.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
-from memory_agent import TOKENS_PER_MESSAGE, ChatMessage, ToolSpec, estimate_tokens
+from memory_agent import TOKENS_PER_MESSAGE, BlockBudget, ChatMessage, ToolSpec, estimate_tokens
 
 CUT_MARK = "[earlier text omitted] "
 # The fewest characters of a newest turn kept, however little room is left.
@@ -25,6 +26,14 @@ class PromptBudget:
     tokens: int = 3000
     # How the model counts a text's tokens.
     count: Callable[[str], int] = field(default=estimate_tokens, compare=False)
+    # The memory block's own bound (`MNEMOLOOP_MEMORY_TOKENS`, `MNEMOLOOP_MEMORY_COUNT`).
+    memory_tokens: int = 2000
+    memory_count: int | None = None
+
+    @property
+    def memory_block(self) -> BlockBudget:
+        """What the memory block may take: its own bound, within half the budget."""
+        return BlockBudget(min(self.memory_tokens, self.tokens // 2), self.memory_count)
 
     def message_tokens(self, message: ChatMessage) -> int:
         """A message's tokens: its text, its tool calls and its framing."""

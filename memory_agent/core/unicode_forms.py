@@ -1,9 +1,19 @@
-"""The one Unicode form every reader of a text here works on; no language's words."""
+"""The one Unicode form every reader of a text here works on, and its words as any script
+writes them; no language's word list."""
 
 from __future__ import annotations
 
 import unicodedata
 from functools import lru_cache
+
+import regex as re
+
+# A word: what a script writes between spaces; each character of a script written without
+# them (Chinese, Japanese, Thai and their neighbours) is a word of its own.
+_WORD = re.compile(
+    r"[\p{Han}\p{Hiragana}\p{Katakana}\p{Thai}\p{Lao}\p{Khmer}\p{Myanmar}\p{Tibetan}]"
+    r"|[\p{L}\p{M}\p{N}]+"
+)
 
 
 # Read again and again (each memory against each other one): computed once per text.
@@ -29,3 +39,9 @@ def folded(text: str) -> str:
         elif category[0] in "LMN":
             kept.append(char)
     return "".join(kept)
+
+
+def words(text: str) -> list[str]:
+    """`text`'s words, folded (case, compatibility forms and every script's digits aside); no
+    language's word list is read."""
+    return [word for word in (folded(w) for w in _WORD.findall(text)) if word]

@@ -9,12 +9,13 @@ marked as quoted.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import regex as re
 
 from memory_agent.core.unicode_forms import normalise_text
 from memory_agent.models import Memory
+from memory_agent.recall.selection import BlockBudget, chosen
 
 HEADER = "(memories for app: {app_name})"
 INTRO = "The following are memories from previous conversations with this app:"
@@ -91,8 +92,42 @@ def format_memories_for_context(
             lines.append(heading)
         for memory in section:
             number += 1
-            lines.append(
-                f"{number}. [Created: {memory.created_date}] {neutralise(memory.content)}"
-            )
+            lines.append(_line(number, memory))
     lines += ["", FOOTER]
     return "\n".join(lines)
+
+
+def _line(number: int, memory: Memory) -> str:
+    return f"{number}. [Created: {memory.created_date}] {neutralise(memory.content)}"
+
+
+def memory_block_within(
+    budget: BlockBudget,
+    count_tokens: Callable[[str], int],
+    app_name: str,
+    memories: Sequence[Memory],
+    user_memories: Sequence[Memory] = (),
+    profile: Sequence[Memory] = (),
+    changes: str = "",
+    *,
+    recent: str = "",
+) -> str:
+    """The memory block within `budget` (`count_tokens` tells a text's tokens): every memory
+    while they fit, else those the turn's `recent` messages make the most relevant
+    (`selection`). Each memory's line is counted apart, with room for any number: the
+    block's tokens are at most the sum of its lines' and its frame's."""
+    frame = count_tokens(_frame(app_name, changes))
+    shown_profile, shown_own, shown_shared = chosen(
+        (profile, user_memories, memories), recent, budget,
+        lambda memory: count_tokens(_line(9999, memory)) + 1, frame,
+    )
+    return format_memories_for_context(
+        app_name, shown_shared, shown_own, shown_profile, changes
+    )
+
+
+def _frame(app_name: str, changes: str) -> str:
+    """What a block holds beside its memories: the delta header, its header, intro, every
+    heading and footer."""
+    header = HEADER.format(app_name=neutralise(app_name))
+    return "\n".join([changes, "", header, INTRO, "", PROFILE, OWN, SHARED, "", FOOTER])

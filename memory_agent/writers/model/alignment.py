@@ -14,9 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from difflib import SequenceMatcher
 
-import regex as re
-
-from memory_agent.core.unicode_forms import folded
+from memory_agent.core.unicode_forms import words
 
 # A quote of fewer words is found as written or not at all: three words near-verbatim are a
 # phrase; two are anyone's.
@@ -27,16 +25,6 @@ MIN_SHARE = 0.7
 # The share of the turn's stretch that is the quote's words (a filler word or two between
 # them, not a sentence).
 MIN_DENSITY = 0.6
-_WORD = re.compile(
-    r"[\p{Han}\p{Hiragana}\p{Katakana}\p{Thai}\p{Lao}\p{Khmer}\p{Myanmar}\p{Tibetan}]"
-    r"|[\p{L}\p{M}\p{N}]+"
-)
-
-
-def words(text: str) -> list[str]:
-    """`text`'s words, folded (`unicode_forms.folded`: case, compatibility forms and every
-    script's digits aside)."""
-    return [word for word in (folded(w) for w in _WORD.findall(text)) if word]
 
 
 def aligns_with(quote: str, turns: Sequence[str]) -> bool:

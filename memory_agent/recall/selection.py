@@ -1,0 +1,71 @@
+"""Which memories a turn's memory block shows when not all of them fit its budget.
+
+Every memory of the conversation's spaces is shown while they fit (a default install's ten
+always do). Beyond the block's tokens or its count, the memories that share the most with the
+turn's recent messages go first: words, names and values, each weighing more the fewer of the
+candidates hold it (a word every memory holds, "user" or "the", weighs nothing, whatever the
+language); then pinned ones, then the more important, then the newer. The block keeps its
+order (profile, the user's own, the app's shared; each newest first), so a turn changes what
+is shown, not how it reads.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from memory_agent.core.unicode_forms import words
+from memory_agent.models import Memory
+
+
+@dataclass(frozen=True)
+class BlockBudget:
+    """What a memory block may take: tokens (as the model counts them), and at most `count`
+    memories when given."""
+
+    tokens: int
+    count: int | None = None
+
+
+def ranked(memories: Sequence[Memory], recent: str) -> list[Memory]:
+    """`memories`, those that share the most with `recent` first, then pinned, more
+    important, newer."""
+    asked = set(words(recent))
+    held = {memory.id: set(words(memory.content)) & asked for memory in memories}
+    holders = Counter(word for shared in held.values() for word in shared)
+    total = len(memories)
+
+    def relevance(memory: Memory) -> float:
+        return sum(math.log(total / holders[word]) for word in held[memory.id])
+
+    newest_first = sorted(memories, key=lambda m: (m.created_at, m.id), reverse=True)
+    return sorted(
+        newest_first, key=lambda m: (-round(relevance(m), 6), not m.pinned, -m.importance)
+    )
+
+
+def chosen(
+    sections: Sequence[Sequence[Memory]],
+    recent: str,
+    budget: BlockBudget,
+    line_tokens: Callable[[Memory], int],
+    frame_tokens: int,
+) -> list[list[Memory]]:
+    """The memories of each section the block shows, in the section's order: all of them
+    when they fit `budget` (`frame_tokens` for the block's own text, `line_tokens` for each
+    memory's line), else the best ranked for `recent` that do."""
+    every = [memory for section in sections for memory in section]
+    left = budget.tokens - frame_tokens
+    costs = {memory.id: line_tokens(memory) for memory in every}
+    if (budget.count is None or len(every) <= budget.count) and sum(costs.values()) <= left:
+        return [list(section) for section in sections]
+    kept: set[int] = set()
+    for memory in ranked(every, recent):
+        if budget.count is not None and len(kept) >= budget.count:
+            break
+        if costs[memory.id] <= left:
+            kept.add(memory.id)
+            left -= costs[memory.id]
+    return [[memory for memory in section if memory.id in kept] for section in sections]
