@@ -43,6 +43,7 @@ from memory_agent.core.errors import (
     MnemoloopError,
     StorageError,
 )
+from memory_agent.core.lenient_json import repaired_object
 from memory_agent.core.ports import (
     POSTGRESQL,
     SQLITE,
@@ -170,5 +171,6 @@ __all__ = [
     "now_text",
     "redact",
     "redact_json",
+    "repaired_object",
     "stored_outcome_label",
 ]

@@ -19,7 +19,7 @@ import respx
 
 from loop.llm.ollama import OllamaChatModel
 from loop.llm.openai import OpenAIChatModel
-from loop.llm.windows import DEFAULT_WINDOW, choose_window
+from loop.llm.windows import DEFAULT_WINDOW, MAX_ROOM, budgets, choose_window
 from memory_agent import ChatMessage, estimate_tokens
 from memory_agent.storage.store import MemoryStore
 from tests.fake_ollama import MODEL, SHOW_PROMPT, _tokens, ollama_stand_in
@@ -83,10 +83,35 @@ async def test_the_setting_overrides_what_the_model_says(tmp_path):
     respx.post(f"{HOST}/api/show").respond(json=show_body(131072))
     route = respx.post(f"{HOST}/api/chat").respond(json=chat_body("ok"))
     model = OllamaChatModel("llama3.2:1b", host=HOST)
-    chosen = await _window_of(model, tmp_path, model_context=16384)
-    assert (chosen.tokens, chosen.said) == (16384, "16384 tokens (MNEMOLOOP_MODEL_CONTEXT)")
+    chosen = await _window_of(model, tmp_path, model_context=16384, prompt_tokens=20000)
+    assert chosen.tokens == 16384
+    assert chosen.said == "16384 tokens (MNEMOLOOP_MODEL_CONTEXT); it is asked for 16384 (num_ctx)"
     await model.chat([ChatMessage("user", "x")])
     assert json.loads(route.calls.last.request.content)["options"]["num_ctx"] == 16384
+    # A budget that takes less asks for less: Ollama keeps a cache as large as num_ctx.
+    smaller = OllamaChatModel("llama3.2:1b", host=HOST)
+    assert (await _window_of(smaller, tmp_path, model_context=16384)).tokens == 8192
+
+
+@respx.mock
+async def test_a_hosted_models_large_window_leaves_an_answer_no_more_than_it_may_write(
+    tmp_path,
+):
+    """MNEMOLOOP_MODEL_CONTEXT=128000 for a hosted model: max_tokens stays within the output
+    limit a hosted API enforces, for a reply and for a memory's JSON."""
+    base = "http://hosted.example/v1"
+    respx.get(f"{base}/models").respond(json=models_body("gpt-4o-mini"))
+    respx.get("http://hosted.example/props").respond(404)
+    route = respx.post(f"{base}/chat/completions").respond(json=completion_body("ok"))
+    model = OpenAIChatModel("gpt-4o-mini", base_url=base, api_key="k")
+    settings = settings_for(tmp_path / "w.db", model_context=128000)
+    await choose_window(model, settings)
+    budgets(model, settings)
+    await model.chat([ChatMessage("user", "x")])
+    await model.chat([ChatMessage("user", "x")], json_schema={"type": "object"})
+    sent = [json.loads(call.request.content)["max_tokens"] for call in route.calls]
+    assert sent == [MAX_ROOM, MAX_ROOM] == [2048, 2048]
+    await model.aclose()
 
 
 @respx.mock
@@ -179,7 +204,7 @@ async def test_a_setting_above_what_the_model_holds_is_warned_of(tmp_path, caplo
     model = OllamaChatModel("tiny", host=HOST)
     caplog.set_level(logging.INFO)
     chosen = await _window_of(model, tmp_path, model_context=16384)
-    assert chosen.tokens == 16384
+    assert chosen.tokens == 8192  # the setting, less what the budget does not take
     assert "more than the model says it holds (2048" in caplog.text
 
 

@@ -10,6 +10,7 @@ import re
 import pytest
 
 from memory_agent import ChatMessage, MemoryCreationRequest, MemorySubAgent, estimate_tokens
+from memory_agent.core.errors import ChatModelUnavailable
 from memory_agent.writers.model.parts import MAX_PARTS, transcript_parts
 from tests.conftest import install_app
 from tests.fakes import CREATION_PREFIX, FRIENDS, FunctionModel, ModelCall, friend_fact
@@ -41,6 +42,16 @@ def test_parts_are_cut_between_turns_each_within_the_room():
         assert list(part.lines) == [shown[i] for i in part.turns]
 
 
+def test_turns_of_just_over_half_a_part_still_keep_to_the_bound():
+    """Each turn too long to share a part: packed one a part they would make 37 parts; they
+    are shortened until they pack into the bound, every turn still read."""
+    shown = [f"User: turn {n}. {'x' * 95}" for n in range(37)]
+    parts = transcript_parts(shown, 200, len)
+    assert len(parts) <= MAX_PARTS
+    assert [i for part in parts for i in part.turns] == list(range(37))
+    assert all(len(part.text) <= 200 for part in parts)
+
+
 def test_a_conversation_longer_than_the_parts_hold_has_its_longest_turns_shortened():
     shown = lines(12, long_at=5)
     parts = transcript_parts(shown, 1200, estimate_tokens, max_parts=3)
@@ -67,15 +78,22 @@ def _shown_turns(prompt: str) -> list[str]:
     return [re.sub(r"^(User|Assistant): ", "", line) for line in shown.splitlines()]
 
 
-def reader(*, steal_from_other_parts: bool = False, combine: str | None = None):
+def reader(*, steal_from_other_parts: bool = False, combine: str | None = None,
+           garbled_part: int | None = None, combining_fails: bool = False):
     """A model that writes, for each part, a sentence per friend its turns name (quoting the
-    turn), and, asked to put the parts together, keeps every note (quote as given)."""
+    turn), and, asked to put the parts together, keeps every note (quote as given);
+    `garbled_part` answers that part with no JSON, `combining_fails` is a model gone away
+    when the parts are put together."""
 
     def answer(call: ModelCall) -> str:
         prompt = call.prompt
         if not prompt.startswith(CREATION_PREFIX):
             return "Sure."
+        if garbled_part is not None and f"this is part {garbled_part} " in prompt:
+            return "I cannot answer in JSON today."
         if "was read in" in prompt:  # the parts put together
+            if combining_fails:
+                raise ChatModelUnavailable("connection refused")
             if combine is not None:
                 return combine
             notes = re.findall(r'^\d+\. (.*) \(quote: "(.*)"\)$', prompt, re.M)
@@ -148,6 +166,33 @@ async def test_when_putting_the_parts_together_fails_their_sentences_stand(datab
     facts = {0: 0, 19: 1}
     _, created = await _write(database, model, conversation(facts))
     assert FRIENDS[0] in created.content and FRIENDS[1] in created.content
+
+
+async def test_a_part_whose_answer_is_not_json_is_passed_over_and_the_others_stand(database):
+    model = reader(garbled_part=1)
+    facts = {0: 0, 10: 1, 19: 2}
+    _, created = await _write(database, model, conversation(facts))
+    # The first part's fact is lost with its answer; the others reach the memory.
+    assert FRIENDS[1] in created.content and FRIENDS[2] in created.content, created.content
+
+
+async def test_when_the_model_fails_putting_the_parts_together_their_sentences_stand(database):
+    model = reader(combining_fails=True)
+    facts = {0: 0, 19: 1}
+    _, created = await _write(database, model, conversation(facts))
+    assert FRIENDS[0] in created.content and FRIENDS[1] in created.content
+
+
+async def test_more_sentences_than_one_prompt_holds_are_put_together_in_stages(database):
+    """A fact in every turn: the parts' sentences are too many for one combining prompt, so
+    halves are made one memory's sentences first; every prompt still fits."""
+    model = reader()
+    facts = {n: n % len(FRIENDS) for n in range(40)}
+    _, created = await _write(database, model, conversation(facts, turns=40), prompt_tokens=1600)
+    combining = [c for c in model.calls if "was read in" in c.prompt]
+    assert len(combining) > 1
+    assert all(estimate_tokens(c.prompt) <= 1600 for c in model.calls)
+    assert created.memory is not None and FRIENDS[0] in created.content
 
 
 async def test_a_long_conversation_with_nothing_worth_keeping_asks_no_combining(database):

@@ -66,6 +66,26 @@ async def test_an_answer_cut_at_its_limit_is_marked_truncated(model):
 
 
 @respx.mock
+async def test_a_tool_call_cut_at_its_limit_is_never_handed_on(model):
+    """`{"to": "bob", "amount": 15` would read as a call of its own (json-repair guesses
+    the end): an answer cut inside a call is an error, not a call."""
+    respx.post(CHAT).respond(json=completion_body(
+        None, tool_calls=[tool_call("pay", '{"to": "bob", "amount": 15')],
+        finish_reason="length"))
+    with pytest.raises(ChatModelError, match="cut at its token limit inside a tool call"):
+        await model.chat([ChatMessage("user", "Pay Bob 150")], tools=[END])
+
+
+@respx.mock
+async def test_arguments_that_cannot_be_read_without_a_guess_are_refused(model):
+    respx.post(CHAT).respond(json=completion_body(
+        None, tool_calls=[tool_call("pay", '{"to": "bob", "amount": 15')],
+        finish_reason="tool_calls"))
+    with pytest.raises(ChatModelError, match="not a JSON object"):
+        await model.chat([ChatMessage("user", "Pay Bob 150")], tools=[END])
+
+
+@respx.mock
 async def test_a_server_that_gives_no_usage_has_it_estimated(model):
     body = completion_body("An answer of some words.")
     body.pop("usage")

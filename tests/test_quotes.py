@@ -1,7 +1,7 @@
 """Quotes as models write them: a quote grounds its sentence when it aligns with one turn
 near-verbatim (a contraction written out or in, a filler word or an article added or left
 out, about one word in five swapped, every number as given); not words of no turn, the
-prompt's own text, a translation of a turn, or a changed number. No word list of any
+prompt's own text, a translation of a turn, a changed number or a changed name. No word list of any
 language is read."""
 
 from __future__ import annotations
@@ -54,6 +54,8 @@ def test_a_near_verbatim_quote_grounds_its_sentence(quote):
     "The locker code is 4412",  # a changed number
     "the gate code is 2208",  # digits swapped
     "Meine Tochter spielt jeden Dienstag um 18 Uhr Fußball",  # another hour
+    "My sister is called Anna and she lives in Braga",  # another name
+    "My sister is called Ana and she lives in Porto",  # another place
     "My daughter is allergic to eggs, please remember",  # a translation of a turn
     "My daughter plays football every Tuesday at 17",  # a translation of a turn
     "Porto soon",  # two words: as written or not at all

@@ -6,6 +6,7 @@ from __future__ import annotations
 import anyio
 import pytest
 
+from memory_agent import ChatReply, ToolCall
 from tests.fakes import FunctionModel, ModelCall
 from tests.harness import http_client, running, service
 
@@ -96,3 +97,45 @@ async def test_a_conversation_ended_before_its_answer_is_an_error_in_the_dialect
             await services.stores.conversations.end(summary.conversation_id, "app")
     assert status["code"] == 409, status
     assert "ended before its question was answered" in status["body"]["error"]["message"]
+
+
+async def test_a_model_that_ends_the_conversation_without_a_word_still_answers(db_path):
+    """The model calls end_conversation with no text: its closing line is asked for (no
+    tools offered), the client gets it, and the conversation ends."""
+
+    def closing(call: ModelCall) -> str | ChatReply:
+        if call.tools:
+            return ChatReply("", tool_calls=(ToolCall("end_conversation"),))
+        return "Take care, and good luck with the move!"
+
+    model = FunctionModel(closing)
+    async with service(db_path, model) as services, running(services), \
+            http_client(services, "admin") as client:
+        await services.stores.registry.install("desk", "Desk")
+        answer = await client.post(
+            "/v1/chat/completions", headers={**ADMIN, "X-Mnemoloop-App": "desk"}, timeout=30,
+            json={"model": "any", "messages": [{"role": "user", "content": "Thanks, bye!"}]})
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["choices"][0]["message"]["content"] == (
+            "Take care, and good luck with the move!")
+        conversation_id = answer.headers["x-mnemoloop-conversation-id"]
+        conversation = await services.stores.conversations.get(conversation_id)
+        assert conversation.state == "ended"
+        assert [bool(call.tools) for call in model.calls[:2]] == [True, False]
+
+
+async def test_a_call_of_a_tool_never_offered_is_no_answer(db_path):
+    """With a client's tools, a call the model made up is dropped; with nothing else in the
+    answer, that is no answer (an error), never an empty success."""
+    model = FunctionModel(lambda call: ChatReply("", tool_calls=(ToolCall("launch", {}),)))
+    async with service(db_path, model, answer_attempts=1) as services, running(services), \
+            http_client(services, "admin") as client:
+        await services.stores.registry.install("desk", "Desk")
+        tool = {"type": "function", "function": {"name": "book", "parameters": {
+            "type": "object", "properties": {}}}}
+        answer = await client.post(
+            "/v1/chat/completions", headers={**ADMIN, "X-Mnemoloop-App": "desk"}, timeout=30,
+            json={"model": "any", "tools": [tool],
+                  "messages": [{"role": "user", "content": "Book it."}]})
+        assert answer.status_code == 502, answer.text
+        assert "answered nothing" in answer.json()["error"]["message"]

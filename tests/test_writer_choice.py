@@ -13,7 +13,7 @@ import pytest
 
 from loop.operations.writer_choice import MemoryWriterChoice
 from memory_agent import CALIBRATION_VERSION
-from memory_agent.core.errors import ChatModelUnavailable
+from memory_agent.core.errors import ChatModelResponseError, ChatModelUnavailable
 from tests.fakes import CREATION_PREFIX, FunctionModel, ModelCall
 from tests.harness import http_client, service
 
@@ -104,6 +104,29 @@ async def test_a_model_that_does_not_answer_is_not_judged(db_path):
         assert choice.writer == "extractive"
         assert "tried again at next start" in choice.why
         assert await services.database.fetch_one("SELECT 1 FROM model_calibrations") is None
+
+
+async def test_a_refused_request_is_no_verdict_on_the_model(db_path):
+    """A 401 (a key the server refuses) is the operator's to fix, not the model's failing."""
+
+    def refused(call: ModelCall) -> str:
+        raise ChatModelResponseError("the server answered 401: bad key", status_code=401)
+
+    async with service(db_path, FunctionModel(refused), memory_writer="auto") as services:
+        choice = await _choose(services)
+        assert choice.writer == "extractive" and "tried again at next start" in choice.why
+        assert await services.database.fetch_one("SELECT 1 FROM model_calibrations") is None
+
+
+async def test_a_trial_that_breaks_leaves_memory_work_to_the_extractive_writer(db_path, caplog):
+    """Whatever goes wrong while choosing (here the database's table is gone), the worker
+    still starts, with the floor, and says why."""
+    async with service(db_path, FunctionModel(capable), memory_writer="auto") as services:
+        await services.database.execute("DROP TABLE model_calibrations")
+        choice = await _choose(services)
+        assert choice.settled and choice.writer == "extractive"
+        assert choice.why.startswith("auto: trying the model failed (")
+        assert "trying the model failed" in caplog.text
 
 
 @pytest.mark.parametrize("setting", ["model", "extractive"])

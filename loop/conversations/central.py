@@ -327,15 +327,25 @@ class CentralLoop:
                         " window it was given is larger than it holds; set"
                         " MNEMOLOOP_MODEL_CONTEXT", answering.conversation_id,
                         reply.usage.prompt_tokens)
-        if not reply.text.strip() and not reply.tool_calls:
-            # Tried again, then failed with a reason: never stored as an empty answer.
-            raise ChatModelEmptyAnswer("the model answered nothing", model=model.name)
         if client_tools:
             offered = {tool.name for tool in tools}
             calls = with_ids([call for call in reply.tool_calls if call.name in offered])
+            _not_empty(reply.text, calls, model.name)
             return Answer(reply.text.strip(), False, reply.usage, model.name, calls)
         ends = any(call.name == END_CONVERSATION_TOOL.name for call in reply.tool_calls)
-        return Answer(reply.text.strip(), ends, reply.usage, written_by=model.name)
+        text = reply.text.strip()
+        usage = reply.usage
+        if ends and not text:
+            # The model ended the conversation without a word: its closing line is asked
+            # for (without the tool), so that the user is answered.
+            closing = await model.chat(context)
+            await self._energy.charge(
+                "conversation", energy_cost(closing.usage, self._tokens_per_unit))
+            text = closing.text.strip()
+            usage = TokenUsage(usage.prompt_tokens + closing.usage.prompt_tokens,
+                               usage.completion_tokens + closing.usage.completion_tokens)
+        _not_empty(text, (), model.name)
+        return Answer(text, ends, usage, written_by=model.name)
 
     def _settled(
         self, answering: _Answering, error: str | None = None, *, final: bool = True
@@ -413,6 +423,13 @@ class CentralLoop:
                 conversation_id, END_REASON_IDLE, idle_since=cutoff
             )
         return ended
+
+
+def _not_empty(text: str, calls: Sequence[ToolCall], model: str) -> None:
+    """An answer with neither text nor a call fails (tried again, then failed with the
+    reason): it is never stored as an empty answer."""
+    if not text.strip() and not calls:
+        raise ChatModelEmptyAnswer("the model answered nothing", model=model)
 
 
 # The newest user turns a memory block is chosen for, when not every memory fits it.

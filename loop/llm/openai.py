@@ -19,7 +19,6 @@ from contextlib import contextmanager
 from typing import Any
 
 import httpx
-import json_repair
 import openai
 from tenacity import RetryCallState
 
@@ -39,6 +38,7 @@ from memory_agent import (
     TokenUsage,
     ToolCall,
     ToolSpec,
+    repaired_object,
 )
 
 # What a server that names no key is given: the package refuses to start without one, and a
@@ -185,7 +185,8 @@ class OpenAIChatModel(ServedModel):
         usage = response.usage
         return ChatReply(
             text=text,
-            tool_calls=_calls(choice.message.tool_calls or (), self.name),
+            tool_calls=_calls(choice.message.tool_calls or (), self.name,
+                              cut=choice.finish_reason == "length"),
             usage=TokenUsage(usage.prompt_tokens, usage.completion_tokens) if usage
             else self._estimated_usage(request, text),
             truncated=choice.finish_reason == "length",
@@ -221,6 +222,9 @@ class OpenAIChatModel(ServedModel):
                     finish = choice.finish_reason or finish
         if finish is None:
             raise _NotAnswered("the server's stream stopped before it ended", model=self.name)
+        if finish == "length" and calls:
+            raise ChatModelError("the answer was cut at its token limit inside a tool call",
+                                 model=self.name)
         text = "".join(pieces)
         return ChatReply(
             text=text,
@@ -395,23 +399,28 @@ def _tool_payload(tool: ToolSpec) -> dict[str, Any]:
     }}
 
 
-def _calls(calls: Sequence[Any], model: str) -> tuple[ToolCall, ...]:
+def _calls(calls: Sequence[Any], model: str, *, cut: bool = False) -> tuple[ToolCall, ...]:
+    """The answer's tool calls; none of an answer cut at its token limit (`cut`), whose last
+    call's arguments may have lost their end."""
+    found = [call for call in calls if getattr(call, "function", None) is not None]
+    if cut and found:
+        raise ChatModelError("the answer was cut at its token limit inside a tool call",
+                             model=model)
     return tuple(
         ToolCall(call.function.name, _arguments(call.function.arguments or "", model), call.id)
-        for call in calls
-        if getattr(call, "function", None) is not None
+        for call in found
     )
 
 
 def _arguments(text: str, model: str) -> dict[str, Any]:
-    """A call's arguments, JSON text as the server gives it; repaired where it can be read
-    without guessing (a trailing comma, single quotes)."""
+    """A call's arguments, JSON text as the server gives it; repaired only where that takes no
+    guess (`repaired_object`: a trailing comma, single quotes)."""
     if not text.strip():
         return {}
     try:
         value = json.loads(text)
     except json.JSONDecodeError:
-        value = json_repair.loads(text)
+        value = repaired_object(text)
     if not isinstance(value, dict):
         raise ChatModelError(f"a tool call's arguments are not a JSON object: {text[:80]}",
                              model=model)

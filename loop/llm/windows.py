@@ -27,6 +27,12 @@ DEFAULT_WINDOW = 4096
 # instruction), and the granularity of the window Ollama is asked for.
 MARGIN_TOKENS = 256
 _STEP = 1024
+# The most an answer is given room for, however large the window: a hosted API refuses a
+# `max_tokens` above its model's own output limit (4,096 for the smallest of them), and no
+# reply or memory needs more.
+MAX_ROOM = 2048
+# The least: a window too small for the prompt budget's floor still leaves an answer this.
+MIN_ROOM = 64
 
 
 @dataclass(frozen=True)
@@ -56,7 +62,9 @@ async def choose_window(model: ChatModel, settings: Settings) -> ChosenWindow:
         said = ContextWindow(settings.model_context, "MNEMOLOOP_MODEL_CONTEXT")
     tokens = said.tokens
     how = f"{tokens} tokens ({said.source})"
-    if model.sets_window and not settings.model_context:
+    if model.sets_window:
+        # As much as the budget and an answer's room take, never more than it holds: Ollama
+        # keeps a cache as large as the num_ctx it is sent.
         wanted = settings.prompt_tokens + model.json_answer_tokens + MARGIN_TOKENS
         tokens = min(tokens, -(-wanted // _STEP) * _STEP)
         how += f"; it is asked for {tokens} (num_ctx)"
@@ -88,14 +96,20 @@ def budgets(model: ChatModel, settings: Settings) -> PromptBudgets:
     chat = prompt_tokens(model, settings, model.answer_tokens)
     memory = prompt_tokens(model, settings, model.json_answer_tokens)
     if model.context_tokens:
-        model.chat_room = model.context_tokens - chat - MARGIN_TOKENS
-        model.json_room = model.context_tokens - memory - MARGIN_TOKENS
+        model.chat_room = _room(model.context_tokens - chat - MARGIN_TOKENS)
+        model.json_room = _room(model.context_tokens - memory - MARGIN_TOKENS)
     return PromptBudgets(chat, memory)
 
 
+def _room(left: int) -> int:
+    return max(MIN_ROOM, min(left, MAX_ROOM))
+
+
 def prompt_tokens(model: ChatModel, settings: Settings, answer_tokens: int) -> int:
-    """A prompt's budget with `model`: the setting, within the window less the answer's room."""
+    """A prompt's budget with `model`: the setting, within the window less the answer's room
+    (and the margin); at least 500 tokens, or a quarter of a window too small for that."""
     tokens = settings.prompt_tokens
     if model.context_tokens:
         tokens = min(tokens, model.context_tokens - answer_tokens - MARGIN_TOKENS)
+        return max(tokens, min(500, model.context_tokens // 4))
     return max(tokens, 500)

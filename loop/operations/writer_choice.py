@@ -53,7 +53,24 @@ class MemoryWriterChoice:
         waits for it; conversations do not."""
         if self.settled:
             return
+        try:
+            await self._settle()
+        except Exception as error:  # memory work goes on, with the floor
+            self._agent.use_writer("extractive")
+            self.why = (f"auto: trying the model failed ({error}); the extractive writer until"
+                        " the next start")
+            log.error("mnemoloop: %s", self.why)
+        self.settled = True
+        log.info("mnemoloop: memories of %s are written by the %s writer (%s)",
+                 self._model.name, self.writer, self.why)
+
+    async def _settle(self) -> None:
+        # A verdict is of a model on its server: `openai:model` names whatever a local
+        # server has loaded.
         name = self._model.name
+        host = getattr(self._model, "host", None)
+        if isinstance(host, str) and host:
+            name = f"{name} at {host}"
         row = await self._db.fetch_one(
             "SELECT writer, why, calibrated_at FROM model_calibrations"
             " WHERE model = ? AND version = ?",
@@ -78,6 +95,3 @@ class MemoryWriterChoice:
                     (name, CALIBRATION_VERSION, calibration.writer, calibration.why,
                      format_timestamp(self._clock.now())),
                 )
-        self.settled = True
-        log.info("mnemoloop: memories of %s are written by the %s writer (%s)",
-                 name, self.writer, self.why)

@@ -1,7 +1,7 @@
 """Which memories a turn's memory block shows when not all of them fit its budget.
 
-Every memory of the conversation's spaces is shown while they fit (a default install's ten
-always do). Beyond the block's tokens or its count, the memories that share the most with the
+Every memory of the conversation's spaces is shown while they fit (ten memories of ordinary
+length do). Beyond the block's tokens or its count, the memories that share the most with the
 turn's recent messages go first: words, names and values, each weighing more the fewer of the
 candidates hold it (a word every memory holds, "user" or "the", weighs nothing, whatever the
 language); then pinned ones, then the more important, then the newer. The block keeps its

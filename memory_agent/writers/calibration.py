@@ -81,7 +81,8 @@ class Calibration:
     held: int
     tried: int
     why: str
-    # Trials the model did not answer (a timeout, a server away): no judgement of it.
+    # Trials the model did not answer (a timeout, a server away, a refused request): no
+    # judgement of it.
     unanswered: int = 0
 
 
@@ -96,7 +97,9 @@ async def calibrate(model: MemoryModel, limits: MemoryLimits, now: datetime) -> 
         try:
             written = await writer.write(trial.messages, (), now)
         except (ChatModelError, InvalidMemoryText) as error:
-            unanswered += isinstance(error, ChatModelError) and error.transient
+            # A model error (a timeout, a server away, a refused key) says nothing of what the
+            # model can write; an answer that is not a memory does.
+            unanswered += isinstance(error, ChatModelError)
             missing.append(f"no memory ({error})")
             continue
         text = folded(written.content) if isinstance(written, WrittenMemory) else ""

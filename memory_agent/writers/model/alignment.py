@@ -4,7 +4,8 @@ Asked to copy a conversation's words exactly, models still write them near-verba
 contraction written out or in ("I am" for "I'm"), a filler word or an article added or left
 out, now and then a word swapped ("named" for "called"). A quote stands when its words are
 found in one turn in order (most of them, within a stretch of the turn that is mostly them),
-and every number it gives is in that stretch as given. Nothing here knows a word of any
+and every number and every name (a word written with a capital past the quote's first) it
+gives is in that stretch as given. Nothing here knows a word of any
 language: words are what a script writes between spaces, and each character of a script
 written without spaces (Chinese, Japanese, Thai) is a word of its own.
 """
@@ -14,7 +15,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from difflib import SequenceMatcher
 
+import regex as re
+
 from memory_agent.core.unicode_forms import words
+
+# A run of letters, marks and digits, as written (its case kept).
+_RUN = re.compile(r"[\p{L}\p{M}\p{N}]+")
 
 # A quote of fewer words is found as written or not at all: three words near-verbatim are a
 # phrase; two are anyone's.
@@ -32,10 +38,19 @@ def aligns_with(quote: str, turns: Sequence[str]) -> bool:
     mine = words(quote)
     if len(mine) < MIN_WORDS:
         return False
-    return any(_aligns(mine, words(turn)) for turn in turns)
+    values = {word for word in mine if _is_number(word)} | _names(quote)
+    return any(_aligns(mine, words(turn), values) for turn in turns)
 
 
-def _aligns(quote: list[str], turn: list[str]) -> bool:
+def _names(quote: str) -> set[str]:
+    """The words a quote writes with a capital letter past its first word (names, as scripts
+    with capitals write them): a name swapped is another fact, never a small difference."""
+    raw = _RUN.findall(quote)
+    return {word for token in raw[1:] if any(char.isupper() for char in token)
+            for word in words(token)}
+
+
+def _aligns(quote: list[str], turn: list[str], values: set[str]) -> bool:
     if not turn:
         return False
     matcher = SequenceMatcher(None, quote, turn, autojunk=False)
@@ -53,8 +68,8 @@ def _aligns(quote: list[str], turn: list[str]) -> bool:
     matched, start, end = best
     if matched < MIN_WORDS or matched < MIN_SHARE * len(quote):
         return False
-    stretch = set(turn[start:end])
-    return all(word in stretch for word in quote if _is_number(word))
+    # Every number and name of the quote is in the stretch as given.
+    return values <= set(turn[start:end])
 
 
 def _is_number(word: str) -> bool:

@@ -9,16 +9,17 @@ it fits; a turn longer than a whole part is shortened the same way.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-# The most parts one conversation is read in: with the call that puts them together, and a
-# second asking for each part's ungrounded sentences, the calls a memory takes stay bounded.
-# Sixteen hold some 15,000 tokens of English in a 4,096-token window, counted by the safe
-# estimate.
-# At Ollama's default window of 4,096 tokens a part holds about 1,100 tokens of transcript
-# as a model counts them (the estimate counts English about twice over): 24 parts read a
-# conversation of about 20,000 tokens whole, in at most 25 calls.
+log = logging.getLogger("mnemoloop.memory")
+
+# The most parts one conversation is read in, so that the calls a memory takes stay bounded
+# (a part's call, a second when its answer is not the JSON or a sentence is asked for again,
+# and the calls that put the parts' sentences together). At Ollama's default window of 4,096
+# tokens a part holds about 1,100 tokens of transcript as a model counts them (the estimate
+# counts English about twice over): 24 parts read a conversation of about 20,000 tokens whole.
 MAX_PARTS = 24
 # What stands for the middle of a shortened turn.
 _GAP = " […] "
@@ -45,10 +46,27 @@ def transcript_parts(
     if sum(costs) <= room:
         return [TranscriptPart(tuple(lines), tuple(range(len(lines))))]
     # A part is never quite full (a turn that does not fit starts the next), so a turn may
-    # take at most the room, and all of them together somewhat less than every part's room.
-    cap = _largest_cap(costs, room, total=int(max_parts * room * 0.8))
-    fitted = [_shortened(line, cap, count) if cost > cap else line
-              for line, cost in zip(lines, costs, strict=True)]
+    # take at most the room, and all of them together somewhat less than every part's room;
+    # less again while the turns still pack into too many parts.
+    total = int(max_parts * room * 0.8)
+    while True:
+        cap = _largest_cap(costs, room, total=total)
+        parts = _packed(lines, room, cap, count)
+        if len(parts) <= max_parts:
+            return parts
+        if cap == 1:
+            # Thousands of turns: their middle goes unread (logged), the parts stay bounded.
+            log.warning("📝 A conversation of %d turns is too long to read whole; its middle"
+                        " turns are left out", len(lines))
+            return parts[: max_parts // 2] + parts[-(max_parts - max_parts // 2):]
+        total = int(total * 0.8)
+
+
+def _packed(
+    lines: Sequence[str], room: int, cap: int, count: Callable[[str], int]
+) -> list[TranscriptPart]:
+    """`lines`, each shortened to `cap` tokens, in consecutive parts of at most `room`."""
+    fitted = [_shortened(line, cap, count) for line in lines]
     parts: list[TranscriptPart] = []
     current: list[int] = []
     used = 0

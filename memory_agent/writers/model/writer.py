@@ -120,7 +120,9 @@ class ModelWriter(MemoryWriter):
     ) -> tuple[_Reading, int]:
         """A long conversation's memory: each part read on its own (its sentences grounded in
         its own turns), then one memory of all of them (grounded in the whole conversation),
-        which also says what it updates; and the sentences dropped on the way."""
+        which also says what it updates; and the sentences dropped on the way. A part whose
+        answer is not the JSON is passed over, the others stand; when the last call fails,
+        the parts' sentences stand rather than be lost."""
         notes: list[_Grounded] = []
         ends: list[MemoryAnswer] = []
         dropped = 0
@@ -130,7 +132,12 @@ class ModelWriter(MemoryWriter):
                 part=(number, len(parts)),
             )
             own_turns = tuple(turns[i] for i in part.turns)
-            reading = await self._read(asked, self._schema([]), own_turns)
+            try:
+                reading = await self._read(asked, self._schema([]), own_turns)
+            except InvalidMemoryText as error:
+                log.warning("📝 Part %d of %d of a long conversation gave no memory: %s",
+                            number, len(parts), error)
+                continue
             notes.extend(reading.grounded)
             dropped += reading.dropped
             if reading.answer.keep_until is not None:
@@ -139,19 +146,16 @@ class ModelWriter(MemoryWriter):
         empty = MemoryAnswer(sentences=[])
         if not unique:
             return _Reading(empty, [], 0), dropped
-        known = list(shown)
-        while True:  # the memories shown that fit beside the parts' sentences, newest kept
-            asked = prompts.combining_messages(
-                [(n.sentence, n.quote, n.about_person) for n in unique], len(parts), known,
-                max_chars=self._limits.max_chars, today=today,
-            )
-            fits = self._model.count_tokens(asked[0].content) <= self._limits.prompt_tokens
-            if fits or not known:
-                break
-            known.pop(0)
         try:
+            unique = await self._within_one_prompt(unique, len(parts), today, turns)
+            known = list(shown)
+            while True:  # the memories shown that fit beside the parts' sentences, newest kept
+                asked = self._combining(unique, len(parts), known, today)
+                if self._fits(asked) or not known:
+                    break
+                known.pop(0)
             combined = await self._read(asked, self._schema([m.id for m in known]), turns)
-        except InvalidMemoryText as error:
+        except (ChatModelError, InvalidMemoryText) as error:
             # The parts' sentences stand, the first ones first, rather than be lost.
             log.warning("📝 The model's memory of a long conversation's parts failed: %s", error)
             return _Reading(ends[0] if ends else empty, unique, 0), dropped
@@ -162,6 +166,35 @@ class ModelWriter(MemoryWriter):
         if answer.keep_until is None and ends:
             answer = answer.model_copy(update={"keep_until": ends[0].keep_until})
         return _Reading(answer, combined.grounded, 0), dropped + combined.dropped
+
+    async def _within_one_prompt(
+        self, notes: list[_Grounded], parts: int, today: str, turns: tuple[str, ...]
+    ) -> list[_Grounded]:
+        """The parts' sentences, few enough for one combining prompt: while they are too
+        many, each half is first made one memory's sentences of its own (the model chooses
+        there too), a call a half."""
+        if self._fits(self._combining(notes, parts, [], today)) or len(notes) < 2:
+            return notes
+        half = len(notes) // 2
+        staged: list[_Grounded] = []
+        for group in (notes[:half], notes[half:]):
+            group = await self._within_one_prompt(group, parts, today, turns)
+            reading = await self._read(self._combining(group, parts, [], today),
+                                       self._schema([]), turns)
+            staged.extend(reading.grounded or group[:1])
+        # Fewer each round, until they fit.
+        return await self._within_one_prompt(staged[: len(notes) - 1], parts, today, turns)
+
+    def _combining(
+        self, notes: Sequence[_Grounded], parts: int, known: Sequence[Memory], today: str
+    ) -> list[ChatMessage]:
+        return prompts.combining_messages(
+            [(n.sentence, n.quote, n.about_person) for n in notes], parts, known,
+            max_chars=self._limits.max_chars, today=today,
+        )
+
+    def _fits(self, asked: Sequence[ChatMessage]) -> bool:
+        return self._model.count_tokens(asked[0].content) <= self._limits.prompt_tokens
 
     def _schema(self, memory_ids: list[int]) -> dict[str, object]:
         return memory_schema(memory_ids, max_chars=self._limits.max_chars)
