@@ -158,8 +158,10 @@ async def test_the_memory_job_leaves_out_the_turns_carried_from_a_clients_histor
 
 
 async def test_an_idle_end_does_not_end_a_conversation_that_had_a_message_meanwhile(parts):
-    threads, conversations, _ = parts
+    threads, conversations, answers = parts
     posted = await threads.post(ClientRequest("desk", THREAD, [user("Hi")]))
+    # Answered: a question still waiting for its answer is never idle.
+    await answered(answers, posted.conversation_id, posted.message_id, "Hello!")
     cutoff = conversations.idle_cutoff(timedelta(seconds=0))
     assert await conversations.idle_since(cutoff) == [posted.conversation_id]
     # A message comes between the idle conversations' reading and their ending.

@@ -45,8 +45,12 @@ def transcript_parts(
     costs = [count(line) + 1 for line in lines]  # and its line break
     if sum(costs) <= room:
         return [TranscriptPart(tuple(lines), tuple(range(len(lines))))]
-    # A part is never quite full (a turn that does not fit starts the next), so a turn may
-    # take at most the room, and all of them together somewhat less than every part's room;
+    # Whole turns when they pack into the bound (a turn longer than a part shortened to one).
+    parts = _packed(lines, room, room, count)
+    if len(parts) <= max_parts:
+        return parts
+    # Else the longest turns shortened: a part is never quite full (a turn that does not fit
+    # starts the next), so all of them together take somewhat less than every part's room;
     # less again while the turns still pack into too many parts.
     total = int(max_parts * room * 0.8)
     while True:

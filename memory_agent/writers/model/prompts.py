@@ -82,12 +82,12 @@ Answer with the JSON object only:
 Create memory:"""
 
 JSON_RETRY_PROMPT = """\
-Your answer was not the JSON object asked for ({reason}). Answer again with the JSON object \
-only:
+Your answer to this was not the JSON object asked for ({reason}). Answer again with the JSON \
+object only:
 {{"sentences": [{{"quote": "...", "text": "..."}}], "updates": [...]}}"""
 
 RETRY_PROMPT = """\
-These sentences could not be checked against the conversation:
+In your answer to this, these sentences could not be checked against the conversation:
 {failures}
 Give each of them again with its quote copied exactly from the conversation (the words it \
 rests on, as they are written there), or leave it out. Answer with the JSON object only:
@@ -176,24 +176,25 @@ def _known_hint(known: Sequence[Memory]) -> str:
     return KNOWN_HINT.format(lines="\n".join(memory_line(m) for m in known))
 
 
+# What asking again adds to a prompt, at most (the writer keeps the first prompt this much
+# within its budget, so that the second fits the window too): the request, and each sentence
+# that failed cut to `_FAILED_CHARS`. The answer asked about is not sent back: it would take
+# as much room as the answer to come.
+RETRY_TOKENS = 400
+_FAILED_CHARS = 160
+_FAILED_SHOWN = 4
+
+
 def retry_messages(
-    asked: Sequence[ChatMessage], answer: str, failures: Sequence[tuple[str, str]]
+    asked: Sequence[ChatMessage], failures: Sequence[tuple[str, str]]
 ) -> list[ChatMessage]:
-    """The creation prompt and answer again, with the sentences that failed and why."""
-    lines = "\n".join(f'- "{_one_line(text)}": {why}' for text, why in failures)
-    return [
-        *asked,
-        ChatMessage("assistant", answer),
-        ChatMessage("user", RETRY_PROMPT.format(failures=lines)),
-    ]
+    """The creation prompt again, with the sentences that failed and why."""
+    lines = "\n".join(
+        f'- "{_one_line(text)[:_FAILED_CHARS]}": {why}' for text, why in failures[:_FAILED_SHOWN]
+    )
+    return [*asked, ChatMessage("user", RETRY_PROMPT.format(failures=lines))]
 
 
-def json_retry_messages(
-    asked: Sequence[ChatMessage], answer: str, reason: str
-) -> list[ChatMessage]:
-    """The creation prompt and an answer that was not the JSON, with why."""
-    return [
-        *asked,
-        ChatMessage("assistant", answer),
-        ChatMessage("user", JSON_RETRY_PROMPT.format(reason=reason)),
-    ]
+def json_retry_messages(asked: Sequence[ChatMessage], reason: str) -> list[ChatMessage]:
+    """The creation prompt again, with why its answer was not the JSON."""
+    return [*asked, ChatMessage("user", JSON_RETRY_PROMPT.format(reason=reason[:200]))]

@@ -99,14 +99,14 @@ class ModelWriter(MemoryWriter):
         asked = prompts.creation_messages(
             transcript, shown, max_chars=self._limits.max_chars, today=today
         )
-        if count(asked[0].content) <= self._limits.prompt_tokens:
+        if count(asked[0].content) <= self._first_prompt_tokens:
             reading = await self._read(asked, self._schema(ids), turns)
             return self._written(reading, reading.dropped, "", shown, messages, now)
         # Too long for one prompt: in parts, each prompt the part's own (no memories shown).
         frame = prompts.creation_messages(
             "", max_chars=self._limits.max_chars, today=today, part=(MAX_PARTS, MAX_PARTS)
         )
-        parts = transcript_parts(lines, self._limits.prompt_tokens - count(frame[0].content), count)
+        parts = transcript_parts(lines, self._first_prompt_tokens - count(frame[0].content), count)
         reading, dropped = await self._read_in_parts(parts, shown, turns, today)
         note = f"read in {len(parts)} parts of {len(lines)} turns"
         return self._written(reading, dropped, note, shown, messages, now)
@@ -194,7 +194,13 @@ class ModelWriter(MemoryWriter):
         )
 
     def _fits(self, asked: Sequence[ChatMessage]) -> bool:
-        return self._model.count_tokens(asked[0].content) <= self._limits.prompt_tokens
+        return self._model.count_tokens(asked[0].content) <= self._first_prompt_tokens
+
+    @property
+    def _first_prompt_tokens(self) -> int:
+        """A prompt's budget, less the room asking again adds to it."""
+        return max(self._limits.prompt_tokens - prompts.RETRY_TOKENS,
+                   self._limits.prompt_tokens // 2)
 
     def _schema(self, memory_ids: list[int]) -> dict[str, object]:
         return memory_schema(memory_ids, max_chars=self._limits.max_chars)
@@ -211,13 +217,13 @@ class ModelWriter(MemoryWriter):
         except InvalidMemoryText as error:
             log.info("📝 The model's memory was not the JSON asked for (%s); asked again", error)
             reply = await self._model.ask(
-                prompts.json_retry_messages(asked, reply.text, error.reason), schema
+                prompts.json_retry_messages(asked, error.reason), schema
             )
             answer = parse_memory_answer(reply.text)
         grounded, failures = self._checked(answer, turns)
         recovered: list[_Grounded] = []
         if failures:
-            recovered = await self._asked_again(asked, reply.text, failures, grounded, turns)
+            recovered = await self._asked_again(asked, failures, grounded, turns)
         dropped = len(failures) - len(recovered)
         self._record.written += len(grounded) + len(failures)
         self._record.grounded += len(grounded)
@@ -267,7 +273,6 @@ class ModelWriter(MemoryWriter):
     async def _asked_again(
         self,
         asked: list[ChatMessage],
-        answer: str,
         failures: list[tuple[str, str]],
         grounded: list[_Grounded],
         turns: tuple[str, ...],
@@ -277,7 +282,7 @@ class ModelWriter(MemoryWriter):
         recovers nothing, and the sentences kept so far stand."""
         schema = self._schema([])
         try:
-            reply = await self._model.ask(prompts.retry_messages(asked, answer, failures), schema)
+            reply = await self._model.ask(prompts.retry_messages(asked, failures), schema)
             again = parse_memory_answer(reply.text)
         except (ChatModelError, InvalidMemoryText) as error:
             log.warning("📝 Asking again for the model's failed sentences failed: %s", error)
