@@ -93,6 +93,13 @@ class PieceByPieceModel(FunctionModel):
         return ChatReply("".join(PIECES))
 
 
+def asked_again(call: ModelCall) -> bool:
+    """Whether `call` asks for a memory again: the prompt with why the answer failed."""
+    last = call.messages[-1].content
+    return "could not be checked against the conversation" in last or (
+        "was not the JSON object asked for" in last)
+
+
 def decision(action: str, target: Any, new_content: str | None = None, reason: str = "r") -> str:
     body: dict[str, Any] = {"action": action, "targetMemoryId": target, "reason": reason}
     if new_content is not None:

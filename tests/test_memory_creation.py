@@ -15,6 +15,7 @@ from tests.fakes import (
     CREATION_PREFIX,
     FunctionModel,
     ModelCall,
+    asked_again,
     memory_model,
     quoted,
 )
@@ -177,16 +178,17 @@ async def test_an_ungrounded_sentence_is_asked_again_once_with_the_reason(databa
         ("The user is 25 years old.", "I am 25"),
     )
     again = answer_of(("The user's mornings are busy.", "mornings are busy"))
-    model = FunctionModel(lambda call: first if len(call.messages) == 1 else again)
+    model = FunctionModel(lambda call: again if asked_again(call) else first)
     agent = MemorySubAgent(database, model, clock=clock)
 
     created = await agent.create_memory(request())
 
     assert created.memory.content == f"{ONE_SENTENCE} The user's mornings are busy."
     retry = model.calls[1]
-    assert [m.role for m in retry.messages] == ["user", "assistant", "user"]
-    assert '"The user is 25 years old."' in retry.messages[2].content
-    assert 'its quote "I am 25" is not in the conversation' in retry.messages[2].content
+    # One user turn: the prompt, then why (roles alternate for every chat template).
+    assert [m.role for m in retry.messages] == ["user"]
+    assert '"The user is 25 years old."' in retry.messages[-1].content
+    assert 'its quote "I am 25" is not in the conversation' in retry.messages[-1].content
     record = agent.grounding
     assert (record.written, record.recovered, record.dropped) == (2, 1, 0)
 
@@ -196,7 +198,7 @@ async def test_a_sentence_ungrounded_twice_is_dropped_counted_and_logged(databas
     await install_app(database, "calendar")
     first = answer_of((ONE_SENTENCE, "after 2pm"), ("The user is 25 years old.", "I am 25"))
     again = answer_of(("The user is 25 years old.", "twenty-five"))
-    model = FunctionModel(lambda call: first if len(call.messages) == 1 else again)
+    model = FunctionModel(lambda call: again if asked_again(call) else first)
     agent = MemorySubAgent(database, model, clock=clock)
 
     created = await agent.create_memory(request())
@@ -225,7 +227,7 @@ async def test_a_quote_too_short_to_show_anything_grounds_nothing(database, cloc
     agent = MemorySubAgent(database, model, clock=clock)
     created = await agent.create_memory(request())
     assert created.memory is None
-    assert "too short" in model.calls[1].messages[2].content
+    assert "too short" in model.calls[1].messages[-1].content
 
 
 async def test_nothing_worth_keeping_is_the_models_to_say(database, clock, caplog):
@@ -252,7 +254,7 @@ async def test_an_answer_that_is_not_the_json_is_asked_again_once(database, cloc
     agent = MemorySubAgent(database, model, clock=clock)
     created = await agent.create_memory(request())
     assert created.memory.content == ONE_SENTENCE
-    assert "the answer holds no JSON object" in model.calls[1].messages[2].content
+    assert "the answer holds no JSON object" in model.calls[1].messages[-1].content
 
 
 async def test_an_answer_not_the_json_twice_fails_the_memory_with_the_reason(database, clock):
@@ -372,7 +374,7 @@ async def test_a_failed_call_asking_again_keeps_the_sentences_already_grounded(d
     first = answer_of((ONE_SENTENCE, "after 2pm"), ("The user is 25 years old.", "I am 25"))
 
     def answer(call: ModelCall) -> str:
-        if len(call.messages) > 1:
+        if asked_again(call):
             raise ChatModelUnavailable("connection refused")
         return first
 
@@ -398,7 +400,7 @@ async def test_a_quote_must_show_what_a_sentence_rests_on(database, clock, quote
     agent = MemorySubAgent(database, model, clock=clock)
     created = await agent.create_memory(request())
     assert created.memory is None
-    assert why in model.calls[1].messages[2].content
+    assert why in model.calls[1].messages[-1].content
 
 
 async def test_a_transcript_label_before_a_quote_is_no_part_of_it(database, clock):

@@ -13,7 +13,7 @@ room (a long conversation is read in more parts), never a prompt cut by the serv
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache, lru_cache
 
 import regex as re
 
@@ -32,15 +32,35 @@ _WEIGHTS = (
 # Anything else (CJK, Hangul, other scripts, symbols); beyond the Basic Multilingual Plane
 # (emoji, rare characters), four.
 _OTHER = 3.0
-_ASTRAL = re.compile(r"[\U00010000-\U0010ffff]")
+
+
+@cache
+def _kinds_of_characters() -> tuple[dict[int, str], tuple[str, ...], tuple[frozenset[int], ...]]:
+    """A translation of every character `_WEIGHTS` knows (the Basic Multilingual Plane holds
+    them all) to a letter standing for the patterns it matches; those letters; and each one's
+    patterns. A character no pattern matches stays as it is (no letter stands for it: every
+    ASCII character matches one)."""
+    every = "".join(map(chr, range(0x10000)))
+    held_by: dict[int, set[int]] = {}
+    for index, (pattern, _) in enumerate(_WEIGHTS):
+        for run in pattern.finditer(every):
+            for point in range(run.start(), run.end()):
+                held_by.setdefault(point, set()).add(index)
+    table: dict[int, str] = {}
+    letters: dict[frozenset[int], str] = {}
+    for point, held in sorted(held_by.items()):
+        table[point] = letters.setdefault(frozenset(held), chr(ord("A") + len(letters)))
+    return table, tuple(letters.values()), tuple(letters)
+
 _ASTRAL_EXTRA = 1.0
 # Letters that are not a word's: among digits (hex, ids, base64) a token each; in a run too
 # long for a word, or with a capital inside one, nearly so. What a vocabulary of words cannot
 # merge, a tokenizer cuts into bytes.
-_WITH_DIGITS = re.compile(r"\b(?=[A-Za-z0-9]*[0-9])(?=[A-Za-z0-9]*[A-Za-z])[A-Za-z0-9]+")
-_NOT_A_WORD = re.compile(r"[A-Za-z]{15,}|[A-Za-z]*[a-z][A-Z][A-Za-z]*")
-# What every such run holds: checked first, since most texts have none.
-_NOT_A_WORD_SIGN = re.compile(r"[A-Za-z]{15}|[a-z][A-Z]")
+# A run of ASCII letters and digits from a word's start; it counts when it holds both.
+_ALNUM_RUN = re.compile(r"\b[A-Za-z0-9]+")
+# A run of ASCII letters; it is no word when too long for one, or with a capital inside.
+_LETTERS = re.compile(r"[A-Za-z]+")
+_CAPITALS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 _DIGIT = re.compile(r"[0-9]")
 _LETTER = re.compile(r"[A-Za-z]")
 # A chat message's own framing (its role and the template's markers), besides its text.
@@ -53,24 +73,41 @@ def estimate_tokens(text: str) -> int:
     reference tokenizer counts)."""
     if not text:
         return 0
+    # Each character as the letter of its kinds (`_KINDS`), counted at C speed.
+    kind_of, letters, held_by_kind = _kinds_of_characters()
+    kinds = text.translate(kind_of)
+    by_kind = [kinds.count(letter) for letter in letters]
     counted, total = 0, 0.0
-    for pattern, weight in _WEIGHTS:
-        found = sum(map(len, pattern.findall(text)))
+    for index, (_, weight) in enumerate(_WEIGHTS):
+        found = sum(n for n, held in zip(by_kind, held_by_kind, strict=True) if index in held)
         counted += found
         total += found * weight
-    total += (len(text) - counted) * _OTHER + len(_ASTRAL.findall(text)) * _ASTRAL_EXTRA
+    astral = len(text.encode("utf-16-le")) // 2 - len(text)
+    total += (len(text) - counted) * _OTHER + astral * _ASTRAL_EXTRA
     total += _odd_letters(text)
     return int(total) + 4
+
+
+def _mixed(run: str) -> bool:
+    return not run.isdigit() and not run.isalpha()
 
 
 def _odd_letters(text: str) -> float:
     """What letters that are not a word's take beyond a word's letters."""
     extra = 0.0
-    if _DIGIT.search(text):
-        for run in _WITH_DIGITS.findall(text):
-            extra += len(_LETTER.findall(run)) * 0.55
-        text = _WITH_DIGITS.sub(" ", text)
-    if _NOT_A_WORD_SIGN.search(text):
-        for run in _NOT_A_WORD.findall(text):
+    mixed = [run for run in _ALNUM_RUN.findall(text) if _mixed(run)] if (
+        _DIGIT.search(text)) else []
+    if mixed:
+        extra += sum(len(_LETTER.findall(run)) for run in mixed) * 0.55
+        text = _ALNUM_RUN.sub(lambda found: " " if _mixed(found[0]) else found[0], text)
+    for run in _LETTERS.findall(text):
+        if len(run) >= 15 or _capital_inside(run):
             extra += len(run) * 0.45
     return extra
+
+
+def _capital_inside(run: str) -> bool:
+    """Whether a capital follows a small letter in `run` (ASCII letters): past its leading
+    capitals, a word's letters are all small."""
+    rest = run.lstrip(_CAPITALS)
+    return bool(rest) and not rest.islower()

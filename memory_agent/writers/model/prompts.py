@@ -192,9 +192,16 @@ def retry_messages(
     lines = "\n".join(
         f'- "{_one_line(text)[:_FAILED_CHARS]}": {why}' for text, why in failures[:_FAILED_SHOWN]
     )
-    return [*asked, ChatMessage("user", RETRY_PROMPT.format(failures=lines))]
+    return _with_request(asked, RETRY_PROMPT.format(failures=lines))
 
 
 def json_retry_messages(asked: Sequence[ChatMessage], reason: str) -> list[ChatMessage]:
     """The creation prompt again, with why its answer was not the JSON."""
-    return [*asked, ChatMessage("user", JSON_RETRY_PROMPT.format(reason=reason[:200]))]
+    return _with_request(asked, JSON_RETRY_PROMPT.format(reason=reason[:200]))
+
+
+def _with_request(asked: Sequence[ChatMessage], request: str) -> list[ChatMessage]:
+    """The prompt with `request` at the end of its last message: two user turns in a row are
+    refused by chat templates that require the roles to alternate."""
+    *before, last = asked
+    return [*before, ChatMessage(last.role, f"{last.content}\n\n{request}")]
