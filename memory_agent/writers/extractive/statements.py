@@ -133,7 +133,7 @@ def _asks(text: str) -> bool:
 def word_count(text: str) -> int:
     """The text's words; a script written without spaces counted a word every three
     characters (Chinese and Japanese words run one to four)."""
-    return len(WORD.findall(text)) + len(_UNSPACED.findall(text)) // 3
+    return len(WORD.findall(text)) + _unspaced_characters(text) // 3
 
 
 # Code or a log line, which reads as no language: an identifier joined by "_" or called,
@@ -190,7 +190,7 @@ def readable(text: str) -> bool:
     language no file covers: a tenth or less, by words other languages share). A text too
     short to tell (under five words) is readable."""
     words = len(WORD.findall(text))
-    unspaced = len(_UNSPACED.findall(text))
+    unspaced = _unspaced_characters(text)
     if words + unspaced // 3 < 5:
         return True
     return some_language_reads(text, words=words, unspaced=unspaced, share=_READ_SHARE)
@@ -201,6 +201,11 @@ _READ_SHARE = 0.25
 
 # Characters of the scripts written without spaces between words.
 _UNSPACED = re.compile(r"[\p{Han}\p{Hiragana}\p{Katakana}\p{Thai}\p{Lao}\p{Khmer}\p{Myanmar}]")
+
+
+def _unspaced_characters(text: str) -> int:
+    # None of those scripts is in ASCII, which most texts are.
+    return 0 if text.isascii() else len(_UNSPACED.findall(text))
 
 
 def unread_statement_score(sentence: str, speaker: str, *, confirming: bool = False) -> int:
