@@ -21,11 +21,18 @@ from mcp.types import Tool as McpTool
 from pydantic import BaseModel, Field
 
 from admin_api.auth import TokenOwner, token_owner
-from admin_api.replies import job_out, memory_event_out, memory_out
+from admin_api.replies import job_out, memory_event_out, memory_out, query_cost, query_out
+from admin_api.schemas import QueryFilters, QueryMemories, memory_query
 from loop.operations import MAX_USER_ID, AdminToken, AppRegistry, validate_user_id
 from loop.service import Stores
 from memory_agent import (
+    MAX_BUDGET_TOKENS,
+    MAX_IMPORTANCE,
     MAX_MEMORY_ID,
+    MAX_QUERY_CHARS,
+    MAX_TOP_K,
+    MIN_BUDGET_TOKENS,
+    MIN_IMPORTANCE,
     PROFILE_APP,
     MemoryActor,
     MemoryChange,
@@ -99,7 +106,8 @@ def build_mcp_server(stores: Stores, find_caller: FindCaller) -> FastMCP[Any]:
         name="mnemoloop",
         instructions=(
             "Long-term memory per app. `recall` an app's memories (optionally those matching a "
-            "query) before answering; `remember` a finished conversation so that its memory "
+            "query) before answering, or `query` the ones that answer a question, scored and "
+            "within a token budget; `remember` a finished conversation so that its memory "
             "is written; `forget` a memory that is wrong; `tag_memory_relevant` or "
             "`tag_memory_irrelevant` one that proved useful or not; `pin_memory` one that "
             "must stay."
@@ -147,6 +155,47 @@ def build_mcp_server(stores: Stores, find_caller: FindCaller) -> FastMCP[Any]:
                     for m in memories
                 ]
         return found
+
+    @server.tool()
+    async def query(
+        ctx: Context[Any, Any, Any],
+        query: Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS)],
+        app_id: str | None = None,
+        user_id: UserIdArgument = None,
+        top_k: Annotated[int, Field(ge=1, le=MAX_TOP_K)] = 5,
+        threshold: Annotated[float, Field(ge=0, le=1)] = 0.0,
+        budget_tokens: Annotated[
+            int, Field(ge=MIN_BUDGET_TOKENS, le=MAX_BUDGET_TOKENS)
+        ] = 2000,
+        full: bool = False,
+        pinned: bool | None = None,
+        importance_min: Annotated[int, Field(ge=MIN_IMPORTANCE, le=MAX_IMPORTANCE)] = 0,
+        importance_max: Annotated[int, Field(ge=MIN_IMPORTANCE, le=MAX_IMPORTANCE)] = 10,
+        updated_after: str | None = None,
+        updated_before: str | None = None,
+    ) -> dict[str, Any]:
+        """The memories that answer `query`, each scored 0-1 (the share of its words a memory
+        holds, rarer words weighing more), at least `threshold`, the best first, at most
+        `top_k` and within `budget_tokens`. With `user_id`: the person's profile (when the app
+        shares it), their own memories and the app's shared ones; else the app's shared ones.
+        Each result is the memory's text as a model is given it; `full` adds the memory and
+        its metadata. `updated_after`/`updated_before`: RFC 3339 times. Private memories are
+        never returned."""
+        app = (await find_caller(ctx)).app(app_id)
+        async with _tool_errors():
+            record = await registry.require(app)
+            asked = memory_query(QueryMemories(
+                query, QueryFilters(
+                    _space(user_id) or None, pinned, importance_min, importance_max,
+                    updated_after, updated_before,
+                ),
+                None, top_k, threshold, budget_tokens, "full" if full else "bullets",
+            ))
+            now = agent.now()
+            found = await agent.query_memories(
+                record.memory_spaces(user_id or ""), asked, query_cost(asked.shape, now)
+            )
+            return _builtins(query_out(found, asked.shape, now))
 
     @server.tool()
     async def remember(

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
 
 from loop.jobs import MemoryJob
-from memory_agent import Memory, MemoryEvent
+from memory_agent import (
+    PROFILE_APP,
+    Memory,
+    MemoryEvent,
+    QueryAnswer,
+    estimate_tokens,
+    neutralise,
+)
 
 
 class Reply(msgspec.Struct, rename="camel"):
@@ -138,6 +146,26 @@ class MemoryOut(Reply):
     state: str
 
 
+class QueryHitOut(Reply, omit_defaults=True):
+    id: int
+    # The memory's text as a model is given it in the memory block.
+    text: str
+    # 0-1: the share of the query's words the memory holds, the rarer weighing more.
+    score: float
+    # Where it is from: "profile" (the person's, across apps), "user" or "shared".
+    space: str
+    # With `"return": "full"`: the memory and its metadata.
+    memory: MemoryOut | None = None
+
+
+class QueryOut(Reply):
+    results: list[QueryHitOut]
+    # The estimated tokens of the results, within the query's `budgetTokens`.
+    tokens: int
+    # Memories that met the threshold but not `topK` or the budget.
+    omitted: int
+
+
 class MemoriesOut(Reply):
     memories: list[MemoryOut]
 
@@ -254,6 +282,29 @@ def memory_out(m: Memory, now: str) -> MemoryOut:
         m.id, m.content, m.created_at, m.updated_at, m.source_conversation_id, m.metadata,
         m.user_id, m.pinned, m.private, m.importance, m.expires_at, m.deleted_at, m.state(now),
     )
+
+
+def query_hit_out(memory: Memory, score: float, shape: str, now: str) -> QueryHitOut:
+    space = "profile" if memory.app_id == PROFILE_APP else "user" if memory.user_id else "shared"
+    full = memory_out(memory, now) if shape == "full" else None
+    return QueryHitOut(memory.id, neutralise(memory.content), score, space, full)
+
+
+def query_out(found: QueryAnswer, shape: str, now: str) -> QueryOut:
+    return QueryOut(
+        [query_hit_out(hit.memory, hit.score, shape, now) for hit in found.hits],
+        found.tokens, found.omitted,
+    )
+
+
+def query_cost(shape: str, now: str) -> Callable[[Memory], int]:
+    """A memory's tokens as a query gives it: its bullet's text, or its whole JSON."""
+    def cost(memory: Memory) -> int:
+        if shape == "full":
+            return estimate_tokens(msgspec.json.encode(query_hit_out(memory, 1.0, shape, now))
+                                   .decode())
+        return estimate_tokens(f"- {neutralise(memory.content)}\n")
+    return cost
 
 
 def export_out(app_id: str, exported_at: str, memories: list[Memory]) -> ExportOut:

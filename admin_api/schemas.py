@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import msgspec
 from litestar.openapi.spec import Operation, RequestBody
@@ -11,7 +11,18 @@ from litestar.params import PathParameter, QueryParameter
 
 from loop.errors import InvalidInput
 from loop.operations import APP_ID_PATTERN, MAX_NAME, MAX_USER_ID, NAME_PATTERN, USER_ID_PATTERN
-from memory_agent import MAX_MEMORY_ID, ImportedMemory, given_timestamp
+from memory_agent import (
+    MAX_BUDGET_TOKENS,
+    MAX_IMPORTANCE,
+    MAX_MEMORY_ID,
+    MAX_QUERY_CHARS,
+    MAX_TOP_K,
+    MIN_BUDGET_TOKENS,
+    MIN_IMPORTANCE,
+    ImportedMemory,
+    MemoryQuery,
+    given_timestamp,
+)
 
 AppId = Annotated[
     str,
@@ -167,6 +178,59 @@ class TagMemory(Body):
 class RestoreMemory(Body):
     # The expiry the restored memory gets in place of one that has passed; none: it lasts.
     expires_at: Timestamp | None = None
+
+
+class QueryFilters(Body, forbid_unknown_fields=True):
+    """What a query's memories must be; each optional. A filter this service does not know
+    is refused (400 naming it), not ignored."""
+
+    # The user whose conversation the query serves: their space, the app's shared one and,
+    # in an app that shares profiles, their profile. Without it, the app's shared space.
+    user_id: UserIdText | None = None
+    pinned: bool | None = None
+    importance_min: Importance = MIN_IMPORTANCE
+    importance_max: Importance = MAX_IMPORTANCE
+    updated_after: Timestamp | None = None
+    updated_before: Timestamp | None = None
+
+
+class QueryMemories(Body):
+    """The seed's `memory.query`, in the API's camelCase."""
+
+    query: Annotated[
+        str,
+        msgspec.Meta(min_length=1, max_length=MAX_QUERY_CHARS, description="what to recall"),
+    ]
+    filters: QueryFilters = msgspec.field(default_factory=QueryFilters)
+    # Kinds of memory are not recorded yet: any category is refused (400), not ignored.
+    categories: Annotated[
+        list[str], msgspec.Meta(description="memories carry no kind yet: leave it out")
+    ] | None = None
+    top_k: Annotated[int, msgspec.Meta(ge=1, le=MAX_TOP_K)] = 5
+    threshold: Annotated[
+        float, msgspec.Meta(ge=0, le=1, description="the least score (0-1) a memory needs")
+    ] = 0.0
+    budget_tokens: Annotated[
+        int, msgspec.Meta(ge=MIN_BUDGET_TOKENS, le=MAX_BUDGET_TOKENS)
+    ] = 2000
+    # `return` in the seed: bullets (each memory's text, as a model is given it) or full
+    # memories with their metadata.
+    shape: Literal["bullets", "full"] = msgspec.field(default="bullets", name="return")
+
+
+def memory_query(body: QueryMemories) -> MemoryQuery:
+    """The agent's query, its filters' times in the stored form; `InvalidInput` naming a
+    field that cannot be."""
+    if body.categories:
+        raise InvalidInput("categories: memories carry no kind yet; leave it out")
+    filters = body.filters
+    # A query with no words, or a range that holds nothing: `InvalidSearchQuery` (400).
+    return MemoryQuery(
+        body.query, body.top_k, body.threshold, body.budget_tokens, body.shape,
+        filters.pinned, filters.importance_min, filters.importance_max,
+        stored_time(filters.updated_after, "filters.updatedAfter"),
+        stored_time(filters.updated_before, "filters.updatedBefore"),
+    )
 
 
 class ImportMemories(Body):

@@ -74,7 +74,9 @@ from memory_agent.job.creation import (
     MemoryCreationRequest,
 )
 from memory_agent.models import (
+    MAX_IMPORTANCE,
     MAX_MEMORY_ID,
+    MIN_IMPORTANCE,
     CompactionOutcome,
     ImportedMemory,
     Memory,
@@ -86,6 +88,14 @@ from memory_agent.recall.context import (
     format_memories_for_context,
     memory_block_within,
     neutralise,
+)
+from memory_agent.recall.query import (
+    MAX_BUDGET_TOKENS,
+    MAX_TOP_K,
+    MIN_BUDGET_TOKENS,
+    MemoryQuery,
+    QueryAnswer,
+    QueryHit,
 )
 from memory_agent.recall.selection import BlockBudget
 from memory_agent.steering.changes import (
@@ -104,8 +114,13 @@ from memory_agent.writers.written import GroundingRecord
 
 __all__ = [
     "CALIBRATION_VERSION",
+    "MAX_BUDGET_TOKENS",
+    "MAX_IMPORTANCE",
     "MAX_MEMORY_ID",
     "MAX_QUERY_CHARS",
+    "MAX_TOP_K",
+    "MIN_BUDGET_TOKENS",
+    "MIN_IMPORTANCE",
     "POSTGRESQL",
     "PROFILE_APP",
     "SQLITE",
@@ -141,12 +156,15 @@ __all__ = [
     "MemoryEvent",
     "MemoryImportRefused",
     "MemoryNotFound",
+    "MemoryQuery",
     "MemoryState",
     "MemorySteeringRefused",
     "MemorySubAgent",
     "MemoryWriteRefused",
     "MnemoloopError",
     "Params",
+    "QueryAnswer",
+    "QueryHit",
     "Redacted",
     "Role",
     "Row",

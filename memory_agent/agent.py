@@ -31,6 +31,14 @@ from memory_agent.models import (
     MemoryEvent,
 )
 from memory_agent.recall.delta import MAX_CHANGES, delta_header
+from memory_agent.recall.query import (
+    POOL,
+    POOL_WITH_IMPORTANCE,
+    SCAN_LIMIT,
+    MemoryQuery,
+    QueryAnswer,
+    answer,
+)
 from memory_agent.steering import changes as steering
 from memory_agent.steering import transfer
 from memory_agent.steering.changes import MemoryChange
@@ -176,6 +184,26 @@ class MemorySubAgent:
         return await self._store.search(
             app_id, search_terms(query), limit, user_id=user_id, injectable=injectable
         )
+
+    async def query_memories(
+        self, spaces: Sequence[tuple[str, str]], query: MemoryQuery,
+        cost: Callable[[Memory], int],
+    ) -> QueryAnswer:
+        """The memories of `spaces` (app, user) that answer `query`, scored, the best first,
+        within its `top_k` and budget (`cost`: a memory's tokens as it will be given). Never
+        a private one (`recall.query`)."""
+        async def candidates(terms: list[str] | None, limit: int) -> list[Memory]:
+            return await self._store.query_candidates(
+                spaces, terms, limit, pinned=query.pinned, updated_after=query.updated_after,
+                updated_before=query.updated_before,
+            )
+
+        # Spaces of ordinary size are read whole; beyond that, the engine's search picks.
+        found = await candidates(None, SCAN_LIMIT + 1)
+        if len(found) > SCAN_LIMIT:
+            pool = POOL_WITH_IMPORTANCE if query.importance_range else POOL
+            found = await candidates(query.terms, pool)
+        return answer(found, query, cost)
 
     async def memory_counts_by_app(self) -> dict[str, int]:
         """How many live memories each app holds, in all its spaces."""

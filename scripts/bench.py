@@ -32,6 +32,7 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_dialects import bench_dialects
+from bench_query import bench_query
 from bench_recall import bench_profiles, bench_retrieval, bench_spaces, retrieval_latencies
 from bench_support import (
     copy_to_postgres,
@@ -461,9 +462,9 @@ def main() -> None:
     results: dict[str, Any] = {"mode": "quick" if args.quick else "full", "cpus": os.cpu_count()}
     with tempfile.TemporaryDirectory(prefix="mnemoloop-bench-") as folder:
         tmp = Path(folder)
-        benches = (bench_retrieval, bench_spaces, bench_profiles, bench_jobs, bench_overhead,
-                   bench_context, bench_http, bench_dialects, bench_postgres, bench_model,
-                   bench_energy)
+        benches = (bench_retrieval, bench_spaces, bench_profiles, bench_query, bench_jobs,
+                   bench_overhead, bench_context, bench_http, bench_dialects, bench_postgres,
+                   bench_model, bench_energy)
         for bench in benches:
             if args.only and bench.__name__ != args.only:
                 continue

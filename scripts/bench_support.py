@@ -36,7 +36,7 @@ def percentile(values: Sequence[float], pct: float) -> float:
     return ordered[min(len(ordered) - 1, math.ceil(pct / 100 * len(ordered)) - 1)]
 
 
-def _migrated_with_apps(db: Path, apps: int) -> sqlite3.Connection:
+def migrated_with_apps(db: Path, apps: int) -> sqlite3.Connection:
     apply_migrations(db)
     connection = sqlite3.connect(db)
     connection.executemany(
@@ -46,7 +46,7 @@ def _migrated_with_apps(db: Path, apps: int) -> sqlite3.Connection:
 
 
 def seed_memories(db: Path, *, apps: int, per_app: int) -> None:
-    with closing(_migrated_with_apps(db, apps)) as connection, connection:
+    with closing(migrated_with_apps(db, apps)) as connection, connection:
         connection.executemany(
             "INSERT INTO app_memories (app_id, content, created_at, updated_at, metadata)"
             " VALUES (?, ?, ?, ?, '{}')",
@@ -59,7 +59,7 @@ def seed_memories(db: Path, *, apps: int, per_app: int) -> None:
 def seed_user_spaces(db: Path, *, users: int, per_user: int, shared: int) -> None:
     """One app (`app0`) with `shared` memories in its shared space and `per_user` in each of
     `users` users' spaces."""
-    with closing(_migrated_with_apps(db, 1)) as connection, connection:
+    with closing(migrated_with_apps(db, 1)) as connection, connection:
         rows = [("", k) for k in range(shared)]
         rows += [(f"user{n}", k) for n in range(users) for k in range(per_user)]
         connection.executemany(
@@ -105,7 +105,7 @@ def seed_profiles(db: Path, *, users: int, per_user: int, shared: int) -> None:
 
 def seed_ended_conversations(db: Path, *, apps: int, per_app: int) -> None:
     """Ended conversations with their pending memory jobs, interleaved across apps."""
-    with closing(_migrated_with_apps(db, apps)) as connection, connection:
+    with closing(migrated_with_apps(db, apps)) as connection, connection:
         for round_ in range(per_app):
             rows = [(f"c{round_}-{n}", f"app{n}") for n in range(apps)]
             connection.executemany(

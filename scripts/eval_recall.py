@@ -13,7 +13,9 @@ user said when the subject came up, in the conversation's own language), asked i
 holding the fact; it hits when the fact's memory is in the block the service builds for that
 turn (`memory_block_within`, the budget `--tokens`, the safe estimate). Beside it, the block
 as it was before a turn had a say: every memory, the oldest left out first, within half the
-default prompt budget (3,000 tokens).
+default prompt budget (3,000 tokens). The same probes asked of the query for agents
+(`POST .../memories/query`, `recall.query.answer`): a hit when the fact's memory is among the
+first five results (`query_top5_hit_rate`) or is the first (`query_top1_hit_rate`).
 """
 
 from __future__ import annotations
@@ -29,12 +31,15 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from memory_agent import (
+    MAX_QUERY_CHARS,
     BlockBudget,
     Memory,
+    MemoryQuery,
     estimate_tokens,
     format_memories_for_context,
     memory_block_within,
 )
+from memory_agent.recall.query import answer
 
 HERE = Path(__file__).resolve().parent
 SETS = ("eval_stories.json", "eval_world_stories.json", "eval_locomo.json")
@@ -77,7 +82,7 @@ def before(memories: list[Memory]) -> str:
 
 def measure(story_file: Path, size: int, tokens: int) -> dict[str, Any]:
     found = probes(json.loads(story_file.read_text()))
-    hits = hits_before = 0
+    hits = hits_before = top5 = top1 = 0
     block_tokens: list[int] = []
     tokens_before: list[int] = []
     for start in range(0, len(found), size):
@@ -89,6 +94,11 @@ def measure(story_file: Path, size: int, tokens: int) -> dict[str, Any]:
                                         recent=probe)
             hits += text in block
             hits_before += text in old
+            asked = MemoryQuery(probe[:MAX_QUERY_CHARS], top_k=5)
+            results = [hit.memory.content for hit in answer(
+                memories, asked, lambda memory: estimate_tokens(memory.content)).hits]
+            top5 += text in results
+            top1 += results[:1] == [text]
             block_tokens.append(estimate_tokens(block))
             tokens_before.append(estimate_tokens(old))
     return {
@@ -98,6 +108,8 @@ def measure(story_file: Path, size: int, tokens: int) -> dict[str, Any]:
         "block_tokens_p50": statistics.median(block_tokens),
         "hit_rate_before": round(hits_before / len(found), 3),
         "block_tokens_before_p50": statistics.median(tokens_before),
+        "query_top5_hit_rate": round(top5 / len(found), 3),
+        "query_top1_hit_rate": round(top1 / len(found), 3),
     }
 
 

@@ -130,6 +130,11 @@ async def test_an_ended_conversation_leaves_a_memory_to_list_and_search(admin) -
     found = await admin.memories.search("cal", "meetings", limit=5)
     assert [m.id for m in found] == [memory.id]
     assert await admin.memories.search("cal", "zebra") == []
+    asked = await admin.memories.query("cal", "which meetings?", top_k=3, full=True)
+    assert [(hit.id, hit.space) for hit in asked.results] == [(memory.id, "shared")]
+    assert asked.results[0].memory is not None and asked.results[0].memory.id == memory.id
+    with pytest.raises(BadRequest, match="threshold"):
+        await admin.memories.query("cal", "meetings", threshold=2.0)
 
 
 async def test_a_deleted_memory_is_gone_and_the_history_tells_of_it(admin) -> None:

@@ -28,8 +28,8 @@ from tests.test_cli import mnemoloop
 
 pytestmark = pytest.mark.anyio
 STAMP = "2025-10-10T10:00:00.000000Z"
-APP_TOOLS = {"recall", "remember", "forget", "memory_history", "tag_memory_relevant",
-             "tag_memory_irrelevant", "pin_memory"}
+APP_TOOLS = {"recall", "query", "remember", "forget", "memory_history",
+             "tag_memory_relevant", "tag_memory_irrelevant", "pin_memory"}
 
 
 def install(db: Path | str, app_id: str) -> str:
@@ -97,6 +97,15 @@ async def test_stdio_tools_are_scoped_to_the_keys_app(db_path):
             assert len(everything) == 2 and "Zoe" not in json.dumps(everything)
             found = payload(await session.call_tool("recall", {"query": "peanut allergies"}))
             assert [m["id"] for m in found] == [peanut]
+            asked = payload(await session.call_tool(
+                "query", {"query": "peanut allergies", "top_k": 1, "full": True}))
+            [hit] = asked["results"]
+            assert (hit["id"], hit["score"], hit["space"]) == (peanut, 1.0, "shared")
+            assert hit["memory"]["content"] == hit["text"] and asked["omitted"] == 0
+            assert "threshold" in error_text(await session.call_tool(
+                "query", {"query": "peanut", "threshold": 2}))
+            assert "updatedAfter" in error_text(await session.call_tool(
+                "query", {"query": "peanut", "updated_after": "yesterday"}))
 
             other = await session.call_tool("recall", {"app_id": "notes"})
             assert "belongs to app 'cal'" in error_text(other)

@@ -1,10 +1,10 @@
-"""An app's memories: list and search, export and import, delete one, purge them."""
+"""An app's memories: list, search and query, export and import, delete one, purge them."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
-from litestar import Controller, delete, get, post
+from litestar import Controller, Request, delete, get, post
 from litestar.params import FromPath, JSONBody, QueryParameter
 
 from admin_api.auth import admin_only, admin_or_own_app
@@ -14,12 +14,23 @@ from admin_api.replies import (
     ImportedOut,
     MemoriesOut,
     PurgedOut,
+    QueryOut,
     SuccessOut,
     export_out,
     memory_out,
     problems,
+    query_cost,
+    query_out,
 )
-from admin_api.schemas import ImportMemories, MemoryId, UserIdQuery, imported_memories
+from admin_api.schemas import (
+    ImportMemories,
+    MemoryId,
+    QueryMemories,
+    UserIdQuery,
+    imported_memories,
+    memory_query,
+    strict_booleans,
+)
 from loop.service import Stores
 from memory_agent import MAX_QUERY_CHARS, Clock, MemoryState, now_text
 
@@ -74,6 +85,41 @@ class MemoriesController(Controller):
                 await stores.registry.require(app_id)  # no memories: is there such an app?
         now = now_text(clock)
         return MemoriesOut([memory_out(m, now) for m in memories])
+
+    @post(
+        "/query",
+        status_code=200,
+        before_request=admin_or_own_app,
+        summary="The memories that answer a query, scored 0-1, the best first, within a budget",
+        description=(
+            "For an agent: the memories of a user's conversation (their profile when the app"
+            " shares it, their own, the app's shared; with no `filters.userId`, the app's"
+            " shared ones) that hold the query's words, each scored 0-1 (the share of the"
+            " query's words it holds, rarer words weighing more), at least `threshold`, the"
+            " best first, at most `topK` and within `budgetTokens`. `return: bullets` gives each"
+            " memory's text as a model is given it; `full` the memory with its metadata."
+            " Private memories are never returned. An unknown filter, a category (memories"
+            " carry no kind yet), or a value out of range is refused (400) naming the field."
+        ),
+        responses=problems(400, 401, 403, 404),
+    )
+    async def query(
+        self,
+        app_id: FromPath[str],
+        request: Request[Any, Any, Any],
+        data: JSONBody[QueryMemories],
+        stores: Provided[Stores],
+        clock: Provided[Clock],
+    ) -> QueryOut:
+        raw = await request.json()
+        strict_booleans(raw.get("filters") if isinstance(raw, dict) else None, "pinned")
+        query = memory_query(data)
+        app = await stores.registry.require(app_id)
+        now = now_text(clock)
+        found = await stores.agent.query_memories(
+            app.memory_spaces(data.filters.user_id or ""), query, query_cost(query.shape, now)
+        )
+        return query_out(found, query.shape, now)
 
     @get(
         "/export",

@@ -28,6 +28,14 @@ class App:
     # The app reads and writes its users' profiles (the person across apps).
     shares_profile: bool = False
 
+    def memory_spaces(self, user_id: str) -> list[tuple[str, str]]:
+        """The spaces (app, user) a conversation of `user_id` ("" for none) draws its memories
+        from: the person's profile when the app shares it, the user's own, the app's shared."""
+        if not user_id:
+            return [(self.app_id, "")]
+        profile = [(PROFILE_APP, user_id)] if self.shares_profile else []
+        return [*profile, (self.app_id, user_id), (self.app_id, "")]
+
     @classmethod
     def from_row(cls, row: Row) -> App:
         keys = row.keys()

@@ -9,11 +9,13 @@ from functools import lru_cache
 import regex as re
 
 # A word: what a script writes between spaces; each character of a script written without
-# them (Chinese, Japanese, Thai and their neighbours) is a word of its own.
-_WORD = re.compile(
-    r"[\p{Han}\p{Hiragana}\p{Katakana}\p{Thai}\p{Lao}\p{Khmer}\p{Myanmar}\p{Tibetan}]"
-    r"|[\p{L}\p{M}\p{N}]+"
+# them (Chinese, Japanese, Thai and their neighbours) is a word of its own, and never part of
+# another word (Japanese's long-vowel mark "ー" belongs to no script, and would otherwise
+# start a run that swallows the characters after it).
+_UNSPACED = (
+    r"[\p{Han}\p{Hiragana}\p{Katakana}\p{Thai}\p{Lao}\p{Khmer}\p{Myanmar}\p{Tibetan}\u30fc]"
 )
+_WORD = re.compile(rf"{_UNSPACED}|(?:(?!{_UNSPACED})[\p{{L}}\p{{M}}\p{{N}}])+")
 
 
 # Read again and again (each memory against each other one): computed once per text.

@@ -13,6 +13,7 @@ memories are compacted, counted, searched and injected."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -218,6 +219,56 @@ class MemoryStore(MemoryHistory):
                 f" WHERE memory_search MATCH ? AND m.app_id = ? AND m.user_id = ?{live}"
                 " ORDER BY bm25(memory_search), m.id DESC LIMIT ?",
                 (search.sqlite_match(terms), app_id, user_id, *params, limit),
+            )
+        return [Memory.from_row(row) for row in rows]
+
+    async def query_candidates(
+        self,
+        spaces: Sequence[tuple[str, str]],
+        terms: list[str] | None,
+        limit: int,
+        *,
+        pinned: bool | None = None,
+        updated_after: str | None = None,
+        updated_before: str | None = None,
+    ) -> list[Memory]:
+        """Live memories of `spaces` (app, user) that are not private, within the filters:
+        without `terms`, the most recently updated; with them, those holding any of the
+        words, the engine's most relevant first. At most `limit`."""
+        alias = "" if terms is None or self._db.dialect.name == "postgresql" else "m."
+        condition, live = self._live(alias)
+        params: tuple[str | int, ...] = live
+        condition += f" AND {alias}private = 0 AND ("
+        condition += " OR ".join(f"({alias}app_id = ? AND {alias}user_id = ?)" for _ in spaces)
+        condition += ")"
+        params += tuple(value for space in spaces for value in space)
+        for clause, value in ((f" AND {alias}pinned = ?", pinned),
+                              (f" AND {alias}updated_at > ?", updated_after),
+                              (f" AND {alias}updated_at < ?", updated_before)):
+            if value is not None:
+                condition += clause
+                params += (int(value) if isinstance(value, bool) else value,)
+        if terms is None:
+            rows = await self._db.fetch_all(
+                f"SELECT {_COLUMNS} FROM app_memories WHERE 1 = 1{condition}"
+                " ORDER BY updated_at DESC, id DESC LIMIT ?",
+                (*params, limit),
+            )
+        elif self._db.dialect.name == "postgresql":
+            rows = await self._db.fetch_all(
+                f"SELECT {_COLUMNS} FROM app_memories,"
+                " websearch_to_tsquery('english', ?) AS query"
+                f" WHERE search @@ query{condition}"
+                " ORDER BY ts_rank(search, query) DESC, id DESC LIMIT ?",
+                (search.postgres_websearch(terms), *params, limit),
+            )
+        else:
+            rows = await self._db.fetch_all(
+                f"SELECT {_MEMORY_COLUMNS} FROM memory_search JOIN app_memories AS m"
+                " ON m.id = memory_search.rowid"
+                f" WHERE memory_search MATCH ?{condition}"
+                " ORDER BY bm25(memory_search), m.id DESC LIMIT ?",
+                (search.sqlite_match(terms), *params, limit),
             )
         return [Memory.from_row(row) for row in rows]
 

@@ -28,6 +28,7 @@ from admin_api.replies import (
     PostedOut,
     ProfileErasedOut,
     PurgedOut,
+    QueryOut,
     SpaceOut,
     SpacesOut,
     SuccessOut,
@@ -39,9 +40,12 @@ from admin_api.schemas import (
     InstallApp,
     OpenConversation,
     PostMessage,
+    QueryFilters,
+    QueryMemories,
     RestoreMemory,
     TagMemory,
 )
+from memory_agent import MAX_IMPORTANCE, MIN_IMPORTANCE
 from mnemoloop.client.calls import (
     AsyncSession,
     Call,
@@ -241,6 +245,33 @@ class Memories(Group[S]):
         return Call(
             "GET", _memories(app_id), picked(MemoriesOut, lambda out: out.memories), params
         )
+
+    @route
+    def query(
+        self,
+        app_id: str,
+        query: str,
+        *,
+        user_id: str | None = None,
+        top_k: int = 5,
+        threshold: float = 0.0,
+        budget_tokens: int = 2000,
+        full: bool = False,
+        pinned: bool | None = None,
+        importance_min: int = MIN_IMPORTANCE,
+        importance_max: int = MAX_IMPORTANCE,
+        updated_after: str | None = None,
+        updated_before: str | None = None,
+    ) -> Call[QueryOut]:
+        """The memories that answer `query` (for `user_id`'s conversation: their profile when
+        the app shares it, their own and the app's shared), scored 0-1, at least
+        `threshold`, the best first, at most `top_k` within `budget_tokens`; `full` gives
+        each memory with its metadata."""
+        filters = QueryFilters(user_id, pinned, importance_min, importance_max,
+                               updated_after, updated_before)
+        body = QueryMemories(query, filters, None, top_k, threshold, budget_tokens,
+                             "full" if full else "bullets")
+        return Call("POST", f"{_memories(app_id)}/query", decoded_as(QueryOut), body=body)
 
     @route
     def delete(self, app_id: str, memory_id: int) -> Call[None]:
