@@ -56,13 +56,19 @@ _ASTRAL_EXTRA = 1.0
 # Letters that are not a word's: among digits (hex, ids, base64) a token each; in a run too
 # long for a word, or with a capital inside one, nearly so. What a vocabulary of words cannot
 # merge, a tokenizer cuts into bytes.
-# A run of ASCII letters and digits from a word's start; it counts when it holds both.
-_ALNUM_RUN = re.compile(r"\b[A-Za-z0-9]+")
-# A run of ASCII letters; it is no word when too long for one, or with a capital inside.
-_LETTERS = re.compile(r"[A-Za-z]+")
-_CAPITALS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-_DIGIT = re.compile(r"[0-9]")
-_LETTER = re.compile(r"[A-Za-z]")
+# Runs that are no word's are found by what marks them (a digit beside a letter, a capital
+# after a small letter, fifteen letters in a row) in the text's shape: each ASCII letter as
+# "a" (small) or "A" (capital), each digit as "0", any other ASCII character as a space.
+# Searching the shape for those marks runs at `str.find`'s speed; the runs they mark are few.
+_SHAPE = {
+    **{point: " " for point in range(128)},
+    **{ord(letter): "a" for letter in "abcdefghijklmnopqrstuvwxyz"},
+    **{ord(letter): "A" for letter in "ABCDEFGHIJKLMNOPQRSTUVWXYZ"},
+    **{ord(digit): "0" for digit in "0123456789"},
+}
+_LONG_RUN = "a" * 15
+_WORD_CHARACTER = re.compile(r"\w")
+_DIGITS = "0123456789"
 # A chat message's own framing (its role and the template's markers), besides its text.
 TOKENS_PER_MESSAGE = 4
 
@@ -88,26 +94,61 @@ def estimate_tokens(text: str) -> int:
     return int(total) + 4
 
 
-def _mixed(run: str) -> bool:
-    return not run.isdigit() and not run.isalpha()
-
-
 def _odd_letters(text: str) -> float:
-    """What letters that are not a word's take beyond a word's letters."""
+    """What letters that are not a word's take beyond a word's letters: those of a run of
+    ASCII letters and digits from a word's start that holds both (a token each, nearly), then
+    those of a run of ASCII letters too long for a word or with a capital after a small
+    letter (a run within the first kind is counted there only)."""
+    shape = text.translate(_SHAPE)
     extra = 0.0
-    mixed = [run for run in _ALNUM_RUN.findall(text) if _mixed(run)] if (
-        _DIGIT.search(text)) else []
-    if mixed:
-        extra += sum(len(_LETTER.findall(run)) for run in mixed) * 0.55
-        text = _ALNUM_RUN.sub(lambda found: " " if _mixed(found[0]) else found[0], text)
-    for run in _LETTERS.findall(text):
-        if len(run) >= 15 or _capital_inside(run):
-            extra += len(run) * 0.45
+    mixed: list[tuple[int, int]] = []
+    if "0" in shape:
+        marks = sorted({*_found(shape, "a0"), *_found(shape, "A0"), *_found(shape, "0a"),
+                        *_found(shape, "0A")})
+        mixed = [run for run in _widened(shape, marks, "aA0") if _starts_a_word(text, run[0])]
+        letters = sum(shape.count("a", start, end) + shape.count("A", start, end)
+                      for start, end in mixed)
+        extra += letters * 0.55
+    cased = shape.replace("A", "a")
+    odd = set(_widened(shape, _found(shape, "aA"), "aA"))
+    odd.update(_widened(cased, _found(cased, _LONG_RUN), "a"))
+    within = {start for run in mixed for start in range(*run)}
+    for start, end in sorted(odd):
+        if start not in within:
+            extra += (end - start) * 0.45
     return extra
 
 
-def _capital_inside(run: str) -> bool:
-    """Whether a capital follows a small letter in `run` (ASCII letters): past its leading
-    capitals, a word's letters are all small."""
-    rest = run.lstrip(_CAPITALS)
-    return bool(rest) and not rest.islower()
+def _found(shape: str, mark: str) -> list[int]:
+    """Where `mark` starts in `shape`, each place once."""
+    places, at = [], shape.find(mark)
+    while at != -1:
+        places.append(at)
+        at = shape.find(mark, at + 1)
+    return places
+
+
+def _widened(shape: str, marks: list[int], kinds: str) -> list[tuple[int, int]]:
+    """The whole runs of characters of `kinds` in `shape` that hold the marks (in order, each
+    run once)."""
+    runs: list[tuple[int, int]] = []
+    for mark in marks:
+        if runs and mark < runs[-1][1]:
+            continue  # within the run just found
+        start, end = mark, mark + 1
+        while start and shape[start - 1] in kinds:
+            start -= 1
+        while end < len(shape) and shape[end] in kinds:
+            end += 1
+        runs.append((start, end))
+    return runs
+
+
+@lru_cache(maxsize=4096)
+def _is_word_character(character: str) -> bool:
+    return _WORD_CHARACTER.fullmatch(character) is not None
+
+
+def _starts_a_word(text: str, start: int) -> bool:
+    """Whether a word starts at `start`, as `regex` reads a word (`\\b`)."""
+    return start == 0 or not _is_word_character(text[start - 1])
