@@ -144,6 +144,11 @@ class MemoryOut(Reply):
     deleted_at: str | None
     # live, expired or deleted (expired and deleted ones are restorable until erased).
     state: str
+    # How many turns were given it, how many replies used its values, and when it was last
+    # given to a turn (`memory_agent.recall.usage`).
+    access_count: int = 0
+    citation_count: int = 0
+    last_accessed: str | None = None
 
 
 class QueryHitOut(Reply, omit_defaults=True):
@@ -281,6 +286,7 @@ def memory_out(m: Memory, now: str) -> MemoryOut:
     return MemoryOut(
         m.id, m.content, m.created_at, m.updated_at, m.source_conversation_id, m.metadata,
         m.user_id, m.pinned, m.private, m.importance, m.expires_at, m.deleted_at, m.state(now),
+        m.access_count, m.citation_count, m.last_accessed,
     )
 
 

@@ -85,6 +85,7 @@ from memory_agent.models import (
     stored_outcome_label,
 )
 from memory_agent.recall.context import (
+    MemoryBlock,
     format_memories_for_context,
     memory_block_within,
     neutralise,
@@ -150,6 +151,7 @@ __all__ = [
     "JsonSchema",
     "Memory",
     "MemoryActor",
+    "MemoryBlock",
     "MemoryChange",
     "MemoryCreated",
     "MemoryCreationRequest",

@@ -39,6 +39,7 @@ from memory_agent.recall.query import (
     QueryAnswer,
     answer,
 )
+from memory_agent.recall.usage import cited
 from memory_agent.steering import changes as steering
 from memory_agent.steering import transfer
 from memory_agent.steering.changes import MemoryChange
@@ -204,6 +205,25 @@ class MemorySubAgent:
             pool = POOL_WITH_IMPORTANCE if query.importance_range else POOL
             found = await candidates(query.terms, pool)
         return answer(found, query, cost)
+
+    async def record_use(
+        self, conversation_id: str, shown: Sequence[Memory], reply: str, asked: str
+    ) -> set[int]:
+        """A turn of the conversation was given the memories `shown` and answered `reply` to
+        the user's `asked`: each one's injection is counted, and its citation when the reply
+        holds its values (`recall.usage`). The ids of those cited."""
+        if not shown:
+            return set()
+        used = cited(shown, reply, asked)
+        async with self._db.transaction() as tx:
+            await self._store.within(tx).record_use(
+                conversation_id, [memory.id for memory in shown], used, self.now()
+            )
+        return used
+
+    async def injections(self, conversation_id: str) -> dict[int, tuple[int, int]]:
+        """How often each memory was given to the conversation's turns, and cited."""
+        return await self._store.injections(conversation_id)
 
     async def memory_counts_by_app(self) -> dict[str, int]:
         """How many live memories each app holds, in all its spaces."""

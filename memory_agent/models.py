@@ -47,13 +47,19 @@ class Memory:
     expires_at: str | None = None
     # Deleted (softly) at this time: restorable until erased.
     deleted_at: str | None = None
+    # How often a conversation's turn was given it, how often a reply used its values, and
+    # when it was last given (`recall.usage`).
+    access_count: int = 0
+    citation_count: int = 0
+    last_accessed: str | None = None
 
     @classmethod
     def from_row(cls, row: Sequence[Any]) -> Memory:
         """From a row of the store's columns, in the store's order (read by position: this is
         on the path of every retrieval)."""
         (memory_id, app_id, content, created_at, updated_at, source, metadata, user_id,
-         pinned, private, expires_at, deleted_at) = row
+         pinned, private, expires_at, deleted_at, access_count, citation_count,
+         last_accessed) = row
         return cls(
             memory_id,
             app_id,
@@ -68,6 +74,9 @@ class Memory:
             bool(private),
             expires_at,
             deleted_at,
+            access_count,
+            citation_count,
+            last_accessed,
         )
 
     @property

@@ -91,7 +91,7 @@ def measure(story_file: Path, size: int, tokens: int) -> dict[str, Any]:
         old = before(memories)
         for text, probe in space:
             block = memory_block_within(BlockBudget(tokens), estimate_tokens, "Eval", memories,
-                                        recent=probe)
+                                        recent=probe).text
             hits += text in block
             hits_before += text in old
             asked = MemoryQuery(probe[:MAX_QUERY_CHARS], top_k=5)

@@ -137,7 +137,8 @@ async def test_a_conversation_is_answered_and_ends_into_a_memory(client, service
     assert memories[0]["sourceConversationId"] == conversation_id
     assert set(memories[0]) == {"id", "content", "createdAt", "updatedAt",
                                 "sourceConversationId", "metadata", "userId", "pinned",
-                                "private", "importance", "expiresAt", "deletedAt", "state"}
+                                "private", "importance", "expiresAt", "deletedAt", "state",
+                                "accessCount", "citationCount", "lastAccessed"}
     assert memories[0]["state"] == "live" and memories[0]["importance"] == 5
     jobs = (await client.get("/memory-jobs?appId=cal&status=done", headers=ADMIN)).json()["jobs"]
     assert [j["conversationId"] for j in jobs] == [conversation_id]

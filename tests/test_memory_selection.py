@@ -24,7 +24,7 @@ def memory(n: int, content: str, *, pinned: bool = False, importance: int = 5) -
 
 def block(memories, recent="", tokens=2000, count=None, **spaces):
     return memory_block_within(BlockBudget(tokens, count), estimate_tokens, "App", memories,
-                               recent=recent, **spaces)
+                               recent=recent, **spaces).text
 
 
 def test_every_memory_is_shown_while_they_fit():

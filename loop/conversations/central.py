@@ -29,6 +29,7 @@ from memory_agent import (
     ChatMessage,
     ChatModel,
     ChatModelEmptyAnswer,
+    Memory,
     MemorySubAgent,
     MnemoloopError,
     TokenUsage,
@@ -64,6 +65,10 @@ class Answer:
     written_by: str | None = None
     # Its calls of the client's tools (loop/conversations/client_tools.py), each with an id.
     tool_calls: tuple[ToolCall, ...] = ()
+    # The memories its prompt was given, and the user's message it answers: the memories'
+    # use (`memory_agent.recall.usage`) once it is stored.
+    shown: tuple[Memory, ...] = ()
+    asked: str = ""
 
 
 @dataclass
@@ -284,8 +289,19 @@ class CentralLoop:
                 # Ended or erased meanwhile: nobody will answer it, and its waiters hear so.
                 self._settled(answering, "the conversation ended before its answer was stored")
             raise AnswerTaken(conversation_id)
+        await self._record_use(conversation_id, answer)
         self._settled(answering)
         return answer
+
+    async def _record_use(self, conversation_id: str, answer: Answer) -> None:
+        """Count the stored answer's memories as used; a failure never fails the turn: it is
+        logged and counted (`mnemoloop_memory_use_unrecorded`)."""
+        try:
+            await self._agent.record_use(conversation_id, answer.shown, answer.text, answer.asked)
+        except MnemoloopError as error:
+            self._metrics.count_use_unrecorded()
+            log.warning("the memories given to %s were not counted as used: %s",
+                        conversation_id, error)
 
     async def _compose(self, answering: _Answering) -> Answer:
         conversation = await self._conversations.get(answering.conversation_id)
@@ -295,11 +311,13 @@ class CentralLoop:
         # to run, and the client ends its conversations itself.
         client_tools = conversation.tools
         tools = client_tools.offered() if client_tools else [END_CONVERSATION_TOOL]
-        context = await self.build_context(
-            app, conversation.chat_messages(), conversation.system_prompt,
+        turns = conversation.chat_messages()
+        context, shown = await self._context_of(
+            app, turns, conversation.system_prompt,
             user_id=conversation.user_id, conversation_id=conversation.conversation_id,
             tools=tools,
         )
+        asked = next((turn.content for turn in reversed(turns) if turn.role == "user"), "")
         feed = self._conversations.replies
         model = self._model.named(conversation.model) if conversation.model else self._model
         if conversation.answer_schema is not None:
@@ -331,7 +349,8 @@ class CentralLoop:
             offered = {tool.name for tool in tools}
             calls = with_ids([call for call in reply.tool_calls if call.name in offered])
             _not_empty(reply.text, calls, model.name)
-            return Answer(reply.text.strip(), False, reply.usage, model.name, calls)
+            return Answer(reply.text.strip(), False, reply.usage, model.name, calls,
+                          tuple(shown), asked)
         ends = any(call.name == END_CONVERSATION_TOOL.name for call in reply.tool_calls)
         text = reply.text.strip()
         usage = reply.usage
@@ -345,7 +364,7 @@ class CentralLoop:
             usage = TokenUsage(usage.prompt_tokens + closing.usage.prompt_tokens,
                                usage.completion_tokens + closing.usage.completion_tokens)
         _not_empty(text, (), model.name)
-        return Answer(text, ends, usage, written_by=model.name)
+        return Answer(text, ends, usage, model.name, (), tuple(shown), asked)
 
     def _settled(
         self, answering: _Answering, error: str | None = None, *, final: bool = True
@@ -372,6 +391,23 @@ class CentralLoop:
         it, opened by what changed since the user's previous conversation (of a stored
         conversation); then the newest turns of the conversation that fit the prompt
         budget."""
+        context, _ = await self._context_of(
+            app, conversation, client_system_prompt, user_id=user_id,
+            conversation_id=conversation_id, tools=tools,
+        )
+        return context
+
+    async def _context_of(
+        self,
+        app: App,
+        conversation: list[ChatMessage],
+        client_system_prompt: str | None = None,
+        *,
+        user_id: str = "",
+        conversation_id: str | None = None,
+        tools: Sequence[ToolSpec] = (),
+    ) -> tuple[list[ChatMessage], list[Memory]]:
+        """`build_context`, and the memories its block holds."""
         started = time.perf_counter()
         limit = self._agent.memory_limit
         shared = await self._agent.get_memories(app.app_id, limit)
@@ -386,16 +422,17 @@ class CentralLoop:
             changes, recent=_recent_words(conversation),
         )
         self._metrics.retrieval_seconds.observe(time.perf_counter() - started)
-        self._metrics.count_answer(with_memories=bool(block))
+        self._metrics.count_answer(with_memories=bool(block.text))
         system = (
             self._budget.beginning_within_half(client_system_prompt)
             if client_system_prompt
             else BASE_SYSTEM_PROMPT.format(app_name=neutralise(app.name))
         )
         context = [ChatMessage("system", system)]
-        if block:
-            context.append(ChatMessage("system", block))
-        return context + self._budget.newest_turns_that_fit(context, conversation, tools)
+        if block.text:
+            context.append(ChatMessage("system", block.text))
+        turns = self._budget.newest_turns_that_fit(context, conversation, tools)
+        return context + turns, block.shown
 
     async def _changes(
         self, app: App, user_id: str, with_profile: bool, conversation_id: str

@@ -54,6 +54,10 @@ class Metrics:
         """An answer's prompt the model's server cut (its window was smaller than said)."""
         self._snapshot.conversation_prompts_cut += 1
 
+    def count_use_unrecorded(self) -> None:
+        """A turn whose memories' injections and citations could not be stored."""
+        self._snapshot.use_unrecorded += 1
+
     def count_answer(self, *, with_memories: bool) -> None:
         self.context_injections.labels(with_memories=str(with_memories).lower()).inc()
         self._snapshot.answers[with_memories] += 1
@@ -92,6 +96,7 @@ class _Snapshot(Collector):
         # Answers composed, by whether their prompt carried memories.
         self.answers = {True: 0, False: 0}
         self.conversation_prompts_cut = 0
+        self.use_unrecorded = 0
 
     def collect(self) -> Iterator[CounterMetricFamily | GaugeMetricFamily]:
         cut = CounterMetricFamily(
@@ -104,6 +109,13 @@ class _Snapshot(Collector):
         cut.add_metric(["conversation"], self.conversation_prompts_cut)
         cut.add_metric(["memory"], self.stats.prompts_cut)
         yield cut
+        unrecorded = CounterMetricFamily(
+            "mnemoloop_memory_use_unrecorded",
+            "Answered turns whose memories' injections and citations could not be stored"
+            " (each is logged).",
+        )
+        unrecorded.add_metric([], self.use_unrecorded)
+        yield unrecorded
         created = CounterMetricFamily("mnemoloop_memories_created", "Memories written.")
         created.add_metric([], self.stats.memories_created)
         yield created

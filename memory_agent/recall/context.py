@@ -10,6 +10,7 @@ marked as quoted.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import regex as re
 
@@ -101,6 +102,13 @@ def _line(number: int, memory: Memory) -> str:
     return f"{number}. [Created: {memory.created_date}] {neutralise(memory.content)}"
 
 
+@dataclass(frozen=True)
+class MemoryBlock:
+    text: str
+    # The memories it holds, in its order (`recall.usage` counts them as injections).
+    shown: list[Memory]
+
+
 def memory_block_within(
     budget: BlockBudget,
     count_tokens: Callable[[str], int],
@@ -111,7 +119,7 @@ def memory_block_within(
     changes: str = "",
     *,
     recent: str = "",
-) -> str:
+) -> MemoryBlock:
     """The memory block within `budget` (`count_tokens` tells a text's tokens): every memory
     while they fit, else those the turn's `recent` messages make the most relevant
     (`selection`). Each memory's line is counted apart, with room for any number: the
@@ -121,9 +129,8 @@ def memory_block_within(
         (profile, user_memories, memories), recent, budget,
         lambda memory: count_tokens(_line(9999, memory)) + 1, frame,
     )
-    return format_memories_for_context(
-        app_name, shown_shared, shown_own, shown_profile, changes
-    )
+    text = format_memories_for_context(app_name, shown_shared, shown_own, shown_profile, changes)
+    return MemoryBlock(text, [*shown_profile, *shown_own, *shown_shared])
 
 
 def _frame(app_name: str, changes: str) -> str:

@@ -4,9 +4,9 @@ Every memory of the conversation's spaces is shown while they fit (ten memories 
 length do). Beyond the block's tokens or its count, the memories that share the most with the
 turn's recent messages go first: words, names and values, each weighing more the fewer of the
 candidates hold it (a word every memory holds, "user" or "the", weighs nothing, whatever the
-language); then pinned ones, then the more important, then the newer. The block keeps its
-order (profile, the user's own, the app's shared; each newest first), so a turn changes what
-is shown, not how it reads.
+language); then pinned ones, then the more important, then the more used (`usage`), then
+the newer. The block keeps its order (profile, the user's own, the app's shared; each newest
+first), so a turn changes what is shown, not how it reads.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ class BlockBudget:
 
 def ranked(memories: Sequence[Memory], recent: str) -> list[Memory]:
     """`memories`, those that share the most with `recent` first, then pinned, more
-    important, newer."""
+    important, more used (cited by more replies, then given to more turns), newer."""
     asked = set(words(recent))
     held = {memory.id: set(words(memory.content)) & asked for memory in memories}
     holders = Counter(word for shared in held.values() for word in shared)
@@ -41,9 +41,10 @@ def ranked(memories: Sequence[Memory], recent: str) -> list[Memory]:
         return sum(math.log(total / holders[word]) for word in held[memory.id])
 
     newest_first = sorted(memories, key=lambda m: (m.created_at, m.id), reverse=True)
-    return sorted(
-        newest_first, key=lambda m: (-round(relevance(m), 6), not m.pinned, -m.importance)
-    )
+    return sorted(newest_first, key=lambda m: (
+        -round(relevance(m), 6), not m.pinned, -m.importance, -m.citation_count,
+        -m.access_count,
+    ))
 
 
 def chosen(

@@ -30,7 +30,7 @@ PROFILE_APP = ""
 # The order Memory.from_row reads them in.
 _COLUMNS = (
     "id, app_id, content, created_at, updated_at, source_conversation_id, metadata, user_id,"
-    " pinned, private, expires_at, deleted_at"
+    " pinned, private, expires_at, deleted_at, access_count, citation_count, last_accessed"
 )
 # Which memories a listing shows: the live ones, the retired ones (expired or deleted, not yet
 # erased), or both.
@@ -271,6 +271,39 @@ class MemoryStore(MemoryHistory):
                 (search.sqlite_match(terms), *params, limit),
             )
         return [Memory.from_row(row) for row in rows]
+
+    async def record_use(
+        self, conversation_id: str, shown: Sequence[int], cited: set[int], at: str
+    ) -> None:
+        """A turn of `conversation_id` was given the memories `shown` and its reply used the
+        values of those `cited`: each one's injection in the conversation and its counts.
+        A memory or a conversation erased meanwhile is passed over."""
+        for memory_id in shown:
+            used = int(memory_id in cited)
+            await self._db.execute(
+                "INSERT INTO memory_injections (conversation_id, memory_id, shown, cited,"
+                " first_at, last_at) SELECT c.conversation_id, m.id, 1, ?, ?, ?"
+                " FROM app_memories AS m, conversations AS c"
+                " WHERE m.id = ? AND c.conversation_id = ?"
+                " ON CONFLICT (conversation_id, memory_id) DO UPDATE SET"
+                " shown = memory_injections.shown + 1,"
+                " cited = memory_injections.cited + excluded.cited, last_at = excluded.last_at",
+                (used, at, at, memory_id, conversation_id),
+            )
+            await self._db.execute(
+                "UPDATE app_memories SET access_count = access_count + 1,"
+                " citation_count = citation_count + ?, last_accessed = ? WHERE id = ?",
+                (used, at, memory_id),
+            )
+
+    async def injections(self, conversation_id: str) -> dict[int, tuple[int, int]]:
+        """How often each memory was given to the conversation's turns, and cited in its
+        replies."""
+        rows = await self._db.fetch_all(
+            "SELECT memory_id, shown, cited FROM memory_injections WHERE conversation_id = ?",
+            (conversation_id,),
+        )
+        return {int(row[0]): (int(row[1]), int(row[2])) for row in rows}
 
     async def count(self, app_id: str, *, user_id: str | None = None) -> int:
         """How many live memories the app holds: in one space, or in all (`None`)."""

@@ -28,6 +28,14 @@ class Candidate:
     private: bool = False
     # Its creation time in the stored form ("" for the new memory): FIFO's order.
     created_at: str = ""
+    # How often replies used its values, and how often turns were given it: among equally
+    # important memories, the least used goes first.
+    citations: int = 0
+    accesses: int = 0
+
+    @property
+    def use(self) -> tuple[int, int]:
+        return self.citations, self.accesses
 
 
 @dataclass(frozen=True)
@@ -65,7 +73,9 @@ class DecidedStep:
 def candidates_of(existing: Sequence[Memory], new_content: str) -> list[Candidate]:
     """The space's memories as candidates (oldest first), the new one last."""
     candidates = [
-        Candidate(m.id, m.content, m.importance, m.private, m.created_at) for m in existing
+        Candidate(m.id, m.content, m.importance, m.private, m.created_at, m.citation_count,
+                  m.access_count)
+        for m in existing
     ]
     candidates.append(Candidate(NEW_MEMORY_ID, new_content))
     return candidates
@@ -100,8 +110,8 @@ def as_memories(existing: Sequence[Memory], candidates: Sequence[Candidate]) -> 
 
 
 def fifo_step(candidates: Sequence[Candidate], reason: str) -> Step:
-    """The seed's fallback: delete the least important memory, the oldest first among equals
-    (never the new one, which is the newest)."""
+    """The seed's fallback: delete the least important memory, the least used and then the
+    oldest first among equals (never the new one, which is the newest)."""
     older = [c for c in candidates if c.id != NEW_MEMORY_ID] or list(candidates)
-    oldest = min(older, key=lambda c: (c.importance, c.created_at, c.id))
+    oldest = min(older, key=lambda c: (c.importance, c.use, c.created_at, c.id))
     return Step("delete", oldest.id, reason, fifo=True)

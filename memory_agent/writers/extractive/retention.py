@@ -17,7 +17,8 @@ Memories are ranked from least to most worth keeping:
 
 A memory's importance (0-10, 5 when unset; an operator's or an app's judgement) weighs first
 where a memory must go: among the lossless deletes of one tier, and in step 6, the least
-important goes first. A model's delete of a memory more important than the policy's choice is
+important goes first; then the least used (cited by fewer replies, then given to fewer turns:
+`recall.usage`). A model's delete of a memory more important than the policy's choice is
 overruled. Pinned memories are not candidates at all (`compaction` leaves them out), and a
 private memory is never merged with one that is injected.
 
@@ -78,7 +79,7 @@ def choose(
     position = {a.candidate.id: index for index, a in enumerate(assessed)}
     doomed = min(
         (a for a in assessed if a.tier < 3),
-        key=lambda a: (a.tier, a.candidate.importance, position[a.candidate.id]),
+        key=lambda a: (a.tier, a.candidate.importance, a.candidate.use, position[a.candidate.id]),
         default=None,
     )
     if doomed is not None:
@@ -87,7 +88,8 @@ def choose(
     if merge is not None:
         return merge
     poorest = min(
-        assessed, key=lambda a: (a.candidate.importance, a.value, position[a.candidate.id])
+        assessed,
+        key=lambda a: (a.candidate.importance, a.value, a.candidate.use, position[a.candidate.id]),
     )
     return Step(
         "delete",
