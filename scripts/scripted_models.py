@@ -28,16 +28,19 @@ TIMED_MODEL_SECONDS = 0.05
 
 
 def scripted_answer(messages: Sequence[ChatMessage]) -> str:
-    """A memory of the conversation's note (each sentence with the words it rests on), a
-    delete of the first memory shown, or "Noted."."""
+    """A memory of the conversation's note (each sentence with the words it rests on: the
+    user's and the assistant's first lines, quoted whole as models quote them), a delete of
+    the first memory shown, or "Noted."."""
     prompt = messages[0].content
     if prompt.startswith("You are a memory creation assistant."):
         note = re.search(r"note (\d+)", prompt)
         number = note.group(1) if note else "0"
-        quote = f"note {number}"
+        said = re.search(r"^User: (.+)$", prompt, re.MULTILINE)
+        answered = re.search(r"^Assistant: (.+)$", prompt, re.MULTILINE)
+        asked = said.group(1) if said else f"Remember note {number} for me."
         return json.dumps({"sentences": [
-            {"text": f"The user asked to remember note {number}.", "quote": quote},
-            {"text": "It was kept.", "quote": quote},
+            {"text": f"The user asked to remember note {number}.", "quote": asked},
+            {"text": "It was kept.", "quote": answered.group(1) if answered else asked},
         ], "updates": []})
     if prompt.startswith("You are a memory management assistant."):
         first = re.search(r"\[id=(\d+)\]", prompt)
