@@ -91,8 +91,8 @@ async def profile_latencies(dbs: dict[int, Path | str], samples: int, rounds: in
                 for _ in range(samples // rounds):
                     user_id = f"user{rng.randrange(users)}"
                     started = time.perf_counter()
-                    context = await services.central.build_context(
-                        app, [], user_id=user_id, conversation_id=f"now-{user_id}")
+                    context = (await services.central.build_context(
+                        app, [], user_id=user_id, conversation_id=f"now-{user_id}")).messages
                     timings[users].append(time.perf_counter() - started)
                     assert "Memory updates since rev" in context[1].content
         return timings

@@ -71,6 +71,14 @@ class Answer:
     asked: str = ""
 
 
+@dataclass(frozen=True)
+class TurnContext:
+    """What a turn's model call is given, and the memories its memory block holds."""
+
+    messages: list[ChatMessage]
+    shown: list[Memory]
+
+
 @dataclass
 class _Answering:
     """An answer under way: the newest message it answers, once the conversation is read."""
@@ -312,11 +320,12 @@ class CentralLoop:
         client_tools = conversation.tools
         tools = client_tools.offered() if client_tools else [END_CONVERSATION_TOOL]
         turns = conversation.chat_messages()
-        context, shown = await self._context_of(
+        prompt = await self.build_context(
             app, turns, conversation.system_prompt,
             user_id=conversation.user_id, conversation_id=conversation.conversation_id,
             tools=tools,
         )
+        context, shown = prompt.messages, prompt.shown
         asked = next((turn.content for turn in reversed(turns) if turn.role == "user"), "")
         feed = self._conversations.replies
         model = self._model.named(conversation.model) if conversation.model else self._model
@@ -384,30 +393,13 @@ class CentralLoop:
         user_id: str = "",
         conversation_id: str | None = None,
         tools: Sequence[ToolSpec] = (),
-    ) -> list[ChatMessage]:
+    ) -> TurnContext:
         """The base system prompt (or the client's own, within half the prompt budget), then
         the memory block (if any): the app's shared memories, and in a user's conversation
         that user's before them, and before both the person's profile when the app shares
         it, opened by what changed since the user's previous conversation (of a stored
         conversation); then the newest turns of the conversation that fit the prompt
         budget."""
-        context, _ = await self._context_of(
-            app, conversation, client_system_prompt, user_id=user_id,
-            conversation_id=conversation_id, tools=tools,
-        )
-        return context
-
-    async def _context_of(
-        self,
-        app: App,
-        conversation: list[ChatMessage],
-        client_system_prompt: str | None = None,
-        *,
-        user_id: str = "",
-        conversation_id: str | None = None,
-        tools: Sequence[ToolSpec] = (),
-    ) -> tuple[list[ChatMessage], list[Memory]]:
-        """`build_context`, and the memories its block holds."""
         started = time.perf_counter()
         limit = self._agent.memory_limit
         shared = await self._agent.get_memories(app.app_id, limit)
@@ -432,7 +424,7 @@ class CentralLoop:
         if block.text:
             context.append(ChatMessage("system", block.text))
         turns = self._budget.newest_turns_that_fit(context, conversation, tools)
-        return context + turns, block.shown
+        return TurnContext(context + turns, block.shown)
 
     async def _changes(
         self, app: App, user_id: str, with_profile: bool, conversation_id: str
