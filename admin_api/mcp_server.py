@@ -36,6 +36,7 @@ from memory_agent import (
     PROFILE_APP,
     MemoryActor,
     MemoryChange,
+    MemoryNotFound,
     MnemoloopError,
     format_memories_for_context,
 )
@@ -260,6 +261,7 @@ def build_mcp_server(stores: Stores, find_caller: FindCaller) -> FastMCP[Any]:
         app = caller.app(app_id)
         async with _tool_errors():
             await registry.require(app)
+            await _shown_to_models(app, memory_id)
             memory = await agent.tag_memory(
                 app, memory_id, relevant=relevant, reason=reason, actor=_actor(caller)
             )
@@ -279,11 +281,21 @@ def build_mcp_server(stores: Stores, find_caller: FindCaller) -> FastMCP[Any]:
         app = caller.app(app_id)
         async with _tool_errors():
             await registry.require(app)
+            await _shown_to_models(app, memory_id)
             memory = await agent.steer_memory(
                 app, memory_id, MemoryChange(pinned=pinned, reason=reason),
                 actor=_actor(caller),
             )
         return _builtins(memory_out(memory, agent.now()))
+
+    async def _shown_to_models(app: str, memory_id: int) -> None:
+        """A tool answers with the memory: never a secret one (nor one of unknown
+        sensitivity, which no read finds)."""
+        memory = await agent.get_memory(app, memory_id)
+        if memory is None:
+            raise MemoryNotFound(app, memory_id)
+        if not memory.shown_to_models:
+            raise ToolError(f"memory {memory_id} is secret: no tool gives it to a model")
 
     @server.tool()
     async def memory_history(
@@ -301,7 +313,7 @@ def build_mcp_server(stores: Stores, find_caller: FindCaller) -> FastMCP[Any]:
             await registry.require(app)
             events = await agent.history(
                 app, memory_id=memory_id, after_id=since, limit=limit,
-                user_id=None if user_id is None else _space(user_id),
+                user_id=None if user_id is None else _space(user_id), for_a_model=True,
             )
         return [_builtins(memory_event_out(event)) for event in events]
 

@@ -149,6 +149,9 @@ class MemoryOut(Reply):
     access_count: int = 0
     citation_count: int = 0
     last_accessed: str | None = None
+    # public, private, secret (private, and never shown to a model); `private` says whether
+    # it is injected.
+    sensitivity: str = "public"
 
 
 class QueryHitOut(Reply, omit_defaults=True):
@@ -173,6 +176,9 @@ class QueryOut(Reply):
 
 class MemoriesOut(Reply):
     memories: list[MemoryOut]
+    # The listing's: the ids of the space's live memories of unknown sensitivity, which no
+    # read returns (a PATCH giving a level, or a DELETE, by id).
+    held_back: list[int] = msgspec.field(default_factory=list)
 
 
 class ExportOut(Reply):
@@ -286,7 +292,7 @@ def memory_out(m: Memory, now: str) -> MemoryOut:
     return MemoryOut(
         m.id, m.content, m.created_at, m.updated_at, m.source_conversation_id, m.metadata,
         m.user_id, m.pinned, m.private, m.importance, m.expires_at, m.deleted_at, m.state(now),
-        m.access_count, m.citation_count, m.last_accessed,
+        m.access_count, m.citation_count, m.last_accessed, m.sensitivity,
     )
 
 

@@ -21,6 +21,7 @@ from memory_agent import (
     MIN_IMPORTANCE,
     ImportedMemory,
     MemoryQuery,
+    Sensitivity,
     given_timestamp,
 )
 
@@ -147,7 +148,9 @@ class ImportedMemoryIn(Body):
     source_conversation_id: Annotated[str, msgspec.Meta(max_length=200)] | None = None
     metadata: dict[str, Any] = msgspec.field(default_factory=dict)
     pinned: bool = False
-    private: bool = False
+    # Every level but public is private; an export from before the levels gives `private` only.
+    private: bool | None = None
+    sensitivity: SensitivityLevel | None = None
     expires_at: Timestamp | None = None
     # The space the export took it from; an import into another space is refused.
     user_id: Annotated[str, msgspec.Meta(max_length=MAX_USER_ID)] | None = None
@@ -157,11 +160,25 @@ Importance = Annotated[int, msgspec.Meta(ge=0, le=10, description="0 (least) to 
 Reason = Annotated[str, msgspec.Meta(min_length=1, max_length=300)]
 
 
+SensitivityLevel = Annotated[
+    Sensitivity,
+    msgspec.Meta(description="public: injected; private: never injected; secret: never shown"
+                 " to a model either; unknown: never returned by a read"),
+]
+
+
 class SteerMemory(Body):
     """Only the fields present change; `expiresAt: null` removes the expiry."""
 
     pinned: bool | None = None
+    # `private: true` makes a public memory private (a secret one stays secret); `false` public.
     private: bool | None = None
+    # Unknown is for a memory no one has classified (an import may bring one): never set.
+    sensitivity: Annotated[
+        Literal["public", "private", "secret"],
+        msgspec.Meta(description="public: injected; private: never injected; secret: never"
+                     " shown to a model either"),
+    ] | None = None
     importance: Importance | None = None
     expires_at: Timestamp | None = None
     # Why, for the history.
@@ -265,9 +282,24 @@ def imported_memories(document: ImportMemories, user_id: str = "") -> list[Impor
     return [
         ImportedMemory(
             m.content, m.created_at, m.updated_at, m.source_conversation_id, m.metadata,
-            m.pinned, m.private, m.expires_at,
+            m.pinned, m.expires_at, sensitivity_of(m.private, m.sensitivity, f"memories[{index}]"),
         )
-        for m in document.memories
+        for index, m in enumerate(document.memories)
     ]
+
+
+def sensitivity_of(
+    private: bool | None, sensitivity: Sensitivity | None, where: str
+) -> Sensitivity:
+    """The level a memory is given: `sensitivity`, or from `private` alone (a document or a
+    change from before the levels); `InvalidInput` when the two disagree."""
+    if sensitivity is None:
+        return "private" if private else "public"
+    if private is not None and private != (sensitivity != "public"):
+        raise InvalidInput(
+            f"{where}.private: {str(private).lower()} disagrees with sensitivity {sensitivity!r}"
+            " (every level but public is private)"
+        )
+    return sensitivity
 
 

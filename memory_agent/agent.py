@@ -160,15 +160,20 @@ class MemorySubAgent:
     async def list_memories(
         self, app_id: str, *, user_id: str = "", state: MemoryState = "live"
     ) -> list[Memory]:
-        """Every memory of a space in `state` (live, retired, or all), private ones too,
-        newest first (for operators)."""
+        """Every memory of a space in `state` (live, retired, or all), private and secret ones
+        too (never one of unknown sensitivity), newest first (for operators)."""
         return await self._store.list_newest(
             app_id, max(self._limits.memories * 10, 1000), user_id=user_id, state=state
         )
 
+    async def held_back(self, app_id: str, *, user_id: str = "") -> list[int]:
+        """The ids of a space's memories of unknown sensitivity, held back from every read."""
+        return await self._store.held_back(app_id, user_id=user_id)
+
     async def get_memory(self, app_id: str, memory_id: int) -> Memory | None:
-        """One memory, live or retired."""
-        return await self._store.get(app_id, memory_id)
+        """One memory, live or retired; never one of unknown sensitivity (fail-closed)."""
+        memory = await self._store.get(app_id, memory_id)
+        return memory if memory is not None and memory.returned else None
 
     async def spaces(self, app_id: str) -> list[tuple[str, int]]:
         """The app's spaces that hold memories, with their counts, the shared one ("")
@@ -253,10 +258,13 @@ class MemorySubAgent:
         limit: int = 100,
         newest_first: bool = False,
         user_id: str | None = None,
+        for_a_model: bool = False,
     ) -> list[MemoryEvent]:
+        """The app's history (`storage.history`): never a memory's of unknown sensitivity,
+        nor, `for_a_model` (an MCP tool), a secret one's."""
         return await self._store.history(
             app_id, memory_id=memory_id, after_id=after_id, limit=limit,
-            newest_first=newest_first, user_id=user_id,
+            newest_first=newest_first, user_id=user_id, for_a_model=for_a_model,
         )
 
     async def latest_history_of(

@@ -24,6 +24,11 @@ MemoryEventKind = Literal[
 # policy), an admin, a purge, an import, an app (with its own key), or the worker (erasing
 # what its grace period no longer keeps).
 MemoryActor = Literal["job", "model", "policy", "admin", "purge", "import", "app", "worker"]
+# How sensitive a memory is (the seed's levels): public (injected, given to models), private
+# (never injected; listed and exported), secret (the same, and never shown to a model),
+# unknown (never returned by any read: fail-closed).
+Sensitivity = Literal["public", "private", "secret", "unknown"]
+SENSITIVITIES: tuple[Sensitivity, ...] = ("public", "private", "secret", "unknown")
 # The importance scale of the seed's metadata (0-10), and what a memory without one counts as.
 MIN_IMPORTANCE, MAX_IMPORTANCE, DEFAULT_IMPORTANCE = 0, 10, 5
 
@@ -52,6 +57,18 @@ class Memory:
     access_count: int = 0
     citation_count: int = 0
     last_accessed: str | None = None
+    # Beyond `private`: whether a model may ever see it, and whether a read may return it.
+    sensitivity: Sensitivity = "public"
+
+    @property
+    def shown_to_models(self) -> bool:
+        """Neither secret nor of unknown sensitivity: a prompt or an MCP tool may carry it."""
+        return self.sensitivity in ("public", "private")
+
+    @property
+    def returned(self) -> bool:
+        """Of a known sensitivity: a read (a listing, a search, an export) may return it."""
+        return self.sensitivity != "unknown"
 
     @classmethod
     def from_row(cls, row: Sequence[Any]) -> Memory:
@@ -59,7 +76,7 @@ class Memory:
         on the path of every retrieval)."""
         (memory_id, app_id, content, created_at, updated_at, source, metadata, user_id,
          pinned, private, expires_at, deleted_at, access_count, citation_count,
-         last_accessed) = row
+         last_accessed, sensitivity) = row
         return cls(
             memory_id,
             app_id,
@@ -77,6 +94,7 @@ class Memory:
             access_count,
             citation_count,
             last_accessed,
+            sensitivity,
         )
 
     @property
@@ -111,8 +129,9 @@ class ImportedMemory:
     source_conversation_id: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
     pinned: bool = False
-    private: bool = False
     expires_at: str | None = None
+    # An export that gives no level: "private" when it says private, else "public".
+    sensitivity: Sensitivity = "public"
 
 
 # What a compaction step did: deleted a memory, merged one into another, deleted the oldest

@@ -136,6 +136,8 @@ def build_parser() -> argparse.ArgumentParser:
     steer.add_argument("--importance", type=int, choices=range(11), metavar="0-10")
     steer.add_argument("--private", action=argparse.BooleanOptionalAction,
                        help="--private: never injected; --no-private: injected again")
+    steer.add_argument("--sensitivity", choices=("public", "private", "secret"),
+                       help="secret: never injected nor shown to a model")
     for expiring in (steer, restore):
         expiring.add_argument("--expires-at", metavar="TIME",
                               help="RFC 3339 (UTC when no offset); for set, `none` removes it")

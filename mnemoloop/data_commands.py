@@ -171,16 +171,23 @@ async def _steer(services: Services, args: argparse.Namespace) -> str:
         )
     else:
         never = args.action == "set" and (args.expires_at or "").lower() == "none"
+        private, level = getattr(args, "private", None), getattr(args, "sensitivity", None)
+        if private is not None and level is not None and private != (level != "public"):
+            raise CommandRefused(f"--{'' if private else 'no-'}private disagrees with"
+                                 f" --sensitivity {level}")
         change = MemoryChange(
             pinned={"pin": True, "unpin": False}.get(args.action),
             private=getattr(args, "private", None),
+            sensitivity=getattr(args, "sensitivity", None),
             importance=getattr(args, "importance", None),
             expires_at=None if never else _time_argument(getattr(args, "expires_at", None)),
             clear_expiry=never,
             reason=args.reason,
         )
         if change.changes_nothing:
-            raise CommandRefused("nothing to set: give --importance, --private or --expires-at")
+            raise CommandRefused(
+                "nothing to set: give --importance, --private, --sensitivity or --expires-at"
+            )
         memory = await agent.steer_memory(app_id, memory_id, change)
     return f"[{memory.id}]{_marks(memory, agent.now())} {memory.content}"
 
@@ -196,7 +203,7 @@ def _marks(memory: Memory, now: str) -> str:
     """What sets a memory apart in a listing: pinned, private, importance, expiry, state."""
     marks = [
         *(["pinned"] if memory.pinned else []),
-        *(["private"] if memory.private else []),
+        *([memory.sensitivity] if memory.private else []),
         *([f"importance {memory.importance}"] if "importance" in memory.metadata else []),
         *([f"expires {memory.expires_at[:16]}"] if memory.expires_at else []),
     ]

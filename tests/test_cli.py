@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from loop.storage.migrations import discover, migrations_dir
 from tests.db_query import query
 
 
@@ -81,13 +82,31 @@ def test_errors_are_one_clear_line_and_a_nonzero_exit(db_path):
     assert "Traceback" not in huge.stderr
 
 
+def test_a_memorys_sensitivity_is_set_from_the_command_line(db_path):
+    mnemoloop(db_path, "migrate")
+    assert mnemoloop(db_path, "apps", "install", "cal").returncode == 0
+    query(db_path, "INSERT INTO app_memories (app_id, content, created_at, updated_at, metadata)"
+                   " VALUES ('cal', 'The safe opens with 31-7-22.', "
+                   "'2025-10-10T10:00:00.000000Z', '2025-10-10T10:00:00.000000Z', '{}')")
+    [(memory_id,)] = query(db_path, "SELECT id FROM app_memories")
+    secret = mnemoloop(db_path, "memories", "set", "cal", str(memory_id), "--sensitivity",
+                       "secret")
+    assert secret.returncode == 0 and "secret" in secret.stdout, secret.stderr
+    assert query(db_path, "SELECT sensitivity, private FROM app_memories") == [("secret", 1)]
+    mixed = mnemoloop(db_path, "memories", "set", "cal", str(memory_id), "--private",
+                      "--sensitivity", "public")
+    assert mixed.returncode != 0 and "disagrees" in mixed.stderr
+    assert query(db_path, "SELECT sensitivity FROM app_memories") == [("secret",)]
+
+
 def test_migrate_reports_what_it_applied(engine, tmp_path, request):
     # An empty database (the PostgreSQL one given to other tests is migrated already).
     db_path = tmp_path / "empty.db" if engine == "sqlite" else request.getfixturevalue(
         "fresh_postgres"
     )
     first = mnemoloop(db_path, "migrate")
-    assert "applied 16 migration(s)" in first.stdout and "0001 initial" in first.stdout
+    every = len(discover(migrations_dir()))
+    assert f"applied {every} migration(s)" in first.stdout and "0001 initial" in first.stdout
     assert "0002 memory_history" in first.stdout and "0003 answer_state" in first.stdout
     assert "applied 0 migration(s)" in mnemoloop(db_path, "migrate").stdout
 

@@ -138,7 +138,7 @@ async def test_a_conversation_is_answered_and_ends_into_a_memory(client, service
     assert set(memories[0]) == {"id", "content", "createdAt", "updatedAt",
                                 "sourceConversationId", "metadata", "userId", "pinned",
                                 "private", "importance", "expiresAt", "deletedAt", "state",
-                                "accessCount", "citationCount", "lastAccessed"}
+                                "accessCount", "citationCount", "lastAccessed", "sensitivity"}
     assert memories[0]["state"] == "live" and memories[0]["importance"] == 5
     jobs = (await client.get("/memory-jobs?appId=cal&status=done", headers=ADMIN)).json()["jobs"]
     assert [j["conversationId"] for j in jobs] == [conversation_id]
@@ -166,8 +166,9 @@ async def test_seed_admin_scenarios_list_purge_delete_and_uninstall_keeps(client
     assert purged.json() == {"success": True, "deletedCount": 2}
     # The deleted one, still restorable until then, is erased with the two live ones.
     assert (await client.get("/apps/cal/memories?state=all", headers=ADMIN)).json() == {
-        "memories": []}
-    assert (await client.get("/apps/cal/memories", headers=ADMIN)).json() == {"memories": []}
+        "memories": [], "heldBack": []}
+    assert (await client.get("/apps/cal/memories", headers=ADMIN)).json() == {
+        "memories": [], "heldBack": []}
 
 
 async def test_uninstall_with_purge_answers_the_true_count(client, services):

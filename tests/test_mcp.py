@@ -135,6 +135,13 @@ async def test_stdio_tools_are_scoped_to_the_keys_app(db_path):
                 "memory_history", {"memory_id": tennis}))
             assert [(e["event"], e["actor"]) for e in tennis_history] == [
                 ("importance", "app"), ("importance", "app"), ("pinned", "app")]
+            # A secret memory is never given to a model: no tool answers with it.
+            query(db_path, "UPDATE app_memories SET sensitivity = 'secret' WHERE id = ?",
+                  (tennis,))
+            assert "is secret" in error_text(await session.call_tool(
+                "pin_memory", {"memory_id": tennis, "pinned": False}))
+            assert payload(await session.call_tool(
+                "memory_history", {"memory_id": tennis})) == []
 
             assert payload(await session.call_tool("forget", {"memory_id": peanut})) == {
                 "deleted": peanut}

@@ -35,6 +35,7 @@ def console_routes() -> list[Router]:
             actions.delete_memory,
             actions.restore_memory,
             actions.pin_memory,
+            actions.set_sensitivity,
             actions.confirm_purge,
             actions.purge,
             actions.confirm_uninstall,

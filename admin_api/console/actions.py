@@ -13,7 +13,7 @@ from litestar.response import Redirect
 
 from admin_api.console.render import page
 from admin_api.dependencies import Provided
-from loop.errors import AppNotInstalled, MemoryCountChanged
+from loop.errors import AppNotInstalled, InvalidInput, MemoryCountChanged
 from loop.operations import MAX_USER_ID, validate_user_id
 from loop.service import Stores
 from memory_agent import MAX_MEMORY_ID, PROFILE_APP, MemoryChange, MemoryNotFound
@@ -71,6 +71,24 @@ async def pin_memory(
         app_id, memory_id, MemoryChange(pinned=pinned, reason="from the console")
     )
     return _back_to_app(app_id, "pinned" if pinned else "unpinned", memory_id, memory.user_id)
+
+
+@post("/apps/{app_id:str}/memories/{memory_id:int}/sensitivity", include_in_schema=False)
+async def set_sensitivity(
+    request: Request[Any, Any, Any],
+    stores: Provided[Stores],
+    app_id: FromPath[str],
+    memory_id: MemoryId,
+) -> Redirect:
+    """Give a memory a level (public, private, secret); anything else is refused (400)."""
+    level = (await request.form()).get("sensitivity")
+    if level not in ("public", "private", "secret"):
+        raise InvalidInput("sensitivity: public, private or secret")
+    await stores.registry.require(app_id)
+    memory = await stores.agent.steer_memory(
+        app_id, memory_id, MemoryChange(sensitivity=level, reason="from the console")
+    )
+    return _back_to_app(app_id, "leveled", memory_id, memory.user_id)
 
 
 async def _confirmation(

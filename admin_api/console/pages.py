@@ -25,6 +25,7 @@ NOTICES = {
     "restored": "Memory {n} restored.",
     "pinned": "Memory {n} pinned: compaction will not remove it.",
     "unpinned": "Memory {n} unpinned.",
+    "leveled": "Memory {n} has its level now.",
     "gone": "Memory {n} was already gone.",
     "purged": "Purged: {n} memories deleted.",
     "uninstalled-kept": "Uninstalled; its memories are kept.",
@@ -86,6 +87,7 @@ async def app_page(
     else:
         memories = await stores.agent.list_memories(app_id, user_id=space)
     retired = await stores.agent.list_memories(app_id, user_id=space, state="retired")
+    held_back = await stores.agent.held_back(app_id, user_id=space)
     # Each memory's latest changes, oldest of them first.
     histories = await stores.agent.latest_history_of(
         app_id, [memory.id for memory in memories], HISTORY_LIMIT
@@ -97,6 +99,7 @@ async def app_page(
         cap=stores.agent.memory_limit,
         memories=memories,
         retired=retired,
+        held_back=held_back,
         now=stores.agent.now(),
         grace_days=stores.agent.grace_seconds / 86400,
         count=await stores.agent.get_memory_count(app_id),

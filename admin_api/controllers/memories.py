@@ -79,12 +79,14 @@ class MemoriesController(Controller):
         if q is not None:
             await stores.registry.require(app_id)
             memories = await stores.agent.search_memories(app_id, q, limit=limit, user_id=space)
+            held_back = []
         else:
             memories = await stores.agent.list_memories(app_id, user_id=space, state=memory_state)
             if not memories:
                 await stores.registry.require(app_id)  # no memories: is there such an app?
+            held_back = await stores.agent.held_back(app_id, user_id=space)
         now = now_text(clock)
-        return MemoriesOut([memory_out(m, now) for m in memories])
+        return MemoriesOut([memory_out(m, now) for m in memories], held_back)
 
     @post(
         "/query",

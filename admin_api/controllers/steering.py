@@ -18,6 +18,7 @@ from admin_api.schemas import (
     RestoreMemory,
     SteerMemory,
     TagMemory,
+    sensitivity_of,
     stored_time,
     strict_booleans,
 )
@@ -48,13 +49,17 @@ class SteeringController(Controller):
 
     @patch(
         "/",
-        summary="Pin, weigh, make private or set the expiry of a live memory",
+        summary="Pin, weigh, set the sensitivity (make private) or the expiry of a live memory",
         description=(
             "Only the fields present change, each with its event in the history (and"
             " `reason`, when given). `pinned`: compaction never deletes, merges or edits the"
             " memory; a space may pin at most its cap less one (409 beyond). `importance`"
             " (0-10, 5 when unset) weighs in which memory compaction gives up first."
             " `private`: listed and exported, never put into a conversation's prompt."
+            " `sensitivity`: public, private, secret (private, and never shown to a model:"
+            " no compaction prompt, no MCP tool) or unknown (never returned by a read, this"
+            " answer included); `private: true` makes a public memory private and leaves a"
+            " secret one secret, `private: false` makes it public."
             " `expiresAt`: after it the memory is no longer injected or listed (see `state`),"
             " and the worker erases it once the grace period has passed; `null` removes the"
             " expiry. A deleted or expired memory must be restored first (409)."
@@ -73,9 +78,12 @@ class SteeringController(Controller):
         raw = await request.json()
         strict_booleans(raw, "pinned", "private")
         clear_expiry = isinstance(raw, dict) and "expiresAt" in raw and raw["expiresAt"] is None
+        if data.private is not None and data.sensitivity is not None:
+            sensitivity_of(data.private, data.sensitivity, "the change")  # they must agree
         change = MemoryChange(
             pinned=data.pinned,
             private=data.private,
+            sensitivity=data.sensitivity,
             importance=data.importance,
             expires_at=stored_time(data.expires_at, "expiresAt"),
             clear_expiry=clear_expiry,
@@ -83,7 +91,7 @@ class SteeringController(Controller):
         )
         if change.changes_nothing:
             raise InvalidInput(
-                "nothing to change: give pinned, private, importance or expiresAt"
+                "nothing to change: give pinned, private, sensitivity, importance or expiresAt"
             )
         await stores.registry.require(app_id)
         memory = await stores.agent.steer_memory(

@@ -1,5 +1,5 @@
-"""Steering one memory: pin, importance, privacy, expiry; soft delete, restore, and the
-erasure of what the grace period no longer keeps.
+"""Steering one memory: pin, importance, sensitivity (privacy), expiry; soft delete, restore,
+and the erasure of what the grace period no longer keeps.
 
 Every function runs inside the caller's transaction (the store is bound to it), holds the
 app's row first (as a memory job does, so a change and a compaction never interleave), and
@@ -14,7 +14,7 @@ from datetime import timedelta
 from memory_agent.core.errors import InvalidExpiry, MemoryNotFound, MemorySteeringRefused
 from memory_agent.core.ports import format_timestamp, parse_timestamp
 from memory_agent.core.redaction import redact_text
-from memory_agent.models import MAX_IMPORTANCE, MIN_IMPORTANCE, Memory, MemoryActor
+from memory_agent.models import MAX_IMPORTANCE, MIN_IMPORTANCE, Memory, MemoryActor, Sensitivity
 from memory_agent.storage.store import PROFILE_APP, EventSource, MemoryStore
 
 # How far one relevance tag moves a memory's importance (a memory without one is at 5).
@@ -26,7 +26,10 @@ class MemoryChange:
     """What to change; None leaves a field as it is. `clear_expiry` removes the expiry."""
 
     pinned: bool | None = None
+    # `private` alone: True makes a public memory private (a secret one stays secret), False
+    # makes it public; `sensitivity` names the level (the caller checks the two agree).
     private: bool | None = None
+    sensitivity: Sensitivity | None = None
     importance: int | None = None
     expires_at: str | None = None
     clear_expiry: bool = False
@@ -36,6 +39,17 @@ class MemoryChange:
     def changes_nothing(self) -> bool:
         """No field to change is given (a reason alone changes nothing)."""
         return self == MemoryChange(reason=self.reason)
+
+
+def _level(memory: Memory, change: MemoryChange) -> Sensitivity | None:
+    """The sensitivity `change` gives the memory (None: as it is)."""
+    if change.sensitivity is not None:
+        return change.sensitivity
+    if change.private is None:
+        return None
+    if not change.private:
+        return "public"
+    return "private" if memory.sensitivity == "public" else memory.sensitivity
 
 
 async def steer(
@@ -52,6 +66,16 @@ async def steer(
     is no such memory, `MemorySteeringRefused` when it is retired or a pin has no room."""
     _check_future(change.expires_at, source.at)
     memory = await _live_memory(store, app_id, memory_id, source.at)
+    level = _level(memory, change)
+    if level == "unknown" or (level is None and not memory.returned):
+        # What a change answers is the memory itself, which a memory of unknown sensitivity
+        # never is: it is given a level first (an import may bring one in unknown).
+        raise MemorySteeringRefused(
+            f"memory {memory_id} is of unknown sensitivity: give it a level (public, private"
+            " or secret) first" if level is None else
+            "unknown is the level of a memory no one has classified; give public, private or"
+            " secret"
+        )
     why = _reason(change.reason)
     events: list[tuple[str, str]] = []
     columns: dict[str, object] = {}
@@ -60,9 +84,12 @@ async def steer(
             await _check_pin_room(store, memory, limit)
         columns["pinned"] = change.pinned
         events.append(("pinned" if change.pinned else "unpinned", why or ""))
-    if change.private is not None and change.private != memory.private:
-        columns["private"] = change.private
-        events.append(("private" if change.private else "public", why or ""))
+    if level is not None and level != memory.sensitivity:
+        columns["sensitivity"] = level
+        columns["private"] = level != "public"
+        said = "" if {level, memory.sensitivity} == {"public", "private"} else (
+            f"sensitivity {memory.sensitivity} → {level}" + (": " if why else ""))
+        events.append(("private" if level != "public" else "public", said + (why or "")))
     if change.importance is not None:
         importance = max(MIN_IMPORTANCE, min(MAX_IMPORTANCE, change.importance))
         if importance != memory.importance or "importance" not in memory.metadata:
@@ -100,6 +127,10 @@ async def tag_relevance(
     """The seed's `tag_memory_relevant` / `tag_memory_irrelevant`: the memory's importance
     goes up (or down) by `RELEVANCE_STEP`, with the reason in the history."""
     memory = await _live_memory(store, app_id, memory_id, source.at)
+    if not memory.returned:
+        raise MemorySteeringRefused(
+            f"memory {memory_id} is of unknown sensitivity: give it a level first"
+        )
     step = RELEVANCE_STEP if relevant else -RELEVANCE_STEP
     tag = "relevant" if relevant else "irrelevant"
     why = f"tagged {tag}: {_reason(reason)}"
@@ -162,6 +193,10 @@ async def restore(
     _check_future(expires_at, source.at)
     await store.lock_app(app_id)
     memory = await _get(store, app_id, memory_id)
+    if not memory.returned:
+        raise MemorySteeringRefused(
+            f"memory {memory_id} is of unknown sensitivity: give it a level first"
+        )
     if memory.state(source.at) == "live":
         return memory
     retired_at = memory.deleted_at or memory.expires_at or source.at

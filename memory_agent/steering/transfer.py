@@ -95,7 +95,7 @@ async def write_imported(
             metadata=memory.metadata,
             user_id=user_id,
             pinned=memory.pinned,
-            private=memory.private,
+            sensitivity=memory.sensitivity,
             expires_at=memory.expires_at,
         )
         await store.record_event(

@@ -125,11 +125,17 @@ class MemoryHistory:
         limit: int = 100,
         newest_first: bool = False,
         user_id: str | None = None,
+        for_a_model: bool = False,
     ) -> list[MemoryEvent]:
         """Events oldest first, from the one after `after_id` (the cursor); or the newest
-        `limit` of them, newest first. Of one space, or of all (`None`)."""
+        `limit` of them, newest first. Of one space, or of all (`None`). Never an event of a
+        memory of unknown sensitivity, nor, `for_a_model`, of a secret one: their texts."""
         space, space_params = in_space(user_id)
         where, params = f"app_id = ? AND id > ?{space}", [app_id, after_id, *space_params]
+        hidden = "'secret', 'unknown'" if for_a_model else "'unknown'"
+        where += (" AND memory_id NOT IN (SELECT id FROM app_memories WHERE app_id = ?"
+                  f" AND sensitivity IN ({hidden}))")
+        params.append(app_id)
         if memory_id is not None:
             where += " AND memory_id = ?"
             params.append(memory_id)

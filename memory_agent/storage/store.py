@@ -20,6 +20,7 @@ from typing import Any, Literal
 from memory_agent.core.ports import Clock, SqlSession, SystemClock, in_space, now_text
 from memory_agent.models import (
     Memory,
+    Sensitivity,
 )
 from memory_agent.storage import search
 from memory_agent.storage.history import MemoryHistory, live_condition
@@ -30,7 +31,8 @@ PROFILE_APP = ""
 # The order Memory.from_row reads them in.
 _COLUMNS = (
     "id, app_id, content, created_at, updated_at, source_conversation_id, metadata, user_id,"
-    " pinned, private, expires_at, deleted_at, access_count, citation_count, last_accessed"
+    " pinned, private, expires_at, deleted_at, access_count, citation_count, last_accessed,"
+    " sensitivity"
 )
 # Which memories a listing shows: the live ones, the retired ones (expired or deleted, not yet
 # erased), or both.
@@ -40,8 +42,11 @@ _ERASE_HISTORY_TEXT = (
     "UPDATE memory_events SET content_before = NULL, content_after = NULL, reason = NULL,"
     " erased = 1 WHERE app_id = ?"
 )
+# What every read that returns memories keeps to: none of unknown sensitivity (fail-closed).
+# A read for a model keeps to the public ones (`private = 0`), which holds this too.
+_RETURNED = " AND sensitivity <> 'unknown'"
 # The columns a steering change may set.
-_STEERABLE = ("pinned", "private", "expires_at", "deleted_at", "metadata")
+_STEERABLE = ("pinned", "private", "sensitivity", "expires_at", "deleted_at", "metadata")
 # The same, of `app_memories AS m` in a join.
 _MEMORY_COLUMNS = ", ".join(f"m.{column.strip()}" for column in _COLUMNS.split(","))
 _EVENT_COLUMNS = (
@@ -121,15 +126,16 @@ class MemoryStore(MemoryHistory):
         metadata: dict[str, Any] | None = None,
         user_id: str = "",
         pinned: bool = False,
-        private: bool = False,
+        sensitivity: Sensitivity = "public",
         expires_at: str | None = None,
     ) -> Memory:
         metadata = metadata or {}
         updated_at = updated_at or created_at
+        private = sensitivity != "public"
         sql = (
             "INSERT INTO app_memories (app_id, content, created_at, updated_at,"
-            " source_conversation_id, metadata, user_id, pinned, private, expires_at)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id"
+            " source_conversation_id, metadata, user_id, pinned, private, expires_at,"
+            " sensitivity) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id"
         )
         params = (
             app_id,
@@ -142,6 +148,7 @@ class MemoryStore(MemoryHistory):
             int(pinned),
             int(private),
             expires_at,
+            sensitivity,
         )
         rows = await self._db.execute_returning(sql, params)
         return Memory(
@@ -156,6 +163,7 @@ class MemoryStore(MemoryHistory):
             pinned,
             private,
             expires_at,
+            sensitivity=sensitivity,
         )
 
     async def get(self, app_id: str, memory_id: int) -> Memory | None:
@@ -176,14 +184,24 @@ class MemoryStore(MemoryHistory):
     ) -> list[Memory]:
         """A space's memories in `state`, newest first; `injectable`: without private ones."""
         condition, params = _state_condition(state, now_text(self._clock))
-        if injectable:
-            condition += " AND private = 0"
+        condition += " AND private = 0" if injectable else _RETURNED
         rows = await self._db.fetch_all(
             f"SELECT {_COLUMNS} FROM app_memories WHERE app_id = ? AND user_id = ?{condition}"
             " ORDER BY created_at DESC, id DESC LIMIT ?",
             (app_id, user_id, *params, limit),
         )
         return [Memory.from_row(row) for row in rows]
+
+    async def held_back(self, app_id: str, *, user_id: str = "") -> list[int]:
+        """The ids of a space's live memories of unknown sensitivity, which no read returns:
+        an operator gives each a level (or deletes it) by id."""
+        live, params = self._live()
+        rows = await self._db.fetch_all(
+            f"SELECT id FROM app_memories WHERE app_id = ? AND user_id = ?{live}"
+            " AND sensitivity = 'unknown' ORDER BY id",
+            (app_id, user_id, *params),
+        )
+        return [int(row[0]) for row in rows]
 
     async def list_oldest_first(self, app_id: str, *, user_id: str = "") -> list[Memory]:
         """A space's live memories, oldest first (what the cap and compaction see)."""
@@ -202,7 +220,7 @@ class MemoryStore(MemoryHistory):
         """The space's live memories holding any of `terms`, most relevant first."""
         if self._db.dialect.name == "postgresql":
             live, params = self._live()
-            live += " AND private = 0" if injectable else ""
+            live += " AND private = 0" if injectable else _RETURNED
             rows = await self._db.fetch_all(
                 f"SELECT {_COLUMNS} FROM app_memories,"
                 " websearch_to_tsquery('english', ?) AS query"
@@ -212,7 +230,7 @@ class MemoryStore(MemoryHistory):
             )
         else:
             live, params = self._live("m.")
-            live += " AND m.private = 0" if injectable else ""
+            live += " AND m.private = 0" if injectable else _RETURNED.replace(" sens", " m.sens")
             rows = await self._db.fetch_all(
                 f"SELECT {_MEMORY_COLUMNS} FROM memory_search JOIN app_memories AS m"
                 " ON m.id = memory_search.rowid"

@@ -125,7 +125,11 @@ class Compaction(ABC):
         *, updated: bool,
     ) -> DecidedStep:
         """The model's decision, checked, or the fallback's step and why."""
-        shown = as_memories(current, [c for c in candidates if c.id != NEW_MEMORY_ID])
+        # A secret memory (or one of unknown sensitivity) is never shown to a model: only
+        # the fallback may take it.
+        shown = [memory for memory in as_memories(
+            current, [c for c in candidates if c.id != NEW_MEMORY_ID]
+        ) if memory.shown_to_models]
         try:
             decision = await ask_for_decision(
                 self._model, shown, candidates[-1].content, today, room=room,

@@ -207,11 +207,12 @@ class Memories(Group[S]):
         importance: int | UnsetType = UNSET,
         expires_at: str | UnsetType | None = UNSET,
         reason: str | UnsetType = UNSET,
+        sensitivity: str | UnsetType = UNSET,
     ) -> Call[MemoryOut]:
         """Pin, weigh (0-10), make private or set the expiry (RFC 3339; None removes it) of
         a live memory; only what is given changes. A pin beyond the cap less one raises
         `Conflict`."""
-        body = _MemoryChange(pinned, private, importance, expires_at, reason)
+        body = _MemoryChange(pinned, private, importance, expires_at, reason, sensitivity)
         return Call("PATCH", f"{_memories(app_id)}/{memory_id}", decoded_as(MemoryOut), body=body)
 
     @route
@@ -399,6 +400,7 @@ class _MemoryChange(msgspec.Struct, rename="camel", omit_defaults=True):
     importance: int | UnsetType = UNSET
     expires_at: str | UnsetType | None = UNSET
     reason: str | UnsetType = UNSET
+    sensitivity: str | UnsetType = UNSET
 
 
 def _memories(app_id: str) -> str:
