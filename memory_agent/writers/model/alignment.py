@@ -33,13 +33,13 @@ MIN_SHARE = 0.7
 MIN_DENSITY = 0.6
 
 
-def aligns_with(quote: str, turns: Sequence[str]) -> bool:
-    """Whether `quote` aligns with one of `turns` near-verbatim."""
+def aligns_with(quote: str, turns: Sequence[list[str]]) -> bool:
+    """Whether `quote` aligns near-verbatim with one of `turns`, each given as its `words`."""
     mine = words(quote)
     if len(mine) < MIN_WORDS:
         return False
     values = {word for word in mine if _is_number(word)} | _names(quote)
-    return any(_aligns(mine, words(turn), values) for turn in turns)
+    return any(_aligns(mine, turn, values) for turn in turns)
 
 
 def _names(quote: str) -> set[str]:

@@ -17,11 +17,12 @@ source:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import regex as re
 
-from memory_agent.core.unicode_forms import folded
+from memory_agent.core.unicode_forms import folded, words
 from memory_agent.writers.model.alignment import aligns_with
 
 # A quote shorter than this (folded: letters and digits only) grounds nothing, unless it is a
@@ -35,19 +36,33 @@ _ELLIPSIS = re.compile(r"\[\.\.\.\]|\(\.\.\.\)|\.\.\.+|…")
 _LABEL = re.compile(r"^\s*(?:User|Assistant|Tool)\s*:\s*")
 
 
-def quote_found(quote: str, turns: Sequence[str]) -> str | None:
+class Transcript:
+    """A conversation's turns as the checks read them, each folded once (and split into
+    words once, when a quote must be aligned): a memory's quotes all read the same turns."""
+
+    def __init__(self, turns: Sequence[str]) -> None:
+        self.turns = tuple(turns)
+        self.folded = [folded(turn) for turn in self.turns]
+
+    @functools.cached_property
+    def words(self) -> list[list[str]]:
+        return [words(turn) for turn in self.turns]
+
+
+def quote_found(quote: str, turns: Transcript | Sequence[str]) -> str | None:
     """None when every part of `quote` (cut at ellipses) is in one of the conversation's
     `turns`, as written or near-verbatim; else why not. A part shorter than
     `MIN_QUOTE_CHARS` grounds nothing unless it is a whole turn ("Yes", "OK"), and a
     transcript label before a part ("User: ") is no part of what was said."""
-    in_turns = [folded(turn) for turn in turns]
+    transcript = turns if isinstance(turns, Transcript) else Transcript(turns)
+    in_turns = transcript.folded
     parts = [_LABEL.sub("", part) for part in _ELLIPSIS.split(quote)]
     pieces = [(part, folded(part)) for part in parts if folded(part)]
     if not pieces:
         return "it quotes nothing"
     for part, piece in pieces:
         if not any(piece in turn for turn in in_turns):
-            if aligns_with(part, turns):
+            if aligns_with(part, transcript.words):
                 continue
             return f'its quote "{_shown(part)}" is not in the conversation'
         if len(piece) < MIN_QUOTE_CHARS and piece not in in_turns:

@@ -220,10 +220,11 @@ class ModelWriter(MemoryWriter):
                 prompts.json_retry_messages(asked, error.reason), schema
             )
             answer = parse_memory_answer(reply.text)
-        grounded, failures = self._checked(answer, turns)
+        transcript = grounding.Transcript(turns)
+        grounded, failures = self._checked(answer, transcript)
         recovered: list[_Grounded] = []
         if failures:
-            recovered = await self._asked_again(asked, failures, grounded, turns)
+            recovered = await self._asked_again(asked, failures, grounded, transcript)
         dropped = len(failures) - len(recovered)
         self._record.written += len(grounded) + len(failures)
         self._record.grounded += len(grounded)
@@ -275,7 +276,7 @@ class ModelWriter(MemoryWriter):
         asked: list[ChatMessage],
         failures: list[tuple[str, str]],
         grounded: list[_Grounded],
-        turns: tuple[str, ...],
+        transcript: grounding.Transcript,
     ) -> list[_Grounded]:
         """The sentences grounded when the failed ones are asked for again once (at most as
         many as failed, none already kept): a failed call or an answer that is not the JSON
@@ -288,21 +289,22 @@ class ModelWriter(MemoryWriter):
             log.warning("📝 Asking again for the model's failed sentences failed: %s", error)
             return []
         kept = {g.sentence for g in grounded}
-        new = {g.sentence: g for g in self._checked(again, turns)[0] if g.sentence not in kept}
+        new = {g.sentence: g for g in self._checked(again, transcript)[0]
+               if g.sentence not in kept}
         return list(new.values())[: len(failures)]
 
     def _checked(
-        self, answer: MemoryAnswer, turns: tuple[str, ...]
+        self, answer: MemoryAnswer, transcript: grounding.Transcript
     ) -> tuple[list[_Grounded], list[tuple[str, str]]]:
-        """The answer's sentences whose quotes are found in `turns`, and the others with why
-        (`(sentence, why)`)."""
+        """The answer's sentences whose quotes are found in the transcript, and the others
+        with why (`(sentence, why)`)."""
         grounded: list[_Grounded] = []
         failures: list[tuple[str, str]] = []
         for given in answer.sentences:
             sentence = ends_as_a_sentence(given.text)
             if not folded(sentence):
                 continue  # no letter nor digit: nothing to keep
-            why = grounding.quote_found(given.quote, turns)
+            why = grounding.quote_found(given.quote, transcript)
             if why is None and len(sentence) > self._limits.max_chars:
                 why = f"it is longer than the {self._limits.max_chars}-character limit"
             if why is None:
