@@ -239,7 +239,9 @@ class MemorySubAgent:
         return await self._store.spaces_holding_memories()
 
     async def has_memory(self, app_id: str, memory_id: int) -> bool:
-        return await self._store.get(app_id, memory_id) is not None
+        """Whether the app holds the memory, as a read may tell (not one of unknown
+        sensitivity)."""
+        return await self.get_memory(app_id, memory_id) is not None
 
     async def get_memory_count(
         self, app_id: str, *, tx: SqlTransaction | None = None, user_id: str | None = None

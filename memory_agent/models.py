@@ -88,7 +88,8 @@ class Memory:
             json.loads(metadata) if metadata and metadata != "{}" else {},
             user_id,
             bool(pinned),
-            bool(private),
+            # Every write sets the two together; either saying so makes it private.
+            bool(private) or sensitivity != "public",
             expires_at,
             deleted_at,
             access_count,

@@ -113,6 +113,17 @@ async def memories_command(settings: Settings, args: argparse.Namespace) -> int:
                 ]
             exported = documents[0] if args.app_id else documents
             print(msgspec.json.format(msgspec.json.encode(exported)).decode())
+            spaces = [(args.app_id, space)] if args.app_id else [
+                (app.app_id, user_id) for app in await registry.list()
+                for user_id in await _spaces_of(services, app.app_id)
+            ]
+            held = [(app_id, memory_id) for app_id, user_id in spaces
+                    for memory_id in await agent.held_back(app_id, user_id=user_id)]
+            if held:
+                # No read returns them, an export included: said, not lost in silence.
+                print(f"left out {len(held)} memories of unknown sensitivity (give each a"
+                      " level to export it): " + ", ".join(f"{a}#{m}" for a, m in held),
+                      file=sys.stderr)
         elif args.action == "import":
             await services.stores.registry.require(args.app_id)
             document = _read_export(args.file)

@@ -142,6 +142,10 @@ async def test_stdio_tools_are_scoped_to_the_keys_app(db_path):
                 "pin_memory", {"memory_id": tennis, "pinned": False}))
             assert payload(await session.call_tool(
                 "memory_history", {"memory_id": tennis})) == []
+            assert "tennis" not in json.dumps(payload(await session.call_tool(
+                "recall", {"query": "tennis Saturdays"})))
+            assert payload(await session.call_tool(
+                "query", {"query": "tennis Saturdays"}))["results"] == []
 
             assert payload(await session.call_tool("forget", {"memory_id": peanut})) == {
                 "deleted": peanut}

@@ -190,8 +190,9 @@ async def test_a_large_space_is_searched_by_the_engine(client):
     await install(client)
     filler = [{"content": f"Ana noted item number {n} of the inventory."}
               for n in range(SCAN_LIMIT + 100)]
-    await store(client, "/apps/cal/memories/import?userId=ana", *filler,
-                {"content": "Ana's passport expires in March 2031."})
+    # The oldest of them: a read of the newest SCAN_LIMIT would not hold it.
+    await store(client, "/apps/cal/memories/import?userId=ana",
+                {"content": "Ana's passport expires in March 2031."}, *filler)
     body = (await query(client, {"query": "When does my passport expire?",
                                  "filters": {"userId": "ana"}})).json()
     assert body["results"][0]["text"] == "Ana's passport expires in March 2031."

@@ -4,14 +4,15 @@ conversation and on the memory, shown by the API, and weighed where a memory mus
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from dataclasses import replace
 
 import pytest
 
 from memory_agent import Memory
 from memory_agent.recall.selection import ranked
 from memory_agent.recall.usage import cited, values_of
-from memory_agent.writers.steps import NEW_MEMORY_ID, Candidate, fifo_step
-from tests.harness import assistant_model, eventually, http_client, running, service
+from memory_agent.writers.steps import NEW_MEMORY_ID, Candidate, fifo_step, mergeable
+from tests.harness import assistant_model, http_client, running, service
 
 pytestmark = pytest.mark.anyio
 ADMIN = {"Authorization": "Bearer admin-secret"}
@@ -49,14 +50,34 @@ def test_a_reply_cites_the_memories_whose_values_it_holds_that_the_user_did_not_
 # -- where use weighs ----------------------------------------------------------------------
 
 
-def test_fifo_takes_the_least_used_of_the_least_important_first():
+def test_fifo_takes_the_least_cited_of_the_least_important_then_the_oldest():
     candidates = [
         Candidate(1, "old and cited", created_at="2026-01-01", citations=2, accesses=5),
-        Candidate(2, "newer, never used", created_at="2026-02-01"),
+        Candidate(2, "newer, never cited", created_at="2026-02-01", accesses=9),
+        Candidate(4, "newest, never cited", created_at="2026-03-01"),
         Candidate(3, "important", importance=8, created_at="2025-01-01"),
         Candidate(NEW_MEMORY_ID, "new"),
     ]
+    # Turns given a memory grow with its age: they do not turn FIFO around.
     assert fifo_step(candidates, "r").target == 2
+
+
+def test_the_retention_policy_never_takes_the_new_memory_for_the_least_cited():
+    older = Candidate(1, "The user said: \"my locker code is 4417.\"", created_at="2026-01-01",
+                      citations=3)
+    new = Candidate(NEW_MEMORY_ID, "The user said: \"my locker code is 5521.\"")
+    assert older.use < new.use
+
+
+def test_memories_of_different_sensitivity_are_never_merged():
+    public = Candidate(1, "The user said: \"I like tea.\"", created_at="2026-01-01")
+    private = replace(public, id=2, private=True, sensitivity="private")
+    secret = replace(public, id=3, private=True, sensitivity="secret")
+    unknown = replace(public, id=4, private=True, sensitivity="unknown")
+    assert mergeable(public, replace(public, id=5))
+    assert mergeable(secret, replace(secret, id=6))
+    assert not any(mergeable(a, b) for a, b in [
+        (public, private), (private, secret), (secret, public), (unknown, replace(unknown, id=7))])
 
 
 def test_at_equal_relevance_the_more_used_memory_ranks_first():
@@ -137,15 +158,14 @@ async def test_a_turn_whose_use_cannot_be_stored_is_answered_and_says_so(
     assert "were not counted as used" in caplog.text
 
 
-async def test_a_conversation_without_memories_records_nothing(client, running_service):
-    await client.post("/apps", json={"appId": "cal", "name": "Calendar"}, headers=ADMIN)
-    opened = await client.post("/apps/cal/conversations", headers=ADMIN)
-    conversation_id = opened.json()["conversationId"]
-    await turn(client, conversation_id, "Hello there")
-
-    async def answered() -> bool:
-        shown = await client.get(f"/conversations/{conversation_id}", headers=ADMIN)
-        return shown.json()["messages"][-1]["role"] == "assistant"
-
-    await eventually(answered)
-    assert await running_service.stores.agent.injections(conversation_id) == {}
+async def test_a_users_memories_are_counted_in_their_conversations_only(
+    client, running_service
+):
+    ids = await seeded(client)
+    bob = (await client.post("/apps/cal/conversations", json={"userId": "bob"},
+                             headers=ADMIN)).json()["conversationId"]
+    await turn(client, bob, "What is my locker code?")
+    assert await running_service.stores.agent.injections(bob) == {}
+    listed = (await client.get("/apps/cal/memories?userId=ana", headers=ADMIN)).json()
+    assert {m["id"]: m["accessCount"] for m in listed["memories"]} == {
+        ids["locker"]: 0, ids["plays"]: 0}

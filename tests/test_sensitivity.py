@@ -99,6 +99,14 @@ async def test_a_secret_memory_is_listed_but_never_injected_queried_or_shown_to_
     await eventually(done)
     assert seen and all(SECRET not in prompt for prompt in seen)
     assert any(PUBLIC in prompt for prompt in seen)
+    # The fallback took it (the oldest): once it is gone, nothing filters its history by
+    # its level, so its texts went with it.
+    listed = (await client.get("/apps/cal/memories", headers=ADMIN)).json()["memories"]
+    assert SECRET not in [m["content"] for m in listed]
+    history = (await client.get("/apps/cal/history", headers=ADMIN)).json()["events"]
+    gone = [e for e in history if e["memoryId"] == ids[SECRET]]
+    assert [e["event"] for e in gone][-1] == "deleted"
+    assert "31-7-22" not in str(gone)
 
 
 
@@ -120,8 +128,12 @@ async def test_a_memory_of_unknown_sensitivity_is_held_back_from_every_read(setu
     assert spaces[0]["memoryCount"] == 2
 
     # A change would answer with it: refused until it is given a level, which releases it.
+    assert (await client.get(f"/apps/cal/memories/{held}/history",
+                             headers=ADMIN)).status_code == 404
     pinned = await steer(client, held, pinned=True)
     assert pinned.status_code == 409 and "unknown sensitivity" in pinned.text
+    # Not made public by a flag: it is given a level by name.
+    assert (await steer(client, held, private=False)).status_code == 409
     released = await steer(client, held, sensitivity="private")
     assert released.status_code == 200 and released.json()["content"] == HIDDEN
     assert (await client.get("/apps/cal/memories", headers=ADMIN)).json()["heldBack"] == []

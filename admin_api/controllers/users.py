@@ -27,6 +27,7 @@ from admin_api.replies import (
     problems,
 )
 from admin_api.schemas import ImportMemories, imported_memories
+from loop.errors import InvalidInput
 from loop.operations import MAX_USER_ID, USER_ID_PATTERN
 from loop.service import Stores
 from memory_agent import MAX_QUERY_CHARS, PROFILE_APP, Clock, now_text
@@ -169,6 +170,13 @@ class ProfilesController(Controller):
         ] = False,
     ) -> ImportedOut:
         memories = imported_memories(data, user_id)
+        for index, memory in enumerate(memories):
+            if memory.sensitivity == "unknown":
+                # No route steers a profile memory by id: one held back could not be released.
+                raise InvalidInput(
+                    f"memories[{index}].sensitivity: a profile memory is public, private or"
+                    " secret, not unknown"
+                )
         count = await stores.agent.import_memories(
             PROFILE_APP, memories, replace=replace, user_id=user_id
         )

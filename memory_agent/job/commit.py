@@ -8,7 +8,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memory_agent.core.redaction import redact_text
-from memory_agent.models import DEFAULT_IMPORTANCE, MERGED, CompactionOutcome, Memory
+from memory_agent.models import (
+    DEFAULT_IMPORTANCE,
+    MERGED,
+    CompactionOutcome,
+    DecidedBy,
+    Memory,
+)
 from memory_agent.storage.store import EventSource, MemoryStore
 from memory_agent.writers.steps import NEW_MEMORY_ID, DecidedStep
 
@@ -26,6 +32,9 @@ class _Write:
     metadata: dict[int, dict[str, Any]] = field(default_factory=dict)
     new_id: int = NEW_MEMORY_ID
     user_id: str = ""
+    # Memories whose texts no model may read (secret, or of unknown sensitivity): their
+    # history, which reads filter by their level while they exist, goes with them.
+    unshown: frozenset[int] = frozenset()
 
 
 async def apply_write(
@@ -52,6 +61,7 @@ async def apply_write(
         {m.id: m.content for m in current},
         {m.id: m.metadata for m in current},
         user_id=user_id,
+        unshown=frozenset(m.id for m in current if not m.shown_to_models),
     )
     memory: Memory | None = None
     if NEW_MEMORY_ID not in {decided.step.removed for decided in steps}:
@@ -83,11 +93,7 @@ async def _delete(write: _Write, decided: DecidedStep) -> CompactionOutcome:
     target = write.new_id if decided.step.target == NEW_MEMORY_ID else decided.step.target
     if target != NEW_MEMORY_ID:  # the new memory, deleted before it was ever written
         await write.store.delete(write.app_id, target)
-        await write.store.record_event(
-            write.app_id, target, "deleted", decided.decided_by, write.source,
-            reason=_reason(decided), before=write.content.pop(target),
-            user_id=write.user_id,
-        )
+        await _record_gone(write, target, decided.decided_by, _reason(decided))
     return _outcome(write.app_id, decided, target)
 
 
@@ -121,13 +127,22 @@ async def _edit(write: _Write, decided: DecidedStep) -> CompactionOutcome:
     write.content[target], write.metadata[target] = content, metadata
     if folded is not None and folded != NEW_MEMORY_ID:
         await write.store.delete(write.app_id, folded)
-        await write.store.record_event(
-            write.app_id, folded, "deleted", decided.decided_by, write.source,
-            reason=f"folded into memory {target}: {step.reason}",
-            before=write.content.pop(folded),
-            user_id=write.user_id,
-        )
+        await _record_gone(write, folded, decided.decided_by,
+                           f"folded into memory {target}: {step.reason}")
     return _outcome(write.app_id, decided, target)
+
+
+async def _record_gone(write: _Write, memory_id: int, actor: DecidedBy, reason: str) -> None:
+    """The deleted event of a memory the step removed, with its text; of one no model may
+    read, without it, its earlier history's texts erased too (nothing filters them once the
+    memory is gone)."""
+    before = write.content.pop(memory_id)
+    if memory_id in write.unshown:
+        await write.store.erase_history_of(write.app_id, [memory_id])
+    await write.store.record_event(
+        write.app_id, memory_id, "deleted", actor, write.source, reason=reason,
+        before=None if memory_id in write.unshown else before, user_id=write.user_id,
+    )
 
 
 def _reason(decided: DecidedStep) -> str:

@@ -67,12 +67,12 @@ async def steer(
     _check_future(change.expires_at, source.at)
     memory = await _live_memory(store, app_id, memory_id, source.at)
     level = _level(memory, change)
-    if level == "unknown" or (level is None and not memory.returned):
+    if level == "unknown" or (change.sensitivity is None and not memory.returned):
         # What a change answers is the memory itself, which a memory of unknown sensitivity
         # never is: it is given a level first (an import may bring one in unknown).
         raise MemorySteeringRefused(
             f"memory {memory_id} is of unknown sensitivity: give it a level (public, private"
-            " or secret) first" if level is None else
+            " or secret) first" if level != "unknown" else
             "unknown is the level of a memory no one has classified; give public, private or"
             " secret"
         )

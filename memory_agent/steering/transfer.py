@@ -74,16 +74,21 @@ async def write_imported(
     """Inside the caller's transaction: delete the space's memories (when `replacing`), then
     store the imported ones in it."""
     if replacing:
+        # A memory no model may read (secret, or of unknown sensitivity) leaves no text in
+        # the history: nothing filters its events by its level once it is gone.
+        unshown = []
         for old in await store.list_oldest_first(app_id, user_id=user_id):
+            if not old.shown_to_models:
+                unshown.append(old.id)
             await store.record_event(
                 app_id, old.id, "deleted", "import", source, reason="replaced by an import",
-                before=old.content, user_id=user_id,
+                before=old.content if old.shown_to_models else None, user_id=user_id,
             )
         replaced = await store.delete_all(app_id, user_id=user_id)
         # Deleted and expired memories kept for restoring go too, with their history's text
         # (the worker would no longer find them to erase it).
         await store.erase_history_of(
-            app_id, [memory_id for memory_id, _, retired in replaced if retired]
+            app_id, [memory_id for memory_id, _, retired in replaced if retired] + unshown
         )
     for memory in memories:
         stored = await store.insert(

@@ -24,6 +24,19 @@ _ERASE_HISTORY_TEXT = (
 )
 
 
+def returned_condition(alias: str = "") -> str:
+    """The condition (` AND …`) every read that returns memories keeps to: none of unknown
+    sensitivity (fail-closed). A read for a model keeps to `injectable_condition`."""
+    return f" AND {alias}sensitivity <> 'unknown'"
+
+
+def injectable_condition(alias: str = "") -> str:
+    """The condition (` AND …`) that keeps the memories a model may be given: public ones.
+    Both columns are read (every write sets them together), so that a row where either
+    says it is not public is never given (fail-closed)."""
+    return f" AND {alias}private = 0 AND {alias}sensitivity = 'public'"
+
+
 def live_condition(now: str, alias: str = "") -> tuple[str, tuple[str]]:
     """The condition (` AND …`, with its parameter) that keeps the memories live at `now`:
     neither deleted nor expired. `alias` names the table (`m.`) in a join."""
@@ -100,7 +113,7 @@ class MemoryHistory:
                 " ON m.app_id = e.app_id AND m.id = e.memory_id"
                 " WHERE e.app_id = ? AND e.user_id = ? AND e.id > ? AND e.id <= ?"
                 " AND e.erased = 0 AND (e.event = 'deleted' OR (e.event IN"
-                f" ('created', 'edited', 'restored') AND m.private = 0{live}))"
+                f" ('created', 'edited', 'restored'){injectable_condition('m.')}{live}))"
                 " ORDER BY e.id DESC LIMIT ?",
                 (app_id, user_id, after, up_to, *live_params, limit),
             )

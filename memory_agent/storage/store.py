@@ -23,7 +23,12 @@ from memory_agent.models import (
     Sensitivity,
 )
 from memory_agent.storage import search
-from memory_agent.storage.history import MemoryHistory, live_condition
+from memory_agent.storage.history import (
+    MemoryHistory,
+    injectable_condition,
+    live_condition,
+    returned_condition,
+)
 
 # The app id of every person's profile space (no app can have it): the person's memories that
 # hold whatever the app, which the apps sharing the profile read and write.
@@ -42,9 +47,6 @@ _ERASE_HISTORY_TEXT = (
     "UPDATE memory_events SET content_before = NULL, content_after = NULL, reason = NULL,"
     " erased = 1 WHERE app_id = ?"
 )
-# What every read that returns memories keeps to: none of unknown sensitivity (fail-closed).
-# A read for a model keeps to the public ones (`private = 0`), which holds this too.
-_RETURNED = " AND sensitivity <> 'unknown'"
 # The columns a steering change may set.
 _STEERABLE = ("pinned", "private", "sensitivity", "expires_at", "deleted_at", "metadata")
 # The same, of `app_memories AS m` in a join.
@@ -184,7 +186,7 @@ class MemoryStore(MemoryHistory):
     ) -> list[Memory]:
         """A space's memories in `state`, newest first; `injectable`: without private ones."""
         condition, params = _state_condition(state, now_text(self._clock))
-        condition += " AND private = 0" if injectable else _RETURNED
+        condition += injectable_condition() if injectable else returned_condition()
         rows = await self._db.fetch_all(
             f"SELECT {_COLUMNS} FROM app_memories WHERE app_id = ? AND user_id = ?{condition}"
             " ORDER BY created_at DESC, id DESC LIMIT ?",
@@ -220,7 +222,7 @@ class MemoryStore(MemoryHistory):
         """The space's live memories holding any of `terms`, most relevant first."""
         if self._db.dialect.name == "postgresql":
             live, params = self._live()
-            live += " AND private = 0" if injectable else _RETURNED
+            live += injectable_condition() if injectable else returned_condition()
             rows = await self._db.fetch_all(
                 f"SELECT {_COLUMNS} FROM app_memories,"
                 " websearch_to_tsquery('english', ?) AS query"
@@ -230,7 +232,7 @@ class MemoryStore(MemoryHistory):
             )
         else:
             live, params = self._live("m.")
-            live += " AND m.private = 0" if injectable else _RETURNED.replace(" sens", " m.sens")
+            live += injectable_condition("m.") if injectable else returned_condition("m.")
             rows = await self._db.fetch_all(
                 f"SELECT {_MEMORY_COLUMNS} FROM memory_search JOIN app_memories AS m"
                 " ON m.id = memory_search.rowid"
@@ -256,7 +258,7 @@ class MemoryStore(MemoryHistory):
         alias = "" if terms is None or self._db.dialect.name == "postgresql" else "m."
         condition, live = self._live(alias)
         params: tuple[str | int, ...] = live
-        condition += f" AND {alias}private = 0 AND ("
+        condition += f"{injectable_condition(alias)} AND ("
         condition += " OR ".join(f"({alias}app_id = ? AND {alias}user_id = ?)" for _ in spaces)
         condition += ")"
         params += tuple(value for space in spaces for value in space)
@@ -296,7 +298,8 @@ class MemoryStore(MemoryHistory):
         """A turn of `conversation_id` was given the memories `shown` and its reply used the
         values of those `cited`: each one's injection in the conversation and its counts.
         A memory or a conversation erased meanwhile is passed over."""
-        for memory_id in shown:
+        # In id order, as every writer of memory rows takes them (no deadlock on PostgreSQL).
+        for memory_id in sorted(shown):
             used = int(memory_id in cited)
             await self._db.execute(
                 "INSERT INTO memory_injections (conversation_id, memory_id, shown, cited,"

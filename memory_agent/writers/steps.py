@@ -7,6 +7,7 @@ them inside the job's transaction.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
@@ -28,14 +29,25 @@ class Candidate:
     private: bool = False
     # Its creation time in the stored form ("" for the new memory): FIFO's order.
     created_at: str = ""
-    # How often replies used its values, and how often turns were given it: among equally
-    # important memories, the least used goes first.
+    # How often replies used its values, and how often turns were given it.
     citations: int = 0
     accesses: int = 0
+    # Its level (`models.Sensitivity`): two memories merge only at the same known level.
+    sensitivity: str = "public"
 
     @property
-    def use(self) -> tuple[int, int]:
-        return self.citations, self.accesses
+    def use(self) -> float:
+        """What weighs, among equally important memories, for keeping it: the replies that
+        cited it (not the turns it was given, which only grow with its age). The new memory,
+        which no reply could cite yet, is never the least used."""
+        return math.inf if self.id == NEW_MEMORY_ID else self.citations
+
+
+def mergeable(one: Candidate, other: Candidate) -> bool:
+    """Whether one's text may go into the other's: both of the same known level (a private
+    memory's text must not reach an injected one, nor a secret one's a memory shown to a
+    model)."""
+    return one.sensitivity == other.sensitivity != "unknown"
 
 
 @dataclass(frozen=True)
@@ -74,7 +86,7 @@ def candidates_of(existing: Sequence[Memory], new_content: str) -> list[Candidat
     """The space's memories as candidates (oldest first), the new one last."""
     candidates = [
         Candidate(m.id, m.content, m.importance, m.private, m.created_at, m.citation_count,
-                  m.access_count)
+                  m.access_count, m.sensitivity)
         for m in existing
     ]
     candidates.append(Candidate(NEW_MEMORY_ID, new_content))
@@ -110,7 +122,7 @@ def as_memories(existing: Sequence[Memory], candidates: Sequence[Candidate]) -> 
 
 
 def fifo_step(candidates: Sequence[Candidate], reason: str) -> Step:
-    """The seed's fallback: delete the least important memory, the least used and then the
+    """The seed's fallback: delete the least important memory, the least cited and then the
     oldest first among equals (never the new one, which is the newest)."""
     older = [c for c in candidates if c.id != NEW_MEMORY_ID] or list(candidates)
     oldest = min(older, key=lambda c: (c.importance, c.use, c.created_at, c.id))

@@ -17,10 +17,12 @@ Memories are ranked from least to most worth keeping:
 
 A memory's importance (0-10, 5 when unset; an operator's or an app's judgement) weighs first
 where a memory must go: among the lossless deletes of one tier, and in step 6, the least
-important goes first; then the least used (cited by fewer replies, then given to fewer turns:
-`recall.usage`). A model's delete of a memory more important than the policy's choice is
-overruled. Pinned memories are not candidates at all (`compaction` leaves them out), and a
-private memory is never merged with one that is injected.
+important goes first; then the one cited by fewer replies (`recall.usage`; the new memory,
+which no reply could cite yet, never counts as the least cited). A model's delete of a memory
+more important than the policy's choice is overruled. Pinned memories are not candidates at
+all (`compaction` leaves them out), and a memory is merged only with one of the same known
+sensitivity (a private one never with one that is injected, a secret one never with one a
+model is shown).
 
 The model's decision is checked against this ranking, and rejected only when it can be shown
 to lose something: a delete is applied unless its target holds facts no other memory has
@@ -40,7 +42,7 @@ from dataclasses import dataclass
 
 from memory_agent.writers.extractive import facts, value_changes, values
 from memory_agent.writers.extractive.words import text, written_forms
-from memory_agent.writers.steps import NEW_MEMORY_ID, Candidate, Step
+from memory_agent.writers.steps import NEW_MEMORY_ID, Candidate, Step, mergeable
 
 MAX_MERGED_SENTENCES = 4
 
@@ -124,9 +126,9 @@ def review(
             f"{policy.reason}"
         )
     edited, folded = by_id[proposed.target], by_id[proposed.folded or NEW_MEMORY_ID]
-    if edited.private != folded.private:
+    if not mergeable(edited, folded):
         return policy, (
-            "overruled: the edit would merge a private memory with one that is injected; "
+            "overruled: the edit would merge memories of different sensitivity; "
             f"{policy.reason}"
         )
     missing = _facts_lost(edited.content, folded.content, proposed.new_content or "")
@@ -173,6 +175,8 @@ def refresh(memories: Sequence[Candidate]) -> list[Step]:
         older.id for older in memories[:-1] if facts.issued_codes(older.content) & named_records
     }
     for older in memories[:-1]:
+        if older.sensitivity == "unknown":
+            continue  # never read: its sentences would be named in the step's reason
         if its_record and older.id not in its_record and facts.issued_codes(older.content):
             continue
         sentences = list(text.sentences(older.content))
@@ -455,7 +459,7 @@ def _best_merge(memories: Sequence[Candidate], *, max_chars: int) -> Step | None
     best: tuple[tuple[int, int], Step] | None = None
     for i, older in enumerate(memories):
         for newer in memories[i + 1 :]:
-            if older.private != newer.private:
+            if not mergeable(older, newer):
                 continue  # a private memory's text must not reach an injected one
             sentences = text.sentences(older.content)
             stale = stale_sentences(older.content, newer.content)
