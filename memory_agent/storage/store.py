@@ -13,7 +13,7 @@ memories are compacted, counted, searched and injected."""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -220,27 +220,14 @@ class MemoryStore(MemoryHistory):
         injectable: bool = False,
     ) -> list[Memory]:
         """The space's live memories holding any of `terms`, most relevant first."""
-        if self._db.dialect.name == "postgresql":
-            live, params = self._live()
-            live += injectable_condition() if injectable else returned_condition()
-            rows = await self._db.fetch_all(
-                f"SELECT {_COLUMNS} FROM app_memories,"
-                " websearch_to_tsquery('english', ?) AS query"
-                f" WHERE app_id = ? AND user_id = ? AND search @@ query{live}"
-                " ORDER BY ts_rank(search, query) DESC, id DESC LIMIT ?",
-                (search.postgres_websearch(terms), app_id, user_id, *params, limit),
-            )
-        else:
-            live, params = self._live("m.")
-            live += injectable_condition("m.") if injectable else returned_condition("m.")
-            rows = await self._db.fetch_all(
-                f"SELECT {_MEMORY_COLUMNS} FROM memory_search JOIN app_memories AS m"
-                " ON m.id = memory_search.rowid"
-                f" WHERE memory_search MATCH ? AND m.app_id = ? AND m.user_id = ?{live}"
-                " ORDER BY bm25(memory_search), m.id DESC LIMIT ?",
-                (search.sqlite_match(terms), app_id, user_id, *params, limit),
-            )
-        return [Memory.from_row(row) for row in rows]
+
+        def where(alias: str) -> tuple[str, tuple[str, ...]]:
+            live, params = self._live(alias)
+            shown = injectable_condition(alias) if injectable else returned_condition(alias)
+            return (f" AND {alias}app_id = ? AND {alias}user_id = ?{live}{shown}",
+                    (app_id, user_id, *params))
+
+        return await self._matching(terms, where, limit)
 
     async def query_candidates(
         self,
@@ -255,26 +242,45 @@ class MemoryStore(MemoryHistory):
         """Live memories of `spaces` (app, user) that are not private, within the filters:
         without `terms`, the most recently updated; with them, those holding any of the
         words, the engine's most relevant first. At most `limit`."""
-        alias = "" if terms is None or self._db.dialect.name == "postgresql" else "m."
-        condition, live = self._live(alias)
-        params: tuple[str | int, ...] = live
-        condition += f"{injectable_condition(alias)} AND ("
-        condition += " OR ".join(f"({alias}app_id = ? AND {alias}user_id = ?)" for _ in spaces)
-        condition += ")"
-        params += tuple(value for space in spaces for value in space)
-        for clause, value in ((f" AND {alias}pinned = ?", pinned),
-                              (f" AND {alias}updated_at > ?", updated_after),
-                              (f" AND {alias}updated_at < ?", updated_before)):
-            if value is not None:
-                condition += clause
-                params += (int(value) if isinstance(value, bool) else value,)
-        if terms is None:
-            rows = await self._db.fetch_all(
-                f"SELECT {_COLUMNS} FROM app_memories WHERE 1 = 1{condition}"
-                " ORDER BY updated_at DESC, id DESC LIMIT ?",
-                (*params, limit),
+
+        def where(alias: str) -> tuple[str, tuple[str | int, ...]]:
+            condition, live = self._live(alias)
+            params: tuple[str | int, ...] = live
+            condition += f"{injectable_condition(alias)} AND ("
+            condition += " OR ".join(
+                f"({alias}app_id = ? AND {alias}user_id = ?)" for _ in spaces
             )
-        elif self._db.dialect.name == "postgresql":
+            condition += ")"
+            params += tuple(value for space in spaces for value in space)
+            for clause, value in ((f" AND {alias}pinned = ?", pinned),
+                                  (f" AND {alias}updated_at > ?", updated_after),
+                                  (f" AND {alias}updated_at < ?", updated_before)):
+                if value is not None:
+                    condition += clause
+                    params += (int(value) if isinstance(value, bool) else value,)
+            return condition, params
+
+        if terms is not None:
+            return await self._matching(terms, where, limit)
+        condition, params = where("")
+        rows = await self._db.fetch_all(
+            f"SELECT {_COLUMNS} FROM app_memories WHERE 1 = 1{condition}"
+            " ORDER BY updated_at DESC, id DESC LIMIT ?",
+            (*params, limit),
+        )
+        return [Memory.from_row(row) for row in rows]
+
+    async def _matching(
+        self,
+        terms: list[str],
+        where: Callable[[str], tuple[str, tuple[str | int, ...]]],
+        limit: int,
+    ) -> list[Memory]:
+        """The memories holding any of `terms` that meet `where` (its condition, ` AND …`,
+        and parameters, for the table's alias), the engine's most relevant first: SQLite's
+        FTS5 by bm25, PostgreSQL's full-text search by ts_rank."""
+        if self._db.dialect.name == "postgresql":
+            condition, params = where("")
             rows = await self._db.fetch_all(
                 f"SELECT {_COLUMNS} FROM app_memories,"
                 " websearch_to_tsquery('english', ?) AS query"
@@ -283,6 +289,7 @@ class MemoryStore(MemoryHistory):
                 (search.postgres_websearch(terms), *params, limit),
             )
         else:
+            condition, params = where("m.")
             rows = await self._db.fetch_all(
                 f"SELECT {_MEMORY_COLUMNS} FROM memory_search JOIN app_memories AS m"
                 " ON m.id = memory_search.rowid"
@@ -298,24 +305,33 @@ class MemoryStore(MemoryHistory):
         """A turn of `conversation_id` was given the memories `shown` and its reply used the
         values of those `cited`: each one's injection in the conversation and its counts.
         A memory or a conversation erased meanwhile is passed over."""
-        # In id order, as every writer of memory rows takes them (no deadlock on PostgreSQL).
-        for memory_id in sorted(shown):
-            used = int(memory_id in cited)
-            await self._db.execute(
-                "INSERT INTO memory_injections (conversation_id, memory_id, shown, cited,"
-                " first_at, last_at) SELECT c.conversation_id, m.id, 1, ?, ?, ?"
-                " FROM app_memories AS m, conversations AS c"
-                " WHERE m.id = ? AND c.conversation_id = ?"
-                " ON CONFLICT (conversation_id, memory_id) DO UPDATE SET"
-                " shown = memory_injections.shown + 1,"
-                " cited = memory_injections.cited + excluded.cited, last_at = excluded.last_at",
-                (used, at, at, memory_id, conversation_id),
-            )
-            await self._db.execute(
-                "UPDATE app_memories SET access_count = access_count + 1,"
-                " citation_count = citation_count + ?, last_accessed = ? WHERE id = ?",
-                (used, at, memory_id),
-            )
+        if not shown:
+            return
+        # Two statements whatever the block held (this is on every answered turn).
+        ids = sorted(shown)
+        used = sorted(cited & set(ids))
+
+        def citing(column: str) -> str:
+            marks = ",".join("?" * len(used))
+            return f"CASE WHEN {column} IN ({marks}) THEN 1 ELSE 0 END" if used else "0"
+
+        every = ",".join("?" * len(ids))
+        await self._db.execute(
+            "INSERT INTO memory_injections (conversation_id, memory_id, shown, cited,"
+            f" first_at, last_at) SELECT c.conversation_id, m.id, 1, {citing('m.id')}, ?, ?"
+            " FROM app_memories AS m, conversations AS c"
+            f" WHERE m.id IN ({every}) AND c.conversation_id = ?"
+            " ON CONFLICT (conversation_id, memory_id) DO UPDATE SET"
+            " shown = memory_injections.shown + 1,"
+            " cited = memory_injections.cited + excluded.cited, last_at = excluded.last_at",
+            (*used, at, at, *ids, conversation_id),
+        )
+        await self._db.execute(
+            "UPDATE app_memories SET access_count = access_count + 1,"
+            f" citation_count = citation_count + {citing('id')}, last_accessed = ?"
+            f" WHERE id IN ({every})",
+            (*used, at, *ids),
+        )
 
     async def injections(self, conversation_id: str) -> dict[int, tuple[int, int]]:
         """How often each memory was given to the conversation's turns, and cited in its
