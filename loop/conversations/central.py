@@ -25,7 +25,6 @@ from loop.operations.metrics import Metrics
 from loop.operations.registry import App, AppRegistry
 from loop.wakeups import InFlight
 from memory_agent import (
-    PROFILE_APP,
     ChatMessage,
     ChatModel,
     ChatModelEmptyAnswer,
@@ -408,7 +407,7 @@ class CentralLoop:
         profile = await self._agent.get_profile(user_id) if with_profile else []
         changes = ""
         if conversation_id is not None:
-            changes = await self._changes(app, user_id, with_profile, conversation_id)
+            changes = await self._changes(app, user_id, conversation_id)
         block = memory_block_within(
             self._budget.memory_block, self._budget.count, app.name, shared, own, profile,
             changes, recent=_recent_words(conversation),
@@ -426,14 +425,10 @@ class CentralLoop:
         turns = self._budget.newest_turns_that_fit(context, conversation, tools)
         return TurnContext(context + turns, block.shown)
 
-    async def _changes(
-        self, app: App, user_id: str, with_profile: bool, conversation_id: str
-    ) -> str:
+    async def _changes(self, app: App, user_id: str, conversation_id: str) -> str:
         """The delta header: the changes of the conversation's spaces since its user's
         previous conversation in the app; "" for their first, or when nothing changed."""
-        spaces = [(app.app_id, "")] + ([(app.app_id, user_id)] if user_id else [])
-        if with_profile:
-            spaces.append((PROFILE_APP, user_id))
+        spaces = app.memory_spaces(user_id)
         current = await self._agent.revision(spaces)
         seen, previous = await self._conversations.revisions(conversation_id, current)
         if previous is None or previous >= seen:
