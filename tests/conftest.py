@@ -1,3 +1,6 @@
+"""The fixtures every test shares: a migrated database on each engine, a clock, installed
+apps."""
+
 from __future__ import annotations
 
 import itertools

@@ -11,6 +11,7 @@ from typing import Any
 
 import anyio
 
+from memory_agent import MemoryCreationRequest, MemorySubAgent
 from memory_agent.core.chat_model import (
     ChatMessage,
     ChatModel,
@@ -200,6 +201,32 @@ def friend_memories() -> Callable[[ModelCall], str]:
         return friend_memory(FRIENDS.index(name))
 
     return write
+
+
+def friend_request(n: int, app_id: str = "app", text: str | None = None) -> MemoryCreationRequest:
+    """A conversation that states `friend_fact(n)` (or `text`)."""
+    messages = [ChatMessage("user", text or friend_fact(n)), ChatMessage("assistant", "Noted.")]
+    return MemoryCreationRequest(app_id, f"c{n}", messages)
+
+
+async def fill_with_friends(agent: MemorySubAgent, count: int, app_id: str = "app") -> None:
+    """The memories of friends 1 to `count`, written one after the other."""
+    for n in range(1, count + 1):
+        await agent.create_memory(friend_request(n, app_id))
+
+
+def friends_agent(database: Any, clock: Any, compaction: Any, **options: Any) -> MemorySubAgent:
+    """An agent whose model writes the friends' memories and decides with `compaction`."""
+    return MemorySubAgent(database, memory_model(friend_memories(), compaction), clock=clock,
+                          **options)
+
+
+def answer_of(*sentences: tuple[str, str], updates: list[dict[str, object]] | None = None) -> str:
+    """The model writer's JSON answer: each sentence with its quote, and the updates."""
+    return json.dumps({
+        "sentences": [{"text": text, "quote": quote} for text, quote in sentences],
+        "updates": updates or [],
+    })
 
 
 def memory_lines(call: ModelCall) -> dict[int, str]:

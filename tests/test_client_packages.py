@@ -28,8 +28,8 @@ from langchain_openai import ChatOpenAI
 from llm.default_plugins.openai_models import Chat
 from pydantic import BaseModel
 
+from tests.dialect_service import BOOKED, END, City, Service, serving
 from tests.fake_ollama import MODEL, SHOW_PROMPT
-from tests.test_dialects import BOOKED, END, City, Service, serving
 
 USER = "X-Mnemoloop-User"
 pytestmark = [

@@ -1,41 +1,32 @@
+"""The cap of a memory space: when it is passed, the model DELETEs or EDITs (merges) one
+memory, checked by the writer's rules, or the space falls back to FIFO with the reason."""
+
 from __future__ import annotations
 
 import anyio
 import pytest
 
-from memory_agent import ChatMessage, ChatReply, MemoryCreationRequest, MemorySubAgent
-from memory_agent.core.errors import ChatModelResponseError, MemoryWriteRefused
-from memory_agent.storage.store import EventSource, MemoryStore
+from memory_agent import ChatReply, MemorySubAgent
+from memory_agent.core.errors import ChatModelResponseError
+from memory_agent.storage.store import MemoryStore
 from tests.conftest import install_app
 from tests.fakes import (
     COMPACTION_PREFIX,
     FRIENDS,
     ModelCall,
     decision,
+    fill_with_friends,
     friend_fact,
     friend_memories,
     friend_memory,
+    friend_request,
+    friends_agent,
     memory_lines,
     memory_model,
     quoted,
 )
 
 pytestmark = pytest.mark.anyio
-
-
-def req(n: int, app_id: str = "app", text: str | None = None) -> MemoryCreationRequest:
-    messages = [ChatMessage("user", text or friend_fact(n)), ChatMessage("assistant", "Noted.")]
-    return MemoryCreationRequest(app_id, f"c{n}", messages)
-
-
-async def fill(agent: MemorySubAgent, count: int, app_id: str = "app") -> None:
-    for n in range(1, count + 1):
-        await agent.create_memory(req(n, app_id))
-
-
-def agent_with(database, clock, compaction, **options) -> MemorySubAgent:
-    return MemorySubAgent(database, memory_model(friend_memories(), compaction), clock=clock,
-                          **options)
 
 
 async def contents(agent: MemorySubAgent, app_id: str = "app") -> list[str]:
@@ -51,7 +42,7 @@ async def test_compaction_prompt_lists_memories_the_new_one_as_id_0_and_an_enum(
     await install_app(database, "app")
     model = memory_model(friend_memories(), lambda call: decision("delete", 0))
     agent = MemorySubAgent(database, model, clock=clock)
-    await fill(agent, 11)
+    await fill_with_friends(agent, 11)
 
     [call] = model.calls_starting_with(COMPACTION_PREFIX)
     assert call.prompt.startswith(
@@ -80,9 +71,9 @@ async def test_a_delete_of_a_repeated_fact_is_applied(database, clock):
         lines = memory_lines(call)
         return decision("delete", next(i for i, t in lines.items() if i and FRIENDS[4] in t))
 
-    agent = agent_with(database, clock, delete_the_repeat)
-    await fill(agent, 10)
-    created = await agent.create_memory(req(4, text=friend_fact(4)))
+    agent = friends_agent(database, clock, delete_the_repeat)
+    await fill_with_friends(agent, 10)
+    created = await agent.create_memory(friend_request(4, text=friend_fact(4)))
 
     [step] = created.compactions
     assert (step.action, step.decided_by, step.outcome) == ("delete", "model", "delete")
@@ -101,9 +92,9 @@ async def test_an_edit_to_no_text_is_read_as_a_delete_and_checked_as_one(databas
         repeat = next(i for i, t in lines.items() if i and FRIENDS[4] in t)
         return decision("edit", repeat, empty)
 
-    agent = agent_with(database, clock, edit_to_nothing)
-    await fill(agent, 10)
-    created = await agent.create_memory(req(4, text=friend_fact(4)))
+    agent = friends_agent(database, clock, edit_to_nothing)
+    await fill_with_friends(agent, 10)
+    created = await agent.create_memory(friend_request(4, text=friend_fact(4)))
 
     [step] = created.compactions
     assert (step.action, step.decided_by) == ("delete", "model")
@@ -117,12 +108,13 @@ async def test_with_the_extractive_writer_a_delete_of_a_unique_fact_is_overruled
     """The floor's policy checks the model's decision: a fact no other memory holds is not
     deleted while two memories can be merged without loss."""
     await install_app(database, "app")
-    agent = agent_with(
+    agent = friends_agent(
         database, clock, lambda call: decision("delete", sorted(memory_lines(call))[1]),
         writer="extractive",
     )
     for n in range(1, 12):
-        await agent.create_memory(req(n, text=f"{friend_fact(n)} Keep reminders short please."))
+        text = f"{friend_fact(n)} Keep reminders short please."
+        await agent.create_memory(friend_request(n, text=text))
 
     remaining = await contents(agent)
     assert len(remaining) == 10
@@ -136,10 +128,10 @@ async def test_with_the_model_writer_the_models_delete_of_a_unique_fact_is_appli
 ):
     """Which fact to give up is the model's decision: no rule overrules it."""
     await install_app(database, "app")
-    agent = agent_with(
+    agent = friends_agent(
         database, clock, lambda call: decision("delete", sorted(memory_lines(call))[1])
     )
-    await fill(agent, 11)
+    await fill_with_friends(agent, 11)
 
     remaining = await contents(agent)
     assert len(remaining) == 10
@@ -156,11 +148,11 @@ async def test_an_edit_that_keeps_both_facts_is_applied(database, clock):
         target = sorted(lines)[2]
         return decision("edit", target, f"{lines[target]} {lines[0]}", "same kind of fact")
 
-    agent = agent_with(database, clock, merge)
-    await fill(agent, 10)
+    agent = friends_agent(database, clock, merge)
+    await fill_with_friends(agent, 10)
     target = (await agent.list_memories("app"))[-2]
 
-    created = await agent.create_memory(req(11))
+    created = await agent.create_memory(friend_request(11))
 
     [step] = created.compactions
     assert (step.action, step.target_memory_id, step.decided_by) == ("edit", target.id, "model")
@@ -194,9 +186,9 @@ async def test_with_the_extractive_writer_an_edit_that_loses_or_invents_is_overr
         lines = memory_lines(call)
         return decision("edit", sorted(lines)[2], new_content(lines))
 
-    agent = agent_with(database, clock, edit, writer="extractive")
-    await fill(agent, 11)
-    [step] = (await agent.create_memory(req(12))).compactions
+    agent = friends_agent(database, clock, edit, writer="extractive")
+    await fill_with_friends(agent, 11)
+    [step] = (await agent.create_memory(friend_request(12))).compactions
     assert step.decided_by == "policy" and why in (step.fallback_reason or "")
     assert every_friend_kept(await contents(agent), upto=12)
 
@@ -205,12 +197,12 @@ async def test_with_the_model_writer_an_edit_that_drops_a_fact_is_the_models_cal
     database, clock
 ):
     await install_app(database, "app")
-    agent = agent_with(
+    agent = friends_agent(
         database, clock, lambda call: decision("edit", sorted(memory_lines(call))[2],
                                                _drops(memory_lines(call)))
     )
-    await fill(agent, 11)
-    [step] = (await agent.create_memory(req(12))).compactions
+    await fill_with_friends(agent, 11)
+    [step] = (await agent.create_memory(friend_request(12))).compactions
     assert (step.action, step.decided_by, step.fallback_reason) == ("edit", "model", None)
 
 
@@ -218,13 +210,13 @@ async def test_with_the_model_writer_an_edit_grounded_in_neither_memory_falls_ba
     database, clock
 ):
     await install_app(database, "app")
-    agent = agent_with(
+    agent = friends_agent(
         database, clock, lambda call: decision("edit", sorted(memory_lines(call))[2],
                                                _invents(memory_lines(call)))
     )
-    await fill(agent, 11)
+    await fill_with_friends(agent, 11)
     oldest = (await agent.list_memories("app"))[-1]
-    [step] = (await agent.create_memory(req(12))).compactions
+    [step] = (await agent.create_memory(friend_request(12))).compactions
     assert (step.action, step.target_memory_id, step.decided_by) == ("delete", oldest.id, "policy")
     assert step.fallback_cause == "invalid_decision"
     assert '"They also went hiking in the Dolomites." is grounded in neither memory' in (
@@ -298,12 +290,12 @@ async def too_slow(call: ModelCall) -> str:
 async def test_a_failed_decision_falls_back_to_fifo_with_its_reason(database, clock, answer, why):
     await install_app(database, "other")
     await install_app(database, "app")
-    agent = agent_with(database, clock, answer, llm_timeout=0.3)
-    await agent.create_memory(req(0, "other"))
-    await fill(agent, 10)
+    agent = friends_agent(database, clock, answer, llm_timeout=0.3)
+    await agent.create_memory(friend_request(0, "other"))
+    await fill_with_friends(agent, 10)
     oldest = (await agent.list_memories("app"))[-1]
 
-    created = await agent.create_memory(req(11))
+    created = await agent.create_memory(friend_request(11))
 
     [outcome] = created.compactions
     remaining = await contents(agent)
@@ -333,9 +325,9 @@ async def test_memories_changed_while_the_model_decided_are_decided_again(databa
             await agent.delete_memory("app", sorted(memory_lines(call))[1])
         return decision("delete", sorted(memory_lines(call))[1])
 
-    agent = agent_with(database, clock, admin_deletes_meanwhile)
-    await fill(agent, 10)
-    created = await agent.create_memory(req(11))
+    agent = friends_agent(database, clock, admin_deletes_meanwhile)
+    await fill_with_friends(agent, 10)
+    created = await agent.create_memory(friend_request(11))
 
     assert calls == 1  # the admin delete made room: the second look needs no decision
     assert created.compactions == []
@@ -349,10 +341,10 @@ async def test_the_cap_holds_when_many_memories_are_created_at_once(database, cl
         await anyio.sleep(0.01)
         return decision("delete", sorted(memory_lines(call))[1])
 
-    agent = agent_with(database, clock, slow_decision)
+    agent = friends_agent(database, clock, slow_decision)
     async with anyio.create_task_group() as tg:
         for n in range(1, 31):
-            tg.start_soon(agent.create_memory, req(n))
+            tg.start_soon(agent.create_memory, friend_request(n))
 
     assert await agent.get_memory_count("app") == 10
     assert sum(agent.stats.compactions.values()) == 20
@@ -363,10 +355,10 @@ async def test_with_the_extractive_writer_a_newer_value_retires_the_old_one_belo
 ):
     await install_app(database, "app")
     agent = MemorySubAgent(database, memory_model(""), clock=clock, writer="extractive")
-    await agent.create_memory(req(1, text="My rent is 1650 dollars a month."))
-    await agent.create_memory(req(2, text="I work as a nurse at St Mary's."))
+    await agent.create_memory(friend_request(1, text="My rent is 1650 dollars a month."))
+    await agent.create_memory(friend_request(2, text="I work as a nurse at St Mary's."))
     created = await agent.create_memory(
-        req(3, text="The landlord raised the rent. It is 1900 dollars a month now.")
+        friend_request(3, text="The landlord raised the rent. It is 1900 dollars a month now.")
     )
 
     [step] = created.compactions
@@ -384,103 +376,12 @@ async def test_with_the_extractive_writer_a_memory_without_facts_goes_before_any
     await install_app(database, "app")
     store = MemoryStore(database)
     await store.insert("app", "The user said hello.", created_at="2025-09-01T00:00:00.000000Z")
-    agent = agent_with(database, clock, lambda call: "not json", writer="extractive")
-    await fill(agent, 10)
+    agent = friends_agent(database, clock, lambda call: "not json", writer="extractive")
+    await fill_with_friends(agent, 10)
 
     remaining = await contents(agent)
     assert "The user said hello." not in remaining
     assert every_friend_kept(remaining, upto=10)
-
-
-async def test_history_records_creation_and_compaction_with_reasons(database, clock):
-    await install_app(database, "app")
-
-    def merge(call: ModelCall) -> str:
-        lines = memory_lines(call)
-        target = sorted(lines)[1]
-        return decision("edit", target, f"{lines[target]} {lines[0]}", "both are friends")
-
-    agent = agent_with(database, clock, merge)
-    await fill(agent, 11)
-    target = (await agent.list_memories("app"))[-1]
-
-    events = await agent.history("app", memory_id=target.id)
-    assert [(e.event, e.actor) for e in events] == [("created", "job"), ("edited", "model")]
-    created, edited = events
-    assert created.content_after == friend_memory(1) and created.conversation_id == "c1"
-    assert edited.content_before == friend_memory(1)
-    assert edited.content_after == f"{friend_memory(1)} {friend_memory(11)}"
-    assert edited.reason == "merged: both are friends" and edited.conversation_id == "c11"
-    page = await agent.history("app", after_id=events[0].id, limit=3)
-    assert len(page) == 3 and page[0].id > events[0].id
-
-
-async def test_latest_history_of_a_page_of_memories_is_each_ones_own_newest_events(
-    database, clock
-):
-    await install_app(database, "app")
-    agent = agent_with(database, clock, "not json")
-    await fill(agent, 3)
-    memories = await agent.list_memories("app")
-    ids = [memory.id for memory in memories]
-    store = MemoryStore(database)
-    # The memories' events interleaved: four more edits of the first, one of the last.
-    for n, memory_id in enumerate([ids[0], ids[2], ids[0], ids[0], ids[0]]):
-        await store.record_event(
-            "app", memory_id, "edited", "admin", EventSource(f"2026-01-0{n + 1}"), after=f"v{n}"
-        )
-
-    histories = await agent.latest_history_of("app", [*ids, 999_999], limit=3)
-    for memory_id in ids:
-        own = await agent.history("app", memory_id=memory_id, limit=3, newest_first=True)
-        assert histories[memory_id] == own[::-1]
-    assert [event.content_after for event in histories[ids[0]]] == ["v2", "v3", "v4"]
-    assert [event.event for event in histories[ids[1]]] == ["created"]
-    assert [event.content_after for event in histories[ids[2]]][1:] == ["v1"]
-    assert histories[999_999] == []
-    assert await agent.latest_history_of("app", [], limit=3) == {}
-    assert await agent.latest_history_of("other", ids, limit=3) == {i: [] for i in ids}
-
-
-async def test_a_refused_commit_writes_nothing(database, clock):
-    await install_app(database, "app")
-    agent = agent_with(database, clock, "not json")
-
-    class CancelledJob:
-        """A job's record that a purge cancelled meanwhile."""
-
-        async def done(self, tx, result, energy_units) -> bool:
-            return False
-
-        async def copies_wanted(self, tx) -> bool:
-            return False
-
-    with pytest.raises(MemoryWriteRefused):
-        await agent.create_memory(req(1), CancelledJob())
-    assert await agent.get_memory_count("app") == 0
-    assert await agent.history("app") == []
-
-
-async def test_purge_erases_text_from_history_and_leaves_other_apps(database, clock):
-    await install_app(database, "a")
-    await install_app(database, "b")
-    agent = agent_with(database, clock, "not json")
-    await fill(agent, 3, "a")
-    await fill(agent, 2, "b")
-    assert await agent.delete_memory("a", (await agent.list_memories("a"))[0].id)
-
-    # The deleted memory, restorable until its grace period ends, is purged with the rest
-    # (the count is of the live ones, as an operator is shown them).
-    assert await agent.delete_app_memories("a") == 2
-    assert await agent.list_memories("a", state="all") == []
-    assert await agent.get_memory_count("a") == 0
-    assert await agent.get_memory_count("b") == 2
-    events = await agent.history("a")
-    # The memory deleted before is erased by the purge; the live ones are deleted.
-    assert [(e.event, e.actor) for e in events[3:]] == [
-        ("deleted", "admin"), ("deleted", "purge"), ("deleted", "purge"), ("erased", "purge")]
-    assert all(e.erased and e.content_before is None and e.content_after is None for e in events)
-    assert all(not e.erased for e in await agent.history("b"))
 
 
 async def test_with_the_model_writer_no_rule_retires_a_memory_below_the_cap(database, clock):
@@ -493,11 +394,11 @@ async def test_with_the_model_writer_no_rule_retires_a_memory_below_the_cap(data
     )
     agent = MemorySubAgent(database, model, clock=clock)
     for n in range(10):
-        created = await agent.create_memory(req(n))
+        created = await agent.create_memory(friend_request(n))
         assert created.compactions == []
     assert await agent.get_memory_count("app") == 10
 
-    created = await agent.create_memory(req(10))
+    created = await agent.create_memory(friend_request(10))
 
     [step] = created.compactions
     assert (step.action, step.decided_by, step.outcome) == ("delete", "model", "delete")

@@ -1,3 +1,6 @@
+"""The memory block as the model reads it: the seed's shape, newest first, and no memory's
+text able to start a block or a role of its own."""
+
 from __future__ import annotations
 
 from memory_agent import Memory

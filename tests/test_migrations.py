@@ -1,3 +1,6 @@
+"""The schema's migrations: a fresh database gets every table, existing rows survive, a second
+run does nothing, a newer database is refused, a failing migration leaves no trace."""
+
 from __future__ import annotations
 
 import sqlite3

@@ -1,3 +1,6 @@
+"""Settings and the model backend chosen at start: a bad setting named in one line, the
+design's defaults, and `auto` choosing Ollama or the embedded model and saying why."""
+
 from __future__ import annotations
 
 import httpx

@@ -8,7 +8,9 @@ import json
 
 import pytest
 
-from admin_api.dialects.common import DialectError, client_turns, offered_tools
+from admin_api.dialects.common import client_turns
+from admin_api.dialects.errors import DialectError
+from admin_api.dialects.tools import offered_tools
 from loop.conversations.answer_claims import AnswerClaims
 from loop.conversations.client_threads import ClientRequest, ClientThreads, thread_key
 from loop.conversations.client_tools import (

@@ -13,9 +13,7 @@ Headers a client may send with either dialect:
 
 from __future__ import annotations
 
-import json
 import logging
-import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -24,16 +22,12 @@ import anyio
 from litestar import Request, Response
 from litestar.background_tasks import BackgroundTask
 from litestar.connection import ASGIConnection
-from litestar.exceptions import HTTPException, ValidationException
 from litestar.response import Stream
 
 from admin_api.auth import checked_owner
-from admin_api.errors import domain_status, validation_detail
+from admin_api.dialects.errors import DialectError
 from loop.conversations import (
     ASKING_ROLES,
-    AUTO,
-    NONE,
-    REQUIRED,
     ClientRequest,
     ClientTools,
     Question,
@@ -47,9 +41,6 @@ from memory_agent import (
     ChatModel,
     ChatModelError,
     JsonSchema,
-    MnemoloopError,
-    ToolCall,
-    ToolSpec,
 )
 
 log = logging.getLogger("mnemoloop.http")
@@ -69,15 +60,6 @@ CONVERSATION_ID_HEADER = "X-Mnemoloop-Conversation-Id"
 _NO_RETRY = {"x-should-retry": "false"}
 # Where `dialect_caller` leaves the app it found, in the request's state.
 _APP = "dialect_app"
-
-
-class DialectError(Exception):
-    """Refused in the dialect's own error shape, with this status."""
-
-    def __init__(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
-        super().__init__(message)
-        self.status = status
-        self.headers = headers
 
 
 @dataclass(frozen=True)
@@ -163,83 +145,6 @@ def _named_results(turns: list[ChatMessage]) -> list[ChatMessage]:
             turn = replace(turn, tool_name=name)
         named.append(turn)
     return named
-
-
-# A tool's name, as OpenAI's API allows it.
-_TOOL_NAME = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
-
-
-def tool_spec(function: Any, where: str) -> ToolSpec:
-    """A tool the client offers: `{"name", "description", "parameters"}` (OpenAI's
-    `function`, Ollama's, or a Responses tool)."""
-    if not isinstance(function, dict):
-        raise DialectError(400, f"{where}: a function object is required")
-    name = function.get("name")
-    if not isinstance(name, str) or not _TOOL_NAME.fullmatch(name):
-        raise DialectError(400, f"{where}.name: letters, digits, _ . : - (at most 64)")
-    description = function.get("description") or ""
-    if not isinstance(description, str):
-        raise DialectError(400, f"{where}.description: a string")
-    parameters = function.get("parameters") or {"type": "object", "properties": {}}
-    if not isinstance(parameters, dict):
-        raise DialectError(400, f"{where}.parameters: a JSON schema object")
-    checked = checked_schema(parameters, f"{where}.parameters", grammar=False)
-    return ToolSpec(name, description, checked)
-
-
-def offered_tools(tools: list[ToolSpec], choice: str = AUTO) -> ClientTools | None:
-    """The client's tools and its choice (a tool's name, or auto, none, required)."""
-    if not tools:
-        return None
-    names = [tool.name for tool in tools]
-    if len(set(names)) != len(names):
-        raise DialectError(400, "tools: each tool's name once")
-    if choice not in (AUTO, NONE, REQUIRED, *names):
-        raise DialectError(400, f"tool_choice: {choice!r} is not one of the tools offered")
-    return ClientTools(tuple(tools), choice)
-
-
-def tool_arguments(arguments: Any, where: str) -> dict[str, Any]:
-    """A call's arguments: an object, or (OpenAI's way) its JSON text."""
-    if isinstance(arguments, str):
-        try:
-            arguments = json.loads(arguments) if arguments.strip() else {}
-        except json.JSONDecodeError:
-            raise DialectError(400, f"{where}: the arguments are not JSON") from None
-    if not isinstance(arguments, dict):
-        raise DialectError(400, f"{where}: the arguments are a JSON object")
-    return arguments
-
-
-def function_tools(tools: Any) -> list[ToolSpec]:
-    """`tools` as OpenAI's chat API and Ollama give them: `{"type": "function", "function"}`."""
-    if not tools:
-        return []
-    if not isinstance(tools, list):
-        raise DialectError(400, "tools: a list of tools")
-    specs = []
-    for index, tool in enumerate(tools):
-        if not isinstance(tool, dict) or tool.get("type", "function") != "function":
-            raise DialectError(400, f"tools[{index}]: only function tools are passed on")
-        specs.append(tool_spec(tool.get("function"), f"tools[{index}].function"))
-    return specs
-
-
-def tool_calls_of(calls: Any, index: int) -> tuple[ToolCall, ...]:
-    """An assistant turn's `tool_calls` (`{"id"?, "function": {"name", "arguments"}}`)."""
-    if not calls:
-        return ()
-    if not isinstance(calls, list):
-        raise DialectError(400, f"messages[{index}].tool_calls: a list of calls")
-    read = []
-    for number, call in enumerate(calls):
-        where = f"messages[{index}].tool_calls[{number}]"
-        function = call.get("function") if isinstance(call, dict) else None
-        if not isinstance(function, dict) or not isinstance(function.get("name"), str):
-            raise DialectError(400, f"{where}: a function call with its name")
-        arguments = tool_arguments(function.get("arguments"), f"{where}.function.arguments")
-        read.append(ToolCall(function["name"], arguments, str(call.get("id") or "")))
-    return tuple(read)
 
 
 def check_tools_callable(
@@ -400,63 +305,6 @@ async def answered(
     return Response(whole(status), headers=headers)
 
 
-# A client's JSON schema becomes the backend's grammar (llama.cpp unrolls every length and
-# repeat limit into it): bounded here, so no schema can exhaust memory or crash the backend.
-MAX_SCHEMA_BYTES = 16 * 1024
-MAX_SCHEMA_DEPTH = 16
-MAX_SCHEMA_LIMIT = 1000
-MAX_TOOL_SCHEMA_BYTES = 64 * 1024
-_LIMITS = ("maxLength", "minLength", "maxItems", "minItems", "maxProperties", "minProperties")
-_REPEAT = re.compile(r"\{\s*(\d+)\s*(?:,\s*(\d*)\s*)?\}")
-
-
-def checked_schema(schema: JsonSchema, where: str, *, grammar: bool = True) -> JsonSchema:
-    """The client's answer schema, or a 400 when it is larger, deeper or asks for longer
-    runs than a backend's grammar can hold. A tool's parameters (`grammar=False`) become no
-    grammar: only their size and depth are bounded."""
-    most = MAX_SCHEMA_BYTES if grammar else MAX_TOOL_SCHEMA_BYTES
-    if len(json.dumps(schema)) > most:
-        raise DialectError(400, f"{where}: at most {most} bytes of JSON schema")
-
-    def walk(part: Any, depth: int) -> None:
-        if depth > MAX_SCHEMA_DEPTH:
-            raise DialectError(400, f"{where}: nested at most {MAX_SCHEMA_DEPTH} deep")
-        if isinstance(part, dict):
-            for key, value in part.items():
-                if grammar:
-                    _check_limit(key, value, where)
-                walk(value, depth + 1)
-        elif isinstance(part, list):
-            for value in part:
-                walk(value, depth + 1)
-
-    walk(schema, 0)
-    return schema
-
-
-def _check_limit(key: str, value: Any, where: str) -> None:
-    """A 400 when a schema keyword asks a grammar for a run longer than it can hold."""
-    if key in _LIMITS and isinstance(value, int | float) and value > MAX_SCHEMA_LIMIT:
-        raise DialectError(400, f"{where}: {key} at most {MAX_SCHEMA_LIMIT}")
-    if key == "pattern" and isinstance(value, str) and any(
-        int(bound or 0) > MAX_SCHEMA_LIMIT
-        for match in _REPEAT.findall(value) for bound in match
-    ):
-        raise DialectError(400, f"{where}: pattern repeats at most {MAX_SCHEMA_LIMIT}")
-
-
-def stream_failure(error: Exception) -> tuple[int, str]:
-    """The status and message of an error met while a reply streams (the response's status
-    was sent already: the dialect's clients read an error event)."""
-    if isinstance(error, DialectError):
-        return error.status, str(error)
-    if isinstance(error, MnemoloopError):
-        log.error("a streamed reply failed: %s", error)
-        return domain_status(error), str(error)
-    log.exception("a streamed reply failed unexpectedly")
-    return 500, "internal error; see the service log"
-
-
 def models_of(request: Request[Any, Any, Any]) -> Models:
     models: Models = request.app.state.models
     return models
@@ -471,36 +319,3 @@ async def served_names(chat: ChatModel) -> list[str]:
         return [chat.served_name]
 
 
-Render = Callable[[int, str, "dict[str, str] | None"], Response[Any]]
-
-
-def error_handlers(render: Render) -> dict[type[Exception], Callable[..., Response[Any]]]:
-    """Every error of a dialect's routes in that dialect's shape, with the status the native
-    routes would give."""
-
-    def dialect(_: Request[Any, Any, Any], error: DialectError) -> Response[Any]:
-        return render(error.status, str(error), error.headers)
-
-    def domain(_: Request[Any, Any, Any], error: MnemoloopError) -> Response[Any]:
-        status = domain_status(error)
-        if status >= 500:
-            log.error("request failed: %s", error)
-        return render(status, str(error), None)
-
-    def invalid(_: Request[Any, Any, Any], error: ValidationException) -> Response[Any]:
-        return render(400, validation_detail(error), None)
-
-    def http(_: Request[Any, Any, Any], error: HTTPException) -> Response[Any]:
-        return render(error.status_code, str(error.detail), error.headers)
-
-    def unexpected(request: Request[Any, Any, Any], error: Exception) -> Response[Any]:
-        log.exception("unexpected error in %s %s", request.method, request.url.path)
-        return render(500, "internal error; see the service log", None)
-
-    return {
-        DialectError: dialect,
-        MnemoloopError: domain,
-        ValidationException: invalid,
-        HTTPException: http,
-        Exception: unexpected,
-    }

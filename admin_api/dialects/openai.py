@@ -17,24 +17,19 @@ from litestar.response import Stream
 from admin_api.dependencies import Provided
 from admin_api.dialects.common import (
     MAX_DIALECT_BODY_BYTES,
-    DialectError,
     answered,
     caller_of,
-    checked_schema,
     chosen_model,
     client_turns,
     dialect_caller,
-    error_handlers,
-    function_tools,
     models_of,
-    offered_tools,
     post_history,
     reply_pieces,
     served_names,
-    stream_failure,
-    tool_calls_of,
 )
+from admin_api.dialects.errors import DialectError, error_handlers, stream_failure
 from admin_api.dialects.responses import create_response
+from admin_api.dialects.tools import checked_schema, function_tools, offered_tools, tool_calls_of
 from loop.conversations import AUTO, ClientTools, Question, ReplyStatus
 from loop.service import Stores
 from memory_agent import ChatMessage, JsonSchema, ToolCall

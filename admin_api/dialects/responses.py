@@ -24,21 +24,17 @@ from litestar.response import Stream
 
 from admin_api.dependencies import Provided
 from admin_api.dialects.common import (
-    DialectError,
     answered,
     caller_app,
     caller_of,
-    checked_schema,
     chosen_model,
     client_turns,
     models_of,
-    offered_tools,
     post_history,
     reply_pieces,
-    stream_failure,
-    tool_arguments,
-    tool_spec,
 )
+from admin_api.dialects.errors import DialectError, stream_failure
+from admin_api.dialects.tools import checked_schema, offered_tools, tool_arguments, tool_spec
 from loop.conversations import AUTO, NONE, REQUIRED, ClientTools, Question, ReplyStatus
 from loop.errors import ConversationNotFound
 from loop.service import Stores

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 
-from loop.conversations.store import RELEASE_ANSWER, end_within, insert_message
+from loop.conversations.statements import RELEASE_ANSWER, end_within, insert_message
 from loop.wakeups import Wakeup
 from memory_agent import (
     ChatMessage,

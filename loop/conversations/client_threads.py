@@ -36,7 +36,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from loop.conversations.client_tools import ClientTools, calls_from_json
-from loop.conversations.store import ASKING_ROLES, ConversationStore, insert_message
+from loop.conversations.statements import insert_message
+from loop.conversations.store import ASKING_ROLES, ConversationStore
 from memory_agent import ChatMessage, Clock, Database, JsonSchema, Row, SqlTransaction, now_text
 
 END_REASON_CLIENT = "client"

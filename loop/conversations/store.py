@@ -11,7 +11,7 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import timedelta
 
-from loop.conversations.client_tools import ClientTools, calls_from_json, calls_to_json
+from loop.conversations.client_tools import ClientTools, calls_from_json
 from loop.conversations.records import (
     Conversation,
     ConversationSummary,
@@ -20,11 +20,12 @@ from loop.conversations.records import (
     app_facing_state,
 )
 from loop.conversations.reply_feed import ReplyFeed
+from loop.conversations.statements import end_within, insert_message
 from loop.errors import AppNotFound, AppNotInstalled, ConversationEnded, ConversationNotFound
 from loop.jobs.store import ClaimedJob, MemoryJob
 from loop.llm.local import BUNDLED_MODEL
 from loop.storage import Engine
-from loop.wakeups import JOBS_CHANNEL, MESSAGES_CHANNEL, Wakeup
+from loop.wakeups import MESSAGES_CHANNEL, Wakeup
 from memory_agent import (
     ChatMessage,
     Clock,
@@ -34,7 +35,6 @@ from memory_agent import (
     Row,
     SqlSession,
     SqlTransaction,
-    TokenUsage,
     format_timestamp,
     now_text,
     redact,
@@ -43,10 +43,6 @@ from memory_agent import (
 
 # The roles of messages the model answers: the user's, and a tool's result a client sends back.
 ASKING_ROLES = ("user", "tool")
-
-
-# Clears an answer's claim (ending a conversation drops the claim on its answer).
-RELEASE_ANSWER = "answer_owner = NULL, answer_lease_until = NULL"
 # The conversation in order: each reply right after the newest message its answer saw (a
 # question posted while the answer to an earlier one was written comes after that answer).
 _TOOL_COLUMNS = "tool_calls, tool_call_id, tool_name"
@@ -431,72 +427,3 @@ async def _chat_messages(
         )
         for row in rows
     ]
-
-
-async def insert_message(
-    tx: SqlTransaction,
-    conversation_id: str,
-    role: Role,
-    content: str,
-    now: str,
-    in_reply_to: int | None = None,
-    usage: TokenUsage | None = None,
-    carried: bool = False,
-    written_by: str | None = None,
-    tool_turn: ChatMessage | None = None,
-) -> int:
-    """`carried`: a turn of a client's history, left out of the memory job (see
-    loop/conversations/client_threads.py); `written_by`: the model that wrote a reply (None:
-    the app or the client did); `tool_turn`: the turn whose tool calls, or call answered, are
-    stored."""
-    calls = tool_turn.tool_calls if tool_turn else ()
-    row = await tx.fetch_one(
-        "INSERT INTO messages (conversation_id, role, content, created_at, in_reply_to,"
-        " prompt_tokens, completion_tokens, carried, written_by, tool_calls, tool_call_id,"
-        " tool_name) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
-        (conversation_id, role, content, now, in_reply_to,
-         usage.prompt_tokens if usage else None, usage.completion_tokens if usage else None,
-         int(carried), written_by, calls_to_json(calls),
-         tool_turn.tool_call_id if tool_turn else None,
-         tool_turn.tool_name if tool_turn else None),
-    )
-    assert row is not None
-    return int(row[0])
-
-
-async def end_within(
-    tx: SqlTransaction,
-    conversation_id: str,
-    reason: str,
-    now: str,
-    *,
-    idle_since: str | None = None,
-) -> bool:
-    """End the conversation inside `tx` and queue its memory job; False when it had
-    already ended (or had activity after `idle_since`). The caller sets `job_queued` once
-    `tx` has committed."""
-    # Locks the row (PostgreSQL): two instances ending it at once queue one job.
-    row = await tx.fetch_one(
-        "SELECT app_id, status, last_activity_at, user_id FROM conversations"
-        " WHERE conversation_id = ?"
-        f"{tx.dialect.lock_rows}",
-        (conversation_id,),
-    )
-    if row is None:
-        raise ConversationNotFound(conversation_id)
-    if row["status"] == "ended":
-        return False
-    if idle_since is not None and row["last_activity_at"] >= idle_since:
-        return False
-    await tx.execute(
-        "UPDATE conversations SET status = 'ended', end_reason = ?, ended_at = ?,"
-        f" last_activity_at = ?, answer_state = NULL, {RELEASE_ANSWER} WHERE conversation_id = ?",
-        (reason, now, now, conversation_id),
-    )
-    await tx.execute(
-        "INSERT INTO memory_jobs (app_id, conversation_id, status, created_at, updated_at,"
-        " user_id) VALUES (?, ?, 'pending', ?, ?, ?)",
-        (row["app_id"], conversation_id, now, now, row["user_id"]),
-    )
-    await tx.notify(JOBS_CHANNEL)
-    return True

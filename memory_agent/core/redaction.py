@@ -27,7 +27,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-import regex as re
+from memory_agent.core import patterns as re
 
 CARD = "[card number]"
 IBAN = "[IBAN]"

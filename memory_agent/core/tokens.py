@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from functools import cache, lru_cache
 
-import regex as re
+from memory_agent.core import patterns as re
 
 # Each kind of character and the tokens it may take, counted by runs (a run is one match,
 # which keeps counting a long text fast).

@@ -6,7 +6,7 @@ from __future__ import annotations
 import unicodedata
 from functools import lru_cache
 
-import regex as re
+from memory_agent.core import patterns as re
 
 # A word: what a script writes between spaces; each character of a script written without
 # them (Chinese, Japanese, Thai and their neighbours) is a word of its own, and never part of

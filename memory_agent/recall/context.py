@@ -12,8 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-import regex as re
-
+from memory_agent.core import patterns as re
 from memory_agent.core.unicode_forms import normalise_text
 from memory_agent.models import Memory
 from memory_agent.recall.selection import BlockBudget, chosen

@@ -13,8 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import regex as re
-
+from memory_agent.core import patterns as re
 from memory_agent.core.unicode_forms import folded
 from memory_agent.models import Memory
 

@@ -7,8 +7,7 @@ holding more of the words, and rarer ones, first (SQLite's bm25, PostgreSQL's ts
 
 from __future__ import annotations
 
-import regex as re
-
+from memory_agent.core import patterns as re
 from memory_agent.core.errors import InvalidSearchQuery
 from memory_agent.core.unicode_forms import normalise_text
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import regex as re
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from memory_agent.core import patterns as re
 from memory_agent.core.errors import InvalidCompactionDecision, InvalidMemoryText
 from memory_agent.core.lenient_json import repaired_object
 

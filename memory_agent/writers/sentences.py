@@ -5,8 +5,7 @@ from __future__ import annotations
 import unicodedata
 from functools import lru_cache
 
-import regex as re
-
+from memory_agent.core import patterns as re
 from memory_agent.core.unicode_forms import folded
 
 # Where a sentence ends: after . ! or ? and the quotes or brackets that close with it, before
@@ -23,7 +22,7 @@ _OTHER_SCRIPT_END = re.compile(
 
 
 @lru_cache(maxsize=8)
-def _ends(kept_together: str) -> re.Pattern[str]:
+def _ends(kept_together: str) -> re.Pattern:
     return re.compile(kept_together + _END)
 
 

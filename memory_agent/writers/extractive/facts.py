@@ -15,8 +15,7 @@ import itertools
 from collections.abc import Set
 from functools import lru_cache
 
-import regex as re
-
+from memory_agent.core import patterns as re
 from memory_agent.core.unicode_forms import normalise_text
 from memory_agent.writers.extractive import values
 from memory_agent.writers.extractive.words import language

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import regex as re
-
+from memory_agent.core import patterns as re
 from memory_agent.core.errors import InvalidMemoryText
 from memory_agent.writers.answers import MAX_SENTENCES, strip_reasoning
 from memory_agent.writers.extractive.words.text import sentences as sentences_of

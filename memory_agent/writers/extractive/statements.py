@@ -14,8 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import regex as re
-
+from memory_agent.core import patterns as re
 from memory_agent.core.unicode_forms import normalise_text
 from memory_agent.writers.extractive import values
 from memory_agent.writers.extractive.facts import (

@@ -5,8 +5,7 @@ retires the older; "Bruno lives in Porto" and "Chloe lives in Quito" name differ
 
 from __future__ import annotations
 
-import regex as re
-
+from memory_agent.core import patterns as re
 from memory_agent.writers.extractive.values import (
     PEOPLE_KEYS,
     TITLE_KEYS,

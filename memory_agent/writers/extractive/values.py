@@ -14,8 +14,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from types import MappingProxyType
 
-import regex as re
-
+from memory_agent.core import patterns as re
 from memory_agent.writers.extractive.words import language
 from memory_agent.writers.extractive.words.text import (
     CAPITALISED,

@@ -22,8 +22,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-import regex as re
-
+from memory_agent.core import patterns as re
 from memory_agent.core.chat_model import ChatMessage
 from memory_agent.core.errors import InvalidMemoryText
 from memory_agent.models import Memory

@@ -15,8 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from difflib import SequenceMatcher
 
-import regex as re
-
+from memory_agent.core import patterns as re
 from memory_agent.core.unicode_forms import words
 
 # A run of letters, marks and digits, as written (its case kept).

@@ -20,8 +20,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 
-import regex as re
-
+from memory_agent.core import patterns as re
 from memory_agent.core.unicode_forms import folded, words
 from memory_agent.writers.model.alignment import aligns_with
 

@@ -19,7 +19,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-import regex as re
+from memory_agent.core import patterns as re
 
 # A word as entries are cut apart: letters, digits, marks, apostrophes and hyphens.
 _WORD = re.compile(r"[\w'’-]+")
@@ -55,7 +55,7 @@ class WordClass:
         whole: set[str],
         stems: set[str],
         endings: set[str],
-        anywhere: re.Pattern[str] | None,
+        anywhere: re.Pattern | None,
     ) -> None:
         self._singles = frozenset(folded(e) for e in whole if " " not in e)
         phrases: dict[str, list[tuple[str, ...]]] = {}

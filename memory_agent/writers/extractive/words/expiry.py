@@ -16,8 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import UTC, date, datetime, time, timedelta
 
-import regex as re
-
+from memory_agent.core import patterns as re
 from memory_agent.core.chat_model import ChatMessage
 from memory_agent.writers.extractive.words import language, text
 

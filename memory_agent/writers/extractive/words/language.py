@@ -21,8 +21,7 @@ import tomllib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-import regex as re
-
+from memory_agent.core import patterns as re
 from memory_agent.writers.extractive.words.classes import WordClass
 
 # A field of `Words` read by one rule, not a class of the language's words.

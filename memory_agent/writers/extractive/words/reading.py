@@ -13,8 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from functools import lru_cache
 
-import regex as re
-
+from memory_agent.core import patterns as re
 from memory_agent.writers.extractive.words.classes import cut
 from memory_agent.writers.extractive.words.language import LANGUAGES, Words, entries_of
 

@@ -11,8 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from types import MappingProxyType
 
-import regex as re
-
+from memory_agent.core import patterns as re
 from memory_agent.core.unicode_forms import normalise_text
 from memory_agent.writers.extractive.words import language
 from memory_agent.writers.extractive.words.written_forms import cached as _cached

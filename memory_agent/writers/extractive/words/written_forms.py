@@ -12,8 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from functools import lru_cache, partial
 
-import regex as re
-
+from memory_agent.core import patterns as re
 from memory_agent.core.unicode_forms import normalise_text
 from memory_agent.writers.extractive.words import language
 
@@ -23,7 +22,7 @@ from memory_agent.writers.extractive.words import language
 cached = lru_cache(maxsize=8192)
 
 
-def _clock_patterns() -> tuple[tuple[re.Pattern[str], int, dict[str, int]], ...]:
+def _clock_patterns() -> tuple[tuple[re.Pattern, int, dict[str, int]], ...]:
     """Each language's times of day in words (`language.Words.clock`), with the minutes each
     adds to its hour and the language's hours in words."""
     found = []
@@ -85,7 +84,7 @@ def _in_digits(match: re.Match[str], minutes: int, hours: Mapping[str, int]) -> 
 
 
 @cached
-def written_in_digits(value: str) -> re.Pattern[str]:
+def written_in_digits(value: str) -> re.Pattern:
     """Where a text writes the value (as `values.keyed_values` gives it) in digits: a number's
     thousands grouped or not ("601442913" as "601 442 913", "1250" as "$1,250.00"), its
     decimal point a comma ("12,50"), a time's leading zero left out ("7:10"), a code's hyphen
