@@ -128,11 +128,14 @@ def build_mcp_server(stores: Stores, find_caller: FindCaller) -> FastMCP[Any]:
         query: str | None = None,
         limit: Annotated[int, Field(ge=1, le=100)] = 10,
         user_id: UserIdArgument = None,
+        memory_id: MemoryIdArgument | None = None,
     ) -> list[dict[str, Any]]:
         """An app's memories, newest first; with `query`, those matching it, best first. Of
         the user's space with `user_id`, else of the app's shared space; with `user_id` in an
         app that shares its users' profiles, the person's profile memories after them (marked
-        `"profile": true`). Private memories are never given to a model, here either."""
+        `"profile": true`). With `memory_id`, that memory whole (one a conversation's memory
+        block shows as a digest or a stub), when it is live in one of those spaces. Private
+        memories are never given to a model, here either."""
         app = (await find_caller(ctx)).app(app_id)
         async with _tool_errors():
             record = await registry.require(app)
@@ -140,6 +143,8 @@ def build_mcp_server(stores: Stores, find_caller: FindCaller) -> FastMCP[Any]:
             spaces = [(app, space)]
             if space and record.shares_profile:
                 spaces.append((PROFILE_APP, space))
+            if memory_id is not None:
+                return await _one_whole(spaces, memory_id)
             found: list[dict[str, Any]] = []
             for holder, user in spaces:
                 if query is not None:
@@ -156,6 +161,16 @@ def build_mcp_server(stores: Stores, find_caller: FindCaller) -> FastMCP[Any]:
                     for m in memories
                 ]
         return found
+
+    async def _one_whole(spaces: list[tuple[str, str]], memory_id: int) -> list[dict[str, Any]]:
+        """The memory, live and injectable, of one of `spaces`; else not found."""
+        for holder, user in spaces:
+            memory = await agent.get_memory(holder, memory_id)
+            if (memory is not None and memory.user_id == user and not memory.private
+                    and memory.state(agent.now()) == "live"):
+                return [{**_builtins(memory_out(memory, agent.now())),
+                         **({"profile": True} if holder == PROFILE_APP else {})}]
+        raise MemoryNotFound(spaces[0][0], memory_id)
 
     @server.tool()
     async def query(
@@ -239,7 +254,8 @@ def build_mcp_server(stores: Stores, find_caller: FindCaller) -> FastMCP[Any]:
         app_id: str | None = None,
     ) -> dict[str, Any]:
         """Say that a memory proved useful: its importance goes up by 2 (of 10), which keeps
-        it longer when the app's memories must be compacted. The reason goes to the history."""
+        it longer when the app's memories must be compacted, and conversations show it whole
+        again (its decay starts over). The reason goes to the history."""
         return await _tag(ctx, app_id, memory_id, True, reason)
 
     @server.tool()
@@ -250,7 +266,8 @@ def build_mcp_server(stores: Stores, find_caller: FindCaller) -> FastMCP[Any]:
         app_id: str | None = None,
     ) -> dict[str, Any]:
         """Say that a memory did not help: its importance goes down by 2 (of 10), so it is
-        among the first given up when the app's memories must be compacted."""
+        among the first given up when the app's memories must be compacted, and every
+        conversation shows it as a stub only."""
         return await _tag(ctx, app_id, memory_id, False, reason)
 
     async def _tag(

@@ -92,6 +92,7 @@ from memory_agent.recall.context import (
     memory_block_within,
     neutralise,
 )
+from memory_agent.recall.decay import Given, View, digest_of
 from memory_agent.recall.query import (
     MAX_BUDGET_TOKENS,
     MAX_TOP_K,
@@ -145,6 +146,7 @@ __all__ = [
     "ContextWindow",
     "Database",
     "Dialect",
+    "Given",
     "GroundingRecord",
     "ImportedMemory",
     "InvalidExpiry",
@@ -183,6 +185,8 @@ __all__ = [
     "ToolCall",
     "ToolSpec",
     "TransactionBody",
+    "View",
+    "digest_of",
     "energy_cost",
     "estimate_tokens",
     "format_memories_for_context",

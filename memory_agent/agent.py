@@ -30,6 +30,7 @@ from memory_agent.models import (
     MemoryActor,
     MemoryEvent,
 )
+from memory_agent.recall.decay import Given, stale_before
 from memory_agent.recall.delta import MAX_CHANGES, delta_header
 from memory_agent.recall.query import (
     POOL,
@@ -221,10 +222,17 @@ class MemorySubAgent:
             return set()
         used = cited(shown, reply, asked)
         async with self._db.transaction() as tx:
+            now = self.now()
             await self._store.within(tx).record_use(
-                conversation_id, [memory.id for memory in shown], used, self.now()
+                conversation_id, [memory.id for memory in shown], used, now, stale_before(now)
             )
         return used
+
+    async def given_in(self, conversation_id: str) -> dict[int, Given]:
+        """How often the conversation's turns were given each memory, as its decay counts it
+        (`recall.decay`)."""
+        counts = await self._store.given_in(conversation_id)
+        return {memory_id: Given(times, stale) for memory_id, (times, stale) in counts.items()}
 
     async def injections(self, conversation_id: str) -> dict[int, tuple[int, int]]:
         """How often each memory was given to the conversation's turns, and cited."""

@@ -31,6 +31,9 @@ Sensitivity = Literal["public", "private", "secret", "unknown"]
 SENSITIVITIES: tuple[Sensitivity, ...] = ("public", "private", "secret", "unknown")
 # The importance scale of the seed's metadata (0-10), and what a memory without one counts as.
 MIN_IMPORTANCE, MAX_IMPORTANCE, DEFAULT_IMPORTANCE = 0, 10, 5
+# The metadata key a relevance tag leaves on a memory ("relevant" or "irrelevant"), which its
+# decay reads (`recall.decay`).
+TAGGED = "tagged"
 
 
 @dataclass(frozen=True)

@@ -59,13 +59,13 @@ async def run_demo(services: Services) -> int:
         await _converse(services, app_id, opener, step)
 
     app = await services.stores.registry.require(CALENDAR)
-    context = (await services.central.build_context(app, [])).messages
+    context = (await services.central.contexts.build(app, [])).messages
     step("the memory block a new Calendar conversation gets:")
     print("\n".join("    " + line for line in context[-1].content.splitlines()))
     recipes = await services.stores.registry.require(RECIPES)
     calendar_memories = [m.content for m in await services.stores.agent.list_memories(CALENDAR)]
     recipes_context = "\n".join(
-        m.content for m in (await services.central.build_context(recipes, [])).messages
+        m.content for m in (await services.central.contexts.build(recipes, [])).messages
     )
     leaked = any(memory in recipes_context for memory in calendar_memories)
     step(f"Recipes' context holds Calendar's memory block: {leaked} (apps are isolated)")

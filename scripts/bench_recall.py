@@ -76,7 +76,7 @@ async def space_latencies(dbs: dict[int, Path | str], samples: int, rounds: int 
 async def profile_latencies(dbs: dict[int, Path | str], samples: int, rounds: int = 20
                             ) -> dict[int, list[float]]:
     """Seconds the central loop takes to build a random user's memory block in an app that
-    shares profiles (`CentralLoop.build_context`): the user's memories, the app's shared ones,
+    shares profiles (`TurnContexts.build`): the user's memories, the app's shared ones,
     the person's profile, and the delta header since their previous conversation."""
     async with AsyncExitStack() as stack:
         running = {}
@@ -91,7 +91,7 @@ async def profile_latencies(dbs: dict[int, Path | str], samples: int, rounds: in
                 for _ in range(samples // rounds):
                     user_id = f"user{rng.randrange(users)}"
                     started = time.perf_counter()
-                    context = (await services.central.build_context(
+                    context = (await services.central.contexts.build(
                         app, [], user_id=user_id, conversation_id=f"now-{user_id}")).messages
                     timings[users].append(time.perf_counter() - started)
                     assert "Memory updates since rev" in context[1].content

@@ -16,6 +16,12 @@ as it was before a turn had a say: every memory, the oldest left out first, with
 default prompt budget (3,000 tokens). The same probes asked of the query for agents
 (`POST .../memories/query`, `recall.query.answer`): a hit when the fact's memory is among the
 first five results (`query_top5_hit_rate`) or is the first (`query_top1_hit_rate`).
+
+`decay`: a 12-turn conversation in each app, its space the memories of the app's newest ten
+conversations that state facts (each the sentences of those facts, as a capable model writes
+a memory); each turn asks after one of them (the probes, in turn), and each memory a turn is
+given counts toward its decay (`recall.decay`). The block's tokens per turn and its hits (the
+fact's sentence in the block), against the same turns with no decay.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from memory_agent import (
     MAX_QUERY_CHARS,
     BlockBudget,
+    Given,
     Memory,
     MemoryQuery,
     estimate_tokens,
@@ -113,6 +120,72 @@ def measure(story_file: Path, size: int, tokens: int) -> dict[str, Any]:
     }
 
 
+# A conversation with the same memories, turn after turn (the seed's decay table's span).
+DECAY_TURNS = 12
+SPACE_CAP = 10
+
+
+def conversation_memories(app: dict[str, Any]) -> list[tuple[str, list[str]]]:
+    """A memory a conversation's writer keeps, as a capable model writes one: the sentences
+    of the facts its user turns state (up to four), with those sentences; the newest
+    `SPACE_CAP` of the app's conversations that state any, as a space at its cap holds them."""
+    kept = []
+    for conversation in app["conversations"]:
+        said = [m["content"] for m in conversation["messages"] if m["role"] == "user"]
+        sentences = []
+        for fact in app["facts"]:
+            if any(re.search(p, turn, re.IGNORECASE) for p in fact["patterns"] for turn in said):
+                description = fact["description"].rstrip(".")
+                sentences.append(f"{description[0].upper()}{description[1:]}.")
+        if sentences:
+            kept.append((" ".join(sentences[:4]), sentences[:4]))
+    return kept[-SPACE_CAP:]
+
+
+def measure_decay(story_file: Path, tokens: int) -> dict[str, Any]:
+    """A 12-turn conversation for each app: each turn asks after one fact of its space (the
+    probes, in turn), and every memory given to a turn counts toward its decay, as the service
+    counts them. A hit: the fact's sentence is in the turn's block (a stub's memory the model
+    would `recall` is no hit here). Beside it, the same turns with no decay."""
+    story_set = json.loads(story_file.read_text())
+    turn_tokens: list[int] = []
+    tokens_before: list[int] = []
+    hits = hits_before = turns = 0
+    for app in story_set["apps"]:
+        written = conversation_memories(app)
+        memories = as_memories([text for text, _ in written])
+        held = {sentence for _, sentences in written for sentence in sentences}
+        asked = [(text, probe) for text, probe in probes({"apps": [app]}) if text in held]
+        if not asked:
+            continue
+        given: dict[int, Given] = {}
+        recent: list[str] = []
+        for turn in range(DECAY_TURNS):
+            fact, probe = asked[turn % len(asked)]
+            recent = [*recent, probe][-3:]
+            budget = BlockBudget(tokens)
+            block = memory_block_within(budget, estimate_tokens, "Eval", memories,
+                                        recent="\n".join(recent), given=given)
+            whole = memory_block_within(budget, estimate_tokens, "Eval", memories,
+                                        recent="\n".join(recent))
+            for memory in block.shown:
+                given[memory.id] = Given(given.get(memory.id, Given(0)).times + 1)
+            turns += 1
+            hits += fact in block.text
+            hits_before += fact in whole.text
+            turn_tokens.append(estimate_tokens(block.text))
+            tokens_before.append(estimate_tokens(whole.text))
+    return {
+        "conversations": turns // DECAY_TURNS,
+        "turns": turns,
+        "hit_rate": round(hits / turns, 3),
+        "block_tokens_mean": round(statistics.mean(turn_tokens), 1),
+        "hit_rate_without_decay": round(hits_before / turns, 3),
+        "block_tokens_mean_without_decay": round(statistics.mean(tokens_before), 1),
+        "tokens_ratio": round(sum(turn_tokens) / sum(tokens_before), 3),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--memories", type=int, default=100, help="memories in a space")
@@ -121,6 +194,8 @@ def main() -> None:
     results: dict[str, Any] = {"memories_per_space": args.memories, "tokens": args.tokens}
     for name in SETS:
         results[name.removesuffix(".json")] = measure(HERE / name, args.memories, args.tokens)
+    results["decay"] = {name.removesuffix(".json"): measure_decay(HERE / name, args.tokens)
+                        for name in SETS}
     print(json.dumps(results, indent=2))
 
 

@@ -271,3 +271,22 @@ async def test_an_apps_profile_sharing_and_a_persons_profile_page(db_path):
         assert await services.stores.agent.list_memories(PROFILE_APP, user_id="ana") == []
         refused = await client.post("/console/users/ana/profile/purge", data={"csrf": "x"})
         assert refused.status_code == 403
+
+
+async def test_a_memorys_digest_and_its_irrelevant_tag_are_shown(db_path):
+    from memory_agent.storage.store import MemoryStore
+
+    async with service(db_path, assistant_model()) as services:
+        await services.stores.registry.install("gym", "Gym")
+        store = MemoryStore(services.database)
+        now = services.stores.agent.now()
+        long = await store.insert("gym", "The locker is 4417. It is on the second floor.",
+                                  created_at=now)
+        await store.insert("gym", "The user likes tea.", created_at=now)
+        await services.stores.agent.tag_memory("gym", long.id, relevant=False, reason="stale")
+        async with http_client(services, TOKEN) as client:
+            await _signed_in(client)
+            page = (await client.get("/console/apps/gym")).text
+    assert "Digest, as a conversation shows it after three turns: The locker is 4417." in page
+    assert page.count("Digest, as a conversation shows it") == 1  # a one-sentence memory is its own
+    assert "tagged irrelevant: a stub in every conversation" in page

@@ -87,11 +87,17 @@ async def test_stdio_tools_are_scoped_to_the_keys_app(db_path):
     install(db_path, "notes")
     peanut = add_memory(db_path, "cal", "The user's daughter Mia has a peanut allergy.")
     add_memory(db_path, "cal", "The user plays tennis on Saturdays.")
-    add_memory(db_path, "notes", "The user's daughter Zoe plays the violin.")
+    zoe = add_memory(db_path, "notes", "The user's daughter Zoe plays the violin.")
 
     with anyio.fail_after(60):
         async with stdio_session(db_path, key) as session:
             assert {t.name for t in (await session.list_tools()).tools} == APP_TOOLS
+            # One memory whole, as a block's digest or stub names it; never another app's.
+            whole = payload(await session.call_tool("recall", {"memory_id": peanut}))
+            assert [m["content"] for m in whole] == [
+                "The user's daughter Mia has a peanut allergy."]
+            assert "not found" in error_text(
+                await session.call_tool("recall", {"memory_id": zoe}))
 
             everything = payload(await session.call_tool("recall", {}))
             assert len(everything) == 2 and "Zoe" not in json.dumps(everything)

@@ -154,7 +154,9 @@ async def test_a_turn_whose_use_cannot_be_stored_is_answered_and_says_so(
                                headers=ADMIN)
     await turn(client, opened.json()["conversationId"], "What is my locker code?")
     metrics = (await client.get("/metrics", headers=ADMIN)).text
-    assert "mnemoloop_memory_use_unrecorded_total 1.0" in metrics
+    # Its counts could not be read (every memory shown in full), nor its use stored.
+    assert "mnemoloop_memory_use_unrecorded_total 2.0" in metrics
+    assert "could not be read" in caplog.text and "shown in full" in caplog.text
     assert "were not counted as used" in caplog.text
 
 

@@ -76,7 +76,7 @@ async def test_a_secret_memory_is_listed_but_never_injected_queried_or_shown_to_
     listed = (await client.get("/apps/cal/memories", headers=ADMIN)).json()["memories"]
     assert {m["content"]: m["sensitivity"] for m in listed} == {SECRET: "secret",
                                                                 PUBLIC: "public"}
-    block = (await services.central.build_context(
+    block = (await services.central.contexts.build(
         await services.stores.registry.require("cal"), [])).messages[-1].content
     assert PUBLIC in block and SECRET not in block
     asked = (await client.post("/apps/cal/memories/query", headers=ADMIN,

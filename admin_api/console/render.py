@@ -15,7 +15,7 @@ from litestar.response import Template
 from litestar.template import TemplateConfig
 
 from admin_api.errors import domain_status, validation_detail
-from memory_agent import MnemoloopError
+from memory_agent import MnemoloopError, digest_of
 
 log = logging.getLogger("mnemoloop.http")
 TEMPLATES = Path(__file__).parent / "templates"
@@ -42,6 +42,8 @@ def template_config() -> TemplateConfig[JinjaTemplateEngine]:
         lstrip_blocks=True,
     )
     environment.filters["when"] = when
+    # A memory as a conversation shows it once it has faded (`recall.decay`).
+    environment.filters["digest"] = digest_of
     return TemplateConfig(engine=JinjaTemplateEngine.from_environment(environment))
 
 

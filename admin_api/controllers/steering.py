@@ -107,7 +107,8 @@ class SteeringController(Controller):
         " tag_memory_irrelevant)",
         description=(
             "Its importance goes up (relevant) or down (irrelevant) by 2, within 0-10, and"
-            " the history keeps the reason."
+            " the history keeps the reason. Irrelevant also makes it a stub in every"
+            " conversation's memory block; relevant lifts that and starts its decay again."
         ),
         responses=problems(400, 401, 403, 404, 409, 413),
     )

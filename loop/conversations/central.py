@@ -16,18 +16,27 @@ from loop.backoff import backoff_seconds
 from loop.conversations.answer_claims import AnswerClaims, Unanswered
 from loop.conversations.client_tools import with_ids
 from loop.conversations.prompt_budget import PromptBudget
+from loop.conversations.recall_tool import (
+    MAX_RECALL_ROUNDS,
+    RECALL_TOOL,
+    recall_calls,
+    recall_turns,
+)
 from loop.conversations.reply_feed import AnswerSettled, AnswerText
 from loop.conversations.store import ConversationStore
+from loop.conversations.turn_context import TurnContexts
 from loop.errors import AnswerTaken, ConversationEnded, ConversationNotFound
 from loop.leases import while_renewing
 from loop.operations.energy import EnergyBudget
 from loop.operations.metrics import Metrics
-from loop.operations.registry import App, AppRegistry
+from loop.operations.registry import AppRegistry
 from loop.wakeups import InFlight
 from memory_agent import (
     ChatMessage,
     ChatModel,
     ChatModelEmptyAnswer,
+    ChatReply,
+    JsonSchema,
     Memory,
     MemorySubAgent,
     MnemoloopError,
@@ -35,23 +44,18 @@ from memory_agent import (
     ToolCall,
     ToolSpec,
     energy_cost,
-    memory_block_within,
-    neutralise,
 )
 
 log = logging.getLogger("mnemoloop.loop")
 
-BASE_SYSTEM_PROMPT = (
-    'You are the assistant inside the app "{app_name}". Answer the user helpfully and '
-    "briefly. When the user says goodbye or has nothing more to ask, call the "
-    "end_conversation tool."
-)
 END_CONVERSATION_TOOL = ToolSpec(
     "end_conversation",
     "End this conversation when the user is done or says goodbye.",
     {"type": "object", "properties": {"reason": {"type": "string"}}},
 )
 END_REASON_TOOL = "end_conversation"
+# The service's own tools, never given with a structured answer.
+_SERVICE_TOOLS = (END_CONVERSATION_TOOL, RECALL_TOOL)
 END_REASON_IDLE = "idle"
 
 
@@ -68,14 +72,6 @@ class Answer:
     # use (`memory_agent.recall.usage`) once it is stored.
     shown: tuple[Memory, ...] = ()
     asked: str = ""
-
-
-@dataclass(frozen=True)
-class TurnContext:
-    """What a turn's model call is given, and the memories its memory block holds."""
-
-    messages: list[ChatMessage]
-    shown: list[Memory]
 
 
 @dataclass
@@ -148,6 +144,8 @@ class CentralLoop:
         self._answer_attempts = answer_attempts
         self._retry_base = retry_base_seconds
         self._budget = prompt_budget or PromptBudget()
+        # What each turn's model call is given (the prompt, its memory block, the turns).
+        self.contexts = TurnContexts(agent, conversations, self._budget, metrics)
         self._poll_interval = poll_interval
         self._recover_on_start = recover_on_start
         self._in_flight = InFlight()
@@ -319,21 +317,64 @@ class CentralLoop:
         client_tools = conversation.tools
         tools = client_tools.offered() if client_tools else [END_CONVERSATION_TOOL]
         turns = conversation.chat_messages()
-        prompt = await self.build_context(
+        prompt = await self.contexts.build(
             app, turns, conversation.system_prompt,
             user_id=conversation.user_id, conversation_id=conversation.conversation_id,
-            tools=tools,
+            tools=tools if client_tools else [*tools, RECALL_TOOL],
         )
-        context, shown = prompt.messages, prompt.shown
+        context, shown = prompt.messages, list(prompt.shown)
         asked = next((turn.content for turn in reversed(turns) if turn.role == "user"), "")
-        feed = self._conversations.replies
         model = self._model.named(conversation.model) if conversation.model else self._model
-        if conversation.answer_schema is not None:
+        if client_tools:
+            reply = await self._ask(model, context, tools, answering, conversation.answer_schema)
+            offered = {tool.name for tool in tools}
+            calls = with_ids([call for call in reply.tool_calls if call.name in offered])
+            _not_empty(reply.text, calls, model.name)
+            return Answer(reply.text.strip(), False, reply.usage, model.name, calls,
+                          tuple(shown), asked)
+        # The model may read a memory the block shows in part (`recall_tool`), a round or two.
+        offered_recall = [*tools, RECALL_TOOL] if prompt.recallable else tools
+        reply = await self._ask(model, context, offered_recall, answering,
+                                conversation.answer_schema)
+        usage = reply.usage
+        for round_ in range(MAX_RECALL_ROUNDS):
+            calls = recall_calls(reply.tool_calls)
+            if not calls:
+                break
+            more, recalled = recall_turns(reply.text, calls, prompt.shown)
+            context = [*context, *more]
+            shown += [memory for memory in recalled if memory not in shown]
+            last = round_ == MAX_RECALL_ROUNDS - 1
+            reply = await self._ask(model, context, tools if last else offered_recall,
+                                    answering, conversation.answer_schema)
+            usage = _added(usage, reply.usage)
+        ends = any(call.name == END_CONVERSATION_TOOL.name for call in reply.tool_calls)
+        text = reply.text.strip()
+        if ends and not text:
+            # The model ended the conversation without a word: its closing line is asked
+            # for (without the tool), so that the user is answered.
+            closing = await model.chat(context)
+            await self._energy.charge(
+                "conversation", energy_cost(closing.usage, self._tokens_per_unit))
+            text = closing.text.strip()
+            usage = _added(usage, closing.usage)
+        _not_empty(text, (), model.name)
+        return Answer(text, ends, usage, model.name, (), tuple(shown), asked)
+
+    async def _ask(
+        self, model: ChatModel, context: list[ChatMessage], tools: Sequence[ToolSpec],
+        answering: _Answering, answer_schema: JsonSchema | None,
+    ) -> ChatReply:
+        """One call of the model for the turn, its text published as it comes and its tokens
+        charged to energy."""
+        feed = self._conversations.replies
+        if answer_schema is not None:
             # Structured output: the backend's own schema support (Ollama's `format`,
-            # llama.cpp's grammar) writes it whole; the JSON comes as one piece.
+            # llama.cpp's grammar) writes it whole; the JSON comes as one piece. Only a
+            # client's tools go with it.
             reply = await model.chat(
-                context, json_schema=conversation.answer_schema,
-                tools=tools if client_tools else (),
+                context, json_schema=answer_schema,
+                tools=[tool for tool in tools if tool not in _SERVICE_TOOLS],
             )
             feed.publish(
                 answering.conversation_id, AnswerText(reply.text, answering.answers_up_to)
@@ -353,26 +394,7 @@ class CentralLoop:
                         " window it was given is larger than it holds; set"
                         " MNEMOLOOP_MODEL_CONTEXT", answering.conversation_id,
                         reply.usage.prompt_tokens)
-        if client_tools:
-            offered = {tool.name for tool in tools}
-            calls = with_ids([call for call in reply.tool_calls if call.name in offered])
-            _not_empty(reply.text, calls, model.name)
-            return Answer(reply.text.strip(), False, reply.usage, model.name, calls,
-                          tuple(shown), asked)
-        ends = any(call.name == END_CONVERSATION_TOOL.name for call in reply.tool_calls)
-        text = reply.text.strip()
-        usage = reply.usage
-        if ends and not text:
-            # The model ended the conversation without a word: its closing line is asked
-            # for (without the tool), so that the user is answered.
-            closing = await model.chat(context)
-            await self._energy.charge(
-                "conversation", energy_cost(closing.usage, self._tokens_per_unit))
-            text = closing.text.strip()
-            usage = TokenUsage(usage.prompt_tokens + closing.usage.prompt_tokens,
-                               usage.completion_tokens + closing.usage.completion_tokens)
-        _not_empty(text, (), model.name)
-        return Answer(text, ends, usage, model.name, (), tuple(shown), asked)
+        return reply
 
     def _settled(
         self, answering: _Answering, error: str | None = None, *, final: bool = True
@@ -382,58 +404,6 @@ class CentralLoop:
             answering.conversation_id,
             AnswerSettled(answering.answers_up_to, error, final),
         )
-
-    async def build_context(
-        self,
-        app: App,
-        conversation: list[ChatMessage],
-        client_system_prompt: str | None = None,
-        *,
-        user_id: str = "",
-        conversation_id: str | None = None,
-        tools: Sequence[ToolSpec] = (),
-    ) -> TurnContext:
-        """The base system prompt (or the client's own, within half the prompt budget), then
-        the memory block (if any): the app's shared memories, and in a user's conversation
-        that user's before them, and before both the person's profile when the app shares
-        it, opened by what changed since the user's previous conversation (of a stored
-        conversation); then the newest turns of the conversation that fit the prompt
-        budget."""
-        started = time.perf_counter()
-        limit = self._agent.memory_limit
-        shared = await self._agent.get_memories(app.app_id, limit)
-        own = await self._agent.get_memories(app.app_id, limit, user_id=user_id) if user_id else []
-        with_profile = app.shares_profile and bool(user_id)
-        profile = await self._agent.get_profile(user_id) if with_profile else []
-        changes = ""
-        if conversation_id is not None:
-            changes = await self._changes(app, user_id, conversation_id)
-        block = memory_block_within(
-            self._budget.memory_block, self._budget.count, app.name, shared, own, profile,
-            changes, recent=_recent_words(conversation),
-        )
-        self._metrics.retrieval_seconds.observe(time.perf_counter() - started)
-        self._metrics.count_answer(with_memories=bool(block.text))
-        system = (
-            self._budget.beginning_within_half(client_system_prompt)
-            if client_system_prompt
-            else BASE_SYSTEM_PROMPT.format(app_name=neutralise(app.name))
-        )
-        context = [ChatMessage("system", system)]
-        if block.text:
-            context.append(ChatMessage("system", block.text))
-        turns = self._budget.newest_turns_that_fit(context, conversation, tools)
-        return TurnContext(context + turns, block.shown)
-
-    async def _changes(self, app: App, user_id: str, conversation_id: str) -> str:
-        """The delta header: the changes of the conversation's spaces since its user's
-        previous conversation in the app; "" for their first, or when nothing changed."""
-        spaces = app.memory_spaces(user_id)
-        current = await self._agent.revision(spaces)
-        seen, previous = await self._conversations.revisions(conversation_id, current)
-        if previous is None or previous >= seen:
-            return ""
-        return await self._agent.changes_header(spaces, previous, seen)
 
     async def end_idle_conversations(self) -> int:
         """End conversations idle too long; never one whose answer is being written."""
@@ -449,18 +419,13 @@ class CentralLoop:
         return ended
 
 
+def _added(one: TokenUsage, other: TokenUsage) -> TokenUsage:
+    return TokenUsage(one.prompt_tokens + other.prompt_tokens,
+                      one.completion_tokens + other.completion_tokens)
+
+
 def _not_empty(text: str, calls: Sequence[ToolCall], model: str) -> None:
     """An answer with neither text nor a call fails (tried again, then failed with the
     reason): it is never stored as an empty answer."""
     if not text.strip() and not calls:
         raise ChatModelEmptyAnswer("the model answered nothing", model=model)
-
-
-# The newest user turns a memory block is chosen for, when not every memory fits it.
-RECENT_TURNS = 3
-
-
-def _recent_words(conversation: Sequence[ChatMessage]) -> str:
-    """What the turn's memory block is chosen for: the newest user turns."""
-    asked = [message.content for message in conversation if message.role == "user"]
-    return "\n".join(asked[-RECENT_TURNS:])

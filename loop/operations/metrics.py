@@ -55,7 +55,8 @@ class Metrics:
         self._snapshot.conversation_prompts_cut += 1
 
     def count_use_unrecorded(self) -> None:
-        """A turn whose memories' injections and citations could not be stored."""
+        """A turn whose memories' injections and citations could not be stored, or whose
+        memories' counts could not be read (its block shows every memory in full)."""
         self._snapshot.use_unrecorded += 1
 
     def count_answer(self, *, with_memories: bool) -> None:
@@ -111,7 +112,8 @@ class _Snapshot(Collector):
         yield cut
         unrecorded = CounterMetricFamily(
             "mnemoloop_memory_use_unrecorded",
-            "Answered turns whose memories' injections and citations could not be stored"
+            "Turns whose memories' injections and citations could not be stored, or whose"
+            " memories' counts could not be read, so that every memory was shown in full"
             " (each is logged).",
         )
         unrecorded.add_metric([], self.use_unrecorded)

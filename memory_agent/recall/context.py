@@ -9,13 +9,14 @@ marked as quoted.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 from memory_agent.core import patterns as re
 from memory_agent.core.unicode_forms import normalise_text
 from memory_agent.models import Memory
-from memory_agent.recall.selection import BlockBudget, chosen
+from memory_agent.recall.decay import Given, View, digest_of, title_of, views_of
+from memory_agent.recall.selection import BlockBudget, chosen, relevances
 
 HEADER = "(memories for app: {app_name})"
 INTRO = "The following are memories from previous conversations with this app:"
@@ -25,6 +26,8 @@ OWN = "About this user:"
 SHARED = "Shared by everyone who uses this app:"
 # In a conversation of an app that shares its users' profiles, the person's, first.
 PROFILE = "About this person, from every app they use:"
+# What a memory shown in part says of the rest (the loop offers the model a `recall` tool).
+RECALL_HINT = "use recall with memory {id} for the details"
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029\u0085]")
 _TEMPLATE_TOKEN = re.compile(r"<\|[^|>]*\|>|\[/?INST\]|<</?SYS>>|</?s>", re.IGNORECASE)
@@ -39,7 +42,9 @@ _BLOCK_MARKER = re.compile(
     + r"|" + _GAP.join("about this user".split()) + _GAP + ":"
     + r"|" + _GAP.join("about this person".split()) + _GAP + r"[:,]"
     + r"|" + _GAP.join("memory updates since rev".split())
-    + r"|" + _GAP.join("shared by everyone who uses this app".split()),
+    + r"|" + _GAP.join("shared by everyone who uses this app".split())
+    + r"|" + _GAP.join("use recall with memory".split())
+    + r"|" + _GAP.join("memory available".split()) + _GAP + ":",
     re.IGNORECASE,
 )
 _INSTRUCTION = re.compile(
@@ -71,11 +76,13 @@ def format_memories_for_context(
     user_memories: Sequence[Memory] = (),
     profile: Sequence[Memory] = (),
     changes: str = "",
+    views: Mapping[int, View] | None = None,
 ) -> str:
     """The seed's memory block, newest memory first; "" when there is nothing to inject.
     With `user_memories` (a user's conversation), those come first under their own heading,
     then `memories`, the app's shared ones, under theirs; a person's `profile` before both.
-    `changes` (the delta header, `memory_agent.recall.delta`) opens the block."""
+    `changes` (the delta header, `memory_agent.recall.delta`) opens the block. `views`: how
+    each memory is shown (`recall.decay`; in full when not named)."""
     if not memories and not user_memories and not profile:
         return changes
     lines = [HEADER.format(app_name=neutralise(app_name)), INTRO, ""]
@@ -92,13 +99,22 @@ def format_memories_for_context(
             lines.append(heading)
         for memory in section:
             number += 1
-            lines.append(_line(number, memory))
+            lines.append(_line(number, memory, (views or {}).get(memory.id, "full")))
     lines += ["", FOOTER]
     return "\n".join(lines)
 
 
-def _line(number: int, memory: Memory) -> str:
-    return f"{number}. [Created: {memory.created_date}] {neutralise(memory.content)}"
+def _line(number: int, memory: Memory, view: View = "full") -> str:
+    """A memory's line: in full, as its digest, or as a stub (`recall.decay`); the last two
+    name the memory for the `recall` tool."""
+    if view == "stub":
+        title = neutralise(title_of(memory.content))
+        return f"{number}. [Memory available: {title} - {RECALL_HINT.format(id=memory.id)}]"
+    created = f"{number}. [Created: {memory.created_date}]"
+    if view == "digest":
+        digest = neutralise(digest_of(memory.content))
+        return f"{created} {digest} [a digest: {RECALL_HINT.format(id=memory.id)}]"
+    return f"{created} {neutralise(memory.content)}"
 
 
 @dataclass(frozen=True)
@@ -106,6 +122,13 @@ class MemoryBlock:
     text: str
     # The memories it holds, in its order (`recall.usage` counts them as injections).
     shown: list[Memory]
+    # How each is shown (`recall.decay`).
+    views: dict[int, View] = field(default_factory=dict)
+
+    @property
+    def recallable(self) -> bool:
+        """Some memory is shown in part: the model may `recall` it whole."""
+        return any(view != "full" for view in self.views.values())
 
 
 def memory_block_within(
@@ -118,18 +141,43 @@ def memory_block_within(
     changes: str = "",
     *,
     recent: str = "",
+    given: Mapping[int, Given] | None = None,
 ) -> MemoryBlock:
     """The memory block within `budget` (`count_tokens` tells a text's tokens): every memory
     while they fit, else those the turn's `recent` messages make the most relevant
-    (`selection`). Each memory's line is counted apart, with room for any number: the
-    block's tokens are at most the sum of its lines' and its frame's."""
+    (`selection`), each in full, as its digest or as a stub by how often the conversation's
+    turns were `given` it before (`decay`). Each memory's line is counted apart, with room for
+    any number: the block's tokens are at most the sum of its lines' and its frame's."""
     frame = count_tokens(_frame(app_name, changes))
+    every = [*profile, *user_memories, *memories]
+    relevance = relevances(every, recent)
+    decayed = views_of(every, given or {}, relevance)
+    views = {memory.id: _worth_it(memory, decayed[memory.id]) for memory in every}
     shown_profile, shown_own, shown_shared = chosen(
         (profile, user_memories, memories), recent, budget,
-        lambda memory: count_tokens(_line(9999, memory)) + 1, frame,
+        lambda memory: count_tokens(_line(9999, memory, views[memory.id])) + 1, frame,
+        relevance,
     )
-    text = format_memories_for_context(app_name, shown_shared, shown_own, shown_profile, changes)
-    return MemoryBlock(text, [*shown_profile, *shown_own, *shown_shared])
+    shown = [*shown_profile, *shown_own, *shown_shared]
+    kept = {memory.id: views[memory.id] for memory in shown}
+    text = format_memories_for_context(
+        app_name, shown_shared, shown_own, shown_profile, changes, kept
+    )
+    return MemoryBlock(text, shown, kept)
+
+
+# Each view and the fuller ones, fullest first.
+_AT_LEAST: dict[View, tuple[View, ...]] = {
+    "stub": ("full", "digest", "stub"), "digest": ("full", "digest"), "full": ("full",),
+}
+
+
+def _worth_it(memory: Memory, view: View) -> View:
+    """`view`, or a fuller one whose line is no longer (a one-sentence memory is its own
+    digest; a short one is shorter than its stub): decay is there to spare tokens."""
+    fuller = _AT_LEAST[view]
+    # The shortest line; of lines as long, the fuller view.
+    return min(fuller, key=lambda kind: len(_line(1, memory, kind)))
 
 
 def _frame(app_name: str, changes: str) -> str:

@@ -29,21 +29,29 @@ class BlockBudget:
     count: int | None = None
 
 
-def ranked(memories: Sequence[Memory], recent: str) -> list[Memory]:
-    """`memories`, those that share the most with `recent` first, then pinned, more
-    important, more used (cited by more replies, then given to more turns), newer."""
+def relevances(memories: Sequence[Memory], recent: str) -> dict[int, float]:
+    """How much `recent` is about each memory: the words they share, each weighing more the
+    fewer of the memories hold it."""
     asked = set(words(recent))
     held = {memory.id: set(words(memory.content)) & asked for memory in memories}
     holders = Counter(word for shared in held.values() for word in shared)
     total = len(memories)
+    return {
+        memory_id: round(sum(math.log(total / holders[word]) for word in shared), 6)
+        for memory_id, shared in held.items()
+    }
 
-    def relevance(memory: Memory) -> float:
-        return sum(math.log(total / holders[word]) for word in held[memory.id])
 
+def ranked(
+    memories: Sequence[Memory], recent: str, relevance: dict[int, float] | None = None
+) -> list[Memory]:
+    """`memories`, those that share the most with `recent` first (`relevance`, when the
+    caller has it), then pinned, more important, more used (cited by more replies, then given
+    to more turns), newer."""
+    scores = relevance if relevance is not None else relevances(memories, recent)
     newest_first = sorted(memories, key=lambda m: (m.created_at, m.id), reverse=True)
     return sorted(newest_first, key=lambda m: (
-        -round(relevance(m), 6), not m.pinned, -m.importance, -m.citation_count,
-        -m.access_count,
+        -scores[m.id], not m.pinned, -m.importance, -m.citation_count, -m.access_count,
     ))
 
 
@@ -53,6 +61,7 @@ def chosen(
     budget: BlockBudget,
     line_tokens: Callable[[Memory], int],
     frame_tokens: int,
+    relevance: dict[int, float] | None = None,
 ) -> list[list[Memory]]:
     """The memories of each section the block shows, in the section's order: all of them
     when they fit `budget` (`frame_tokens` for the block's own text, `line_tokens` for each
@@ -63,7 +72,7 @@ def chosen(
     if (budget.count is None or len(every) <= budget.count) and sum(costs.values()) <= left:
         return [list(section) for section in sections]
     kept: set[int] = set()
-    for memory in ranked(every, recent):
+    for memory in ranked(every, recent, relevance):
         if budget.count is not None and len(kept) >= budget.count:
             break
         if costs[memory.id] <= left:

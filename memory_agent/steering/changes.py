@@ -14,7 +14,14 @@ from datetime import timedelta
 from memory_agent.core.errors import InvalidExpiry, MemoryNotFound, MemorySteeringRefused
 from memory_agent.core.ports import format_timestamp, parse_timestamp
 from memory_agent.core.redaction import redact_text
-from memory_agent.models import MAX_IMPORTANCE, MIN_IMPORTANCE, Memory, MemoryActor, Sensitivity
+from memory_agent.models import (
+    MAX_IMPORTANCE,
+    MIN_IMPORTANCE,
+    TAGGED,
+    Memory,
+    MemoryActor,
+    Sensitivity,
+)
 from memory_agent.storage.store import PROFILE_APP, EventSource, MemoryStore
 
 # How far one relevance tag moves a memory's importance (a memory without one is at 5).
@@ -141,11 +148,17 @@ async def tag_relevance(
             app_id, memory_id, "importance", actor, source,
             reason=f"importance stays {importance}: {why}", user_id=memory.user_id,
         )
-        return memory
-    change = MemoryChange(importance=importance, reason=why)
-    return await steer(
-        store, app_id, memory_id, change, actor=actor, source=source, limit=limit
-    )
+    else:
+        change = MemoryChange(importance=importance, reason=why)
+        memory = await steer(
+            store, app_id, memory_id, change, actor=actor, source=source, limit=limit
+        )
+    # The tag weighs in the memory's decay: irrelevant makes it a stub in every block, relevant
+    # lifts that and starts its counts in every conversation again (`recall.decay`).
+    await store.steer(app_id, memory_id, metadata={**memory.metadata, TAGGED: tag})
+    if relevant:
+        await store.restart_decay(memory_id)
+    return await _get(store, app_id, memory_id)
 
 
 async def soft_delete(

@@ -29,6 +29,7 @@ from memory_agent.storage.history import (
     live_condition,
     returned_condition,
 )
+from memory_agent.storage.usage import MemoryUse
 
 # The app id of every person's profile space (no app can have it): the person's memories that
 # hold whatever the app, which the apps sharing the profile read and write.
@@ -75,7 +76,7 @@ def _state_condition(state: MemoryState, now: str) -> tuple[str, tuple[str, ...]
     return "", ()
 
 
-class MemoryStore(MemoryHistory):
+class MemoryStore(MemoryHistory, MemoryUse):
     def __init__(self, session: SqlSession, clock: Clock | None = None) -> None:
         self._db = session
         self._clock = clock or SystemClock()
@@ -298,49 +299,6 @@ class MemoryStore(MemoryHistory):
                 (search.sqlite_match(terms), *params, limit),
             )
         return [Memory.from_row(row) for row in rows]
-
-    async def record_use(
-        self, conversation_id: str, shown: Sequence[int], cited: set[int], at: str
-    ) -> None:
-        """A turn of `conversation_id` was given the memories `shown` and its reply used the
-        values of those `cited`: each one's injection in the conversation and its counts.
-        A memory or a conversation erased meanwhile is passed over."""
-        if not shown:
-            return
-        # Two statements whatever the block held (this is on every answered turn).
-        ids = sorted(shown)
-        used = sorted(cited & set(ids))
-
-        def citing(column: str) -> str:
-            marks = ",".join("?" * len(used))
-            return f"CASE WHEN {column} IN ({marks}) THEN 1 ELSE 0 END" if used else "0"
-
-        every = ",".join("?" * len(ids))
-        await self._db.execute(
-            "INSERT INTO memory_injections (conversation_id, memory_id, shown, cited,"
-            f" first_at, last_at) SELECT c.conversation_id, m.id, 1, {citing('m.id')}, ?, ?"
-            " FROM app_memories AS m, conversations AS c"
-            f" WHERE m.id IN ({every}) AND c.conversation_id = ?"
-            " ON CONFLICT (conversation_id, memory_id) DO UPDATE SET"
-            " shown = memory_injections.shown + 1,"
-            " cited = memory_injections.cited + excluded.cited, last_at = excluded.last_at",
-            (*used, at, at, *ids, conversation_id),
-        )
-        await self._db.execute(
-            "UPDATE app_memories SET access_count = access_count + 1,"
-            f" citation_count = citation_count + {citing('id')}, last_accessed = ?"
-            f" WHERE id IN ({every})",
-            (*used, at, *ids),
-        )
-
-    async def injections(self, conversation_id: str) -> dict[int, tuple[int, int]]:
-        """How often each memory was given to the conversation's turns, and cited in its
-        replies."""
-        rows = await self._db.fetch_all(
-            "SELECT memory_id, shown, cited FROM memory_injections WHERE conversation_id = ?",
-            (conversation_id,),
-        )
-        return {int(row[0]): (int(row[1]), int(row[2])) for row in rows}
 
     async def count(self, app_id: str, *, user_id: str | None = None) -> int:
         """How many live memories the app holds: in one space, or in all (`None`)."""

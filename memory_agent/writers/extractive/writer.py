@@ -25,6 +25,7 @@ from typing import Any
 from memory_agent.core import patterns as re
 from memory_agent.core.chat_model import ChatMessage
 from memory_agent.core.errors import InvalidMemoryText
+from memory_agent.core.sentences import ends_as_a_sentence
 from memory_agent.models import Memory
 from memory_agent.writers.answers import MAX_SENTENCES
 from memory_agent.writers.asking import MemoryLimits
@@ -39,7 +40,6 @@ from memory_agent.writers.extractive.statements import (
 )
 from memory_agent.writers.extractive.words import language, text
 from memory_agent.writers.extractive.words.expiry import remembered_until
-from memory_agent.writers.sentences import ends_as_a_sentence
 from memory_agent.writers.writer import MemoryWriter
 from memory_agent.writers.written import NothingToKeep, WrittenMemory
 

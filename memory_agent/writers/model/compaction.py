@@ -20,12 +20,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
+from memory_agent.core.sentences import sentences_of
 from memory_agent.models import Memory
 from memory_agent.writers.answers import strip_reasoning
 from memory_agent.writers.compaction import Compaction
 from memory_agent.writers.decision import CompactionDecision, invalid, reason_given
 from memory_agent.writers.model import grounding
-from memory_agent.writers.sentences import sentences_of
 from memory_agent.writers.steps import NEW_MEMORY_ID, Candidate, Step, fifo_step
 from memory_agent.writers.written import UpdateClaim, WrittenMemory
 

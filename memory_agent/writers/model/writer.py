@@ -27,6 +27,7 @@ from datetime import UTC, date, datetime, time, timedelta
 
 from memory_agent.core.chat_model import ChatMessage
 from memory_agent.core.errors import ChatModelError, InvalidMemoryText
+from memory_agent.core.sentences import ends_as_a_sentence, joined_as_clauses
 from memory_agent.core.unicode_forms import folded
 from memory_agent.models import Memory
 from memory_agent.writers.answers import MAX_SENTENCES
@@ -36,7 +37,6 @@ from memory_agent.writers.model.answers import MemoryAnswer, memory_schema, pars
 from memory_agent.writers.model.compaction import ModelCompaction
 from memory_agent.writers.model.parts import MAX_PARTS, TranscriptPart, transcript_parts
 from memory_agent.writers.prompts import memory_line
-from memory_agent.writers.sentences import ends_as_a_sentence, joined_as_clauses
 from memory_agent.writers.writer import MemoryWriter
 from memory_agent.writers.written import (
     GroundingRecord,

@@ -12,11 +12,11 @@ from functools import lru_cache
 from types import MappingProxyType
 
 from memory_agent.core import patterns as re
+from memory_agent.core.sentences import sentences_of
 from memory_agent.core.unicode_forms import normalise_text
 from memory_agent.writers.extractive.words import language
 from memory_agent.writers.extractive.words.written_forms import cached as _cached
 from memory_agent.writers.extractive.words.written_forms import reading_form
-from memory_agent.writers.sentences import sentences_of
 
 # A word may hold digits (B12, 6b, Alice2): only a token of digits alone is a number. Letters
 # are any script's.

@@ -1,4 +1,5 @@
-"""Sentences as both writers cut and join them, in any script: by their end marks alone."""
+"""Sentences as the writers cut and join them and recall digests them, in any script: by their
+end marks alone."""
 
 from __future__ import annotations
 

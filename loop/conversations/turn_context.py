@@ -1,0 +1,133 @@
+"""What one turn's model call is given: the system prompt, the memory block (the memories of
+the conversation's spaces that fit, each in full, as its digest or as a stub:
+`memory_agent.recall`) opened by the delta header, and the newest turns that fit the prompt
+budget.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from loop.conversations.prompt_budget import PromptBudget
+from loop.conversations.store import ConversationStore
+from loop.operations.metrics import Metrics
+from loop.operations.registry import App
+from memory_agent import (
+    ChatMessage,
+    Given,
+    Memory,
+    MemorySubAgent,
+    MnemoloopError,
+    ToolSpec,
+    memory_block_within,
+    neutralise,
+)
+
+log = logging.getLogger("mnemoloop.loop")
+
+BASE_SYSTEM_PROMPT = (
+    'You are the assistant inside the app "{app_name}". Answer the user helpfully and '
+    "briefly. When the user says goodbye or has nothing more to ask, call the "
+    "end_conversation tool."
+)
+
+@dataclass(frozen=True)
+class TurnContext:
+    """What a turn's model call is given, and the memories its memory block holds."""
+
+    messages: list[ChatMessage]
+    shown: list[Memory]
+    # Some memory is shown in part: the model may `recall` it whole.
+    recallable: bool = False
+
+
+class TurnContexts:
+    """Builds each turn's context (`build`), for the central loop and for whoever shows what
+    a conversation's model would be given."""
+
+    def __init__(
+        self, agent: MemorySubAgent, conversations: ConversationStore, budget: PromptBudget,
+        metrics: Metrics,
+    ) -> None:
+        self._agent = agent
+        self._conversations = conversations
+        self._budget = budget
+        self._metrics = metrics
+
+    async def _given_in(self, conversation_id: str) -> dict[int, Given] | None:
+        """How often the conversation's turns were given each memory; None when that cannot
+        be read: the turn is answered all the same, every memory in full, and it is logged
+        and counted (`mnemoloop_memory_use_unrecorded`)."""
+        try:
+            return await self._agent.given_in(conversation_id)
+        except MnemoloopError as error:
+            self._metrics.count_use_unrecorded()
+            log.warning("how often %s was given its memories could not be read (%s): each is"
+                        " shown in full", conversation_id, error)
+            return None
+
+    async def build(
+        self,
+        app: App,
+        conversation: list[ChatMessage],
+        client_system_prompt: str | None = None,
+        *,
+        user_id: str = "",
+        conversation_id: str | None = None,
+        tools: Sequence[ToolSpec] = (),
+    ) -> TurnContext:
+        """The base system prompt (or the client's own, within half the prompt budget), then
+        the memory block (if any): the app's shared memories, and in a user's conversation
+        that user's before them, and before both the person's profile when the app shares
+        it, opened by what changed since the user's previous conversation (of a stored
+        conversation); then the newest turns of the conversation that fit the prompt
+        budget."""
+        started = time.perf_counter()
+        limit = self._agent.memory_limit
+        shared = await self._agent.get_memories(app.app_id, limit)
+        own = await self._agent.get_memories(app.app_id, limit, user_id=user_id) if user_id else []
+        with_profile = app.shares_profile and bool(user_id)
+        profile = await self._agent.get_profile(user_id) if with_profile else []
+        changes, given = "", None
+        if conversation_id is not None:
+            changes = await self._changes(app, user_id, conversation_id)
+            given = await self._given_in(conversation_id)
+        block = memory_block_within(
+            self._budget.memory_block, self._budget.count, app.name, shared, own, profile,
+            changes, recent=_recent_words(conversation), given=given,
+        )
+        self._metrics.retrieval_seconds.observe(time.perf_counter() - started)
+        self._metrics.count_answer(with_memories=bool(block.text))
+        system = (
+            self._budget.beginning_within_half(client_system_prompt)
+            if client_system_prompt
+            else BASE_SYSTEM_PROMPT.format(app_name=neutralise(app.name))
+        )
+        context = [ChatMessage("system", system)]
+        if block.text:
+            context.append(ChatMessage("system", block.text))
+        turns = self._budget.newest_turns_that_fit(context, conversation, tools)
+        return TurnContext(context + turns, block.shown, block.recallable)
+
+    async def _changes(self, app: App, user_id: str, conversation_id: str) -> str:
+        """The delta header: the changes of the conversation's spaces since its user's
+        previous conversation in the app; "" for their first, or when nothing changed."""
+        spaces = app.memory_spaces(user_id)
+        current = await self._agent.revision(spaces)
+        seen, previous = await self._conversations.revisions(conversation_id, current)
+        if previous is None or previous >= seen:
+            return ""
+        return await self._agent.changes_header(spaces, previous, seen)
+
+
+# The newest user turns a memory block is chosen for, when not every memory fits it.
+RECENT_TURNS = 3
+
+
+def _recent_words(conversation: Sequence[ChatMessage]) -> str:
+    """What the turn's memory block is chosen for: the newest user turns."""
+    asked = [message.content for message in conversation if message.role == "user"]
+    return "\n".join(asked[-RECENT_TURNS:])
