@@ -144,7 +144,9 @@ def build_mcp_server(stores: Stores, find_caller: FindCaller) -> FastMCP[Any]:
             if space and record.shares_profile:
                 spaces.append((PROFILE_APP, space))
             if memory_id is not None:
-                return await _one_whole(spaces, memory_id)
+                # The user's block also shows the app's shared memories.
+                shared = [(app, "")] if space else []
+                return await _one_whole([*spaces, *shared], memory_id)
             found: list[dict[str, Any]] = []
             for holder, user in spaces:
                 if query is not None:

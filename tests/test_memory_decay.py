@@ -52,6 +52,9 @@ def test_pinned_asked_after_and_tagged_memories():
     assert view_of(memory(), None, kept_whole=False) == "full"
     irrelevant = memory(metadata={TAGGED: "irrelevant"})
     assert view_of(irrelevant, None, kept_whole=True) == "stub"
+    # Pinned outweighs the tag: a pinned memory is never faded.
+    pinned = memory(pinned=True, metadata={TAGGED: "irrelevant"})
+    assert view_of(pinned, Given(30), kept_whole=False) == "full"
     assert view_of(memory(metadata={TAGGED: "relevant"}), Given(3), kept_whole=False) == "digest"
 
 
@@ -76,11 +79,11 @@ def test_the_block_shows_each_memory_as_its_count_says_and_names_it_for_recall()
     digest = block({1: Given(3), 2: Given(3)})
     stub = block({1: Given(10), 2: Given(10)})
     assert LOCKER in full.text and not full.recallable
-    assert "4417 on the second floor. [a digest: use recall with memory 1" in digest.text
+    assert "4417 on the second floor. [a digest: use recall with id 1" in digest.text
     assert "Tuesday" not in digest.text
     # (NFKC, as every injected text is: "…" is "...")
-    assert "[Memory available: The user's gym locker is number... - use recall with memory 1" in (
-        stub.text)
+    assert ("[Memory available (id 1): The user's gym locker is number... - use recall with id 1"
+            in stub.text)
     assert stub.views == {1: "stub", 2: "stub"} and stub.recallable
     tokens = [estimate_tokens(b.text) for b in (full, digest, stub)]
     assert tokens[0] > tokens[1] > tokens[2]
@@ -103,7 +106,10 @@ async def test_a_twelve_turn_conversation_decays_and_the_model_recalls_a_stub(tm
         if last.role == "tool":
             return f"From the memory: {last.content}"
         if last.content == "Where is it?" and any(t.name == RECALL_TOOL.name for t in call.tools):
-            return ChatReply("", tool_calls=(ToolCall("recall", {"memory": locker_id}),))
+            return ChatReply("", tool_calls=(ToolCall("recall", {"id": locker_id}),))
+        if last.content == "Bye. Where was it?":
+            return ChatReply("Let me look.", tool_calls=(
+                ToolCall("recall", {"id": locker_id}), ToolCall("end_conversation")))
         return "Noted."
 
     model = FunctionModel(chat)
@@ -120,8 +126,8 @@ async def test_a_twelve_turn_conversation_decays_and_the_model_recalls_a_stub(tm
             await eventually(lambda: _answered(services, conversation))
         blocks = [c.messages[1].content for c in model.calls if c.tools]
         assert LOCKER in blocks[2] and "[a digest" not in blocks[2]
-        assert "[a digest: use recall with memory" in blocks[3] and "Tuesday" not in blocks[3]
-        assert "[Memory available: The user's gym locker" in blocks[10]
+        assert "[a digest: use recall with id" in blocks[3] and "Tuesday" not in blocks[3]
+        assert f"[Memory available (id {locker_id}): The user's gym locker" in blocks[10]
         offered = [[t.name for t in c.tools] for c in model.calls if c.tools]
         assert offered[0] == ["end_conversation"] and "recall" in offered[3]
 
@@ -139,7 +145,14 @@ async def test_a_twelve_turn_conversation_decays_and_the_model_recalls_a_stub(tm
         await services.stores.conversations.add_message(conversation, "user", "Thanks.")
         await eventually(lambda: _answered(services, conversation))
         last_block = [c.messages[1].content for c in model.calls if c.tools][-1]
-        assert LOCKER in last_block and "[Memory available: The user commutes" in last_block
+        assert LOCKER in last_block and "[Memory available (id 2): The user commutes" in last_block
+
+        # Where the model could not recall (a client's own tools, a structured answer),
+        # nothing fades.
+        app = await services.stores.registry.require("app")
+        unfaded = await services.central.contexts.build(
+            app, [], conversation_id=conversation, fading=False)
+        assert TRAIN in unfaded.messages[1].content and not unfaded.recallable
 
         # Tagged irrelevant: a stub at once, in a new conversation too.
         await services.stores.agent.tag_memory("app", locker_id, relevant=False, reason="no")
@@ -147,7 +160,16 @@ async def test_a_twelve_turn_conversation_decays_and_the_model_recalls_a_stub(tm
         await services.stores.conversations.add_message(other, "user", "Hello.")
         await eventually(lambda: _answered(services, other))
         fresh = [c.messages[1].content for c in model.calls if c.tools][-1]
-        assert "[Memory available: The user's gym locker" in fresh and TRAIN in fresh
+        assert f"[Memory available (id {locker_id}): The user's gym locker" in fresh
+        assert TRAIN in fresh
+
+        # What the model said before recalling is kept before the rest, and an end asked for
+        # with the recall ends the conversation.
+        await services.stores.conversations.add_message(other, "user", "Bye. Where was it?")
+        await eventually(lambda: _answered(services, other))
+        ended = await services.stores.conversations.get(other)
+        assert ended.messages[-1].content.startswith("Let me look.\n\nFrom the memory: Memory")
+        assert not await services.stores.conversations.is_open(other)
 
 
 async def _answered(services, conversation_id):

@@ -321,6 +321,7 @@ class CentralLoop:
             app, turns, conversation.system_prompt,
             user_id=conversation.user_id, conversation_id=conversation.conversation_id,
             tools=tools if client_tools else [*tools, RECALL_TOOL],
+            fading=not client_tools and conversation.answer_schema is None,
         )
         context, shown = prompt.messages, list(prompt.shown)
         asked = next((turn.content for turn in reversed(turns) if turn.role == "user"), "")
@@ -336,20 +337,26 @@ class CentralLoop:
         offered_recall = [*tools, RECALL_TOOL] if prompt.recallable else tools
         reply = await self._ask(model, context, offered_recall, answering,
                                 conversation.answer_schema)
-        usage = reply.usage
-        for round_ in range(MAX_RECALL_ROUNDS):
+        usage, said, room = reply.usage, [reply.text.strip()], prompt.recall_room
+        ends = _ends(reply)
+        for round_ in range(MAX_RECALL_ROUNDS if prompt.recallable else 0):
             calls = recall_calls(reply.tool_calls)
             if not calls:
                 break
-            more, recalled = recall_turns(reply.text, calls, prompt.shown)
+            more, recalled, room = recall_turns(reply.text, calls, prompt.shown, room)
             context = [*context, *more]
             shown += [memory for memory in recalled if memory not in shown]
+            if said[-1]:
+                # What the model said before recalling was streamed: the rest follows it.
+                self._conversations.replies.publish(
+                    answering.conversation_id, AnswerText("\n\n", answering.answers_up_to))
             last = round_ == MAX_RECALL_ROUNDS - 1
             reply = await self._ask(model, context, tools if last else offered_recall,
                                     answering, conversation.answer_schema)
             usage = _added(usage, reply.usage)
-        ends = any(call.name == END_CONVERSATION_TOOL.name for call in reply.tool_calls)
-        text = reply.text.strip()
+            said.append(reply.text.strip())
+            ends = ends or _ends(reply)
+        text = "\n\n".join(part for part in said if part)
         if ends and not text:
             # The model ended the conversation without a word: its closing line is asked
             # for (without the tool), so that the user is answered.
@@ -417,6 +424,10 @@ class CentralLoop:
                 conversation_id, END_REASON_IDLE, idle_since=cutoff
             )
         return ended
+
+
+def _ends(reply: ChatReply) -> bool:
+    return any(call.name == END_CONVERSATION_TOOL.name for call in reply.tool_calls)
 
 
 def _added(one: TokenUsage, other: TokenUsage) -> TokenUsage:

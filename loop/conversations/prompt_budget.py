@@ -54,11 +54,15 @@ class PromptBudget:
         fixed: Sequence[ChatMessage],
         conversation: Sequence[ChatMessage],
         tools: Sequence[ToolSpec] = (),
+        reserved: int = 0,
     ) -> list[ChatMessage]:
+        """The newest turns that fit beside `fixed`, the `tools` offered and `reserved` tokens
+        (room kept for what the turn may add: recalled memories)."""
         left = (
             self.tokens
             - sum(self.message_tokens(m) for m in fixed)
             - self.tools_tokens(tools)
+            - reserved
         )
         kept: list[ChatMessage] = []
         for message in reversed(conversation):

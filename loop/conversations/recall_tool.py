@@ -10,7 +10,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from loop.conversations.client_tools import with_ids
-from memory_agent import ChatMessage, Memory, ToolCall, ToolSpec, neutralise
+from memory_agent import (
+    TOKENS_PER_MESSAGE,
+    ChatMessage,
+    Memory,
+    ToolCall,
+    ToolSpec,
+    estimate_tokens,
+    neutralise,
+)
 
 RECALL_TOOL = ToolSpec(
     "recall",
@@ -19,16 +27,21 @@ RECALL_TOOL = ToolSpec(
     {
         "type": "object",
         "properties": {
-            "memory": {
+            "id": {
                 "type": "integer",
-                "description": "The memory's number, as its line says: use recall with memory N.",
+                "description": "The memory's id, as its line says: use recall with id N.",
             },
         },
-        "required": ["memory"],
+        "required": ["id"],
     },
 )
-# How many rounds of recall one answer may take before the model must answer without it.
+# How many rounds of recall one answer may take before the model must answer without it, and
+# how many memories one round may recall.
 MAX_RECALL_ROUNDS = 2
+MAX_RECALLS_PER_ROUND = 3
+# The prompt's room kept for recalled memories (and the turns that carry them) when the block
+# shows a memory in part: what they take beyond it is refused, so no prompt outgrows its budget.
+RECALL_ROOM_TOKENS = 600
 
 
 def recall_calls(calls: Sequence[ToolCall]) -> tuple[ToolCall, ...]:
@@ -37,24 +50,40 @@ def recall_calls(calls: Sequence[ToolCall]) -> tuple[ToolCall, ...]:
 
 
 def recall_turns(
-    text: str, calls: Sequence[ToolCall], block: Sequence[Memory]
-) -> tuple[list[ChatMessage], list[Memory]]:
+    text: str, calls: Sequence[ToolCall], block: Sequence[Memory], room: int
+) -> tuple[list[ChatMessage], list[Memory], int]:
     """The turns that follow the model's `calls` of recall in its prompt: its own turn with the
-    calls, then each call's result (the memory whole, or why there is none); and the memories
-    recalled, of those the `block` holds."""
+    calls, then each call's result (the memory whole, or why there is none); the memories
+    recalled, of those the `block` holds; and what is left of the `room` (tokens) they may
+    take. Beyond `MAX_RECALLS_PER_ROUND` calls, or the room, a call is answered that it was
+    not recalled."""
     held = {memory.id: memory for memory in block}
-    turns = [ChatMessage("assistant", text, tool_calls=tuple(calls))]
+    own = ChatMessage("assistant", text, tool_calls=tuple(calls))
+    room -= _tokens(own)
+    turns = [own]
     recalled: list[Memory] = []
-    for call in calls:
-        memory = held.get(_number(call.arguments.get("memory")) or -1)
+    for number, call in enumerate(calls):
+        memory = held.get(_number(call.arguments.get("id", call.arguments.get("memory"))) or -1)
         if memory is None:
-            result = "No memory of that number is in the memory block."
+            result = "No memory of that id is in the memory block."
+        elif number >= MAX_RECALLS_PER_ROUND:
+            result = f"Not recalled: at most {MAX_RECALLS_PER_ROUND} memories at once."
         else:
-            recalled.append(memory)
             result = (f"Memory {memory.id} (created {memory.created_date}):"
                       f" {neutralise(memory.content)}")
-        turns.append(ChatMessage("tool", result, tool_call_id=call.id, tool_name=call.name))
-    return turns, recalled
+            if _tokens(ChatMessage("tool", result)) > room:
+                result = "Not recalled: this turn has no room left; answer from the block."
+            else:
+                recalled.append(memory)
+        answer = ChatMessage("tool", result, tool_call_id=call.id, tool_name=call.name)
+        room -= _tokens(answer)
+        turns.append(answer)
+    return turns, recalled, room
+
+
+def _tokens(message: ChatMessage) -> int:
+    calls = sum(estimate_tokens(call.name + str(call.arguments)) for call in message.tool_calls)
+    return estimate_tokens(message.content) + calls + TOKENS_PER_MESSAGE
 
 
 def _number(value: object) -> int | None:

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from loop.conversations.prompt_budget import PromptBudget
+from loop.conversations.recall_tool import RECALL_ROOM_TOKENS
 from loop.conversations.store import ConversationStore
 from loop.operations.metrics import Metrics
 from loop.operations.registry import App
@@ -40,8 +41,10 @@ class TurnContext:
 
     messages: list[ChatMessage]
     shown: list[Memory]
-    # Some memory is shown in part: the model may `recall` it whole.
+    # Some memory is shown in part: the model may `recall` it whole, within this many tokens
+    # the prompt keeps for it.
     recallable: bool = False
+    recall_room: int = 0
 
 
 class TurnContexts:
@@ -78,6 +81,7 @@ class TurnContexts:
         user_id: str = "",
         conversation_id: str | None = None,
         tools: Sequence[ToolSpec] = (),
+        fading: bool = True,
     ) -> TurnContext:
         """The base system prompt (or the client's own, within half the prompt budget), then
         the memory block (if any): the app's shared memories, and in a user's conversation
@@ -94,7 +98,9 @@ class TurnContexts:
         changes, given = "", None
         if conversation_id is not None:
             changes = await self._changes(app, user_id, conversation_id)
-            given = await self._given_in(conversation_id)
+            # Memories fade only where the model can recall them (`recall_tool`): not beside
+            # a client's own tools, nor for a structured answer.
+            given = await self._given_in(conversation_id) if fading else None
         block = memory_block_within(
             self._budget.memory_block, self._budget.count, app.name, shared, own, profile,
             changes, recent=_recent_words(conversation), given=given,
@@ -109,8 +115,9 @@ class TurnContexts:
         context = [ChatMessage("system", system)]
         if block.text:
             context.append(ChatMessage("system", block.text))
-        turns = self._budget.newest_turns_that_fit(context, conversation, tools)
-        return TurnContext(context + turns, block.shown, block.recallable)
+        room = RECALL_ROOM_TOKENS if block.recallable else 0
+        turns = self._budget.newest_turns_that_fit(context, conversation, tools, room)
+        return TurnContext(context + turns, block.shown, block.recallable, room)
 
     async def _changes(self, app: App, user_id: str, conversation_id: str) -> str:
         """The delta header: the changes of the conversation's spaces since its user's

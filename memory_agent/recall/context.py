@@ -27,7 +27,7 @@ SHARED = "Shared by everyone who uses this app:"
 # In a conversation of an app that shares its users' profiles, the person's, first.
 PROFILE = "About this person, from every app they use:"
 # What a memory shown in part says of the rest (the loop offers the model a `recall` tool).
-RECALL_HINT = "use recall with memory {id} for the details"
+RECALL_HINT = "use recall with id {id} for the details"
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029\u0085]")
 _TEMPLATE_TOKEN = re.compile(r"<\|[^|>]*\|>|\[/?INST\]|<</?SYS>>|</?s>", re.IGNORECASE)
@@ -43,8 +43,8 @@ _BLOCK_MARKER = re.compile(
     + r"|" + _GAP.join("about this person".split()) + _GAP + r"[:,]"
     + r"|" + _GAP.join("memory updates since rev".split())
     + r"|" + _GAP.join("shared by everyone who uses this app".split())
-    + r"|" + _GAP.join("use recall with memory".split())
-    + r"|" + _GAP.join("memory available".split()) + _GAP + ":",
+    + r"|" + _GAP.join("use recall with id".split())
+    + r"|" + _GAP.join("memory available".split()) + r"[\s\W_]*(?:id\b[\s\W_]*\d*[\s\W_]*)?:",
     re.IGNORECASE,
 )
 _INSTRUCTION = re.compile(
@@ -109,7 +109,8 @@ def _line(number: int, memory: Memory, view: View = "full") -> str:
     name the memory for the `recall` tool."""
     if view == "stub":
         title = neutralise(title_of(memory.content))
-        return f"{number}. [Memory available: {title} - {RECALL_HINT.format(id=memory.id)}]"
+        return (f"{number}. [Memory available (id {memory.id}): {title} -"
+                f" {RECALL_HINT.format(id=memory.id)}]")
     created = f"{number}. [Created: {memory.created_date}]"
     if view == "digest":
         digest = neutralise(digest_of(memory.content))

@@ -9,10 +9,10 @@ decay table), by how often the conversation's turns were given it before.
 
 A memory that came to the conversation unseen for a week (given to no turn anywhere, nor
 written, in 7 days) decays twice as fast: its count weighs double. Never collapsed: a pinned
-memory, and those the turn's recent messages are most about (a relevance at least 0.8 of the
-turn's best: what the user asks after is shown whole). A memory tagged irrelevant is a stub at
-once; tagging it relevant lifts that and starts its counts again
-(`MemoryStore.restart_decay`).
+memory (even one tagged irrelevant), and those the turn's recent messages are most about (a
+relevance at least 0.8 of the turn's best: what the user asks after is shown whole). A memory
+tagged irrelevant is a stub at once; tagging it relevant lifts that and starts its counts
+again (`MemoryStore.restart_decay`).
 
 A memory's digest is its first sentence (both writers put what a memory is about first), its
 title the digest's first words. They are read from its text whenever it is shown, so an edit,
@@ -60,9 +60,11 @@ def stale_before(now: str) -> str:
 
 def view_of(memory: Memory, given: Given | None, *, kept_whole: bool) -> View:
     """How the block shows `memory`, given before as `given` says (None: never)."""
+    if memory.pinned:
+        return "full"
     if memory.metadata.get(TAGGED) == "irrelevant":
         return "stub"
-    if memory.pinned or kept_whole or given is None:
+    if kept_whole or given is None:
         return "full"
     times = given.times * (2 if given.stale else 1)
     if times < FULL_BEFORE:

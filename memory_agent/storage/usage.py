@@ -38,13 +38,14 @@ class MemoryUse:
             "INSERT INTO memory_injections (conversation_id, memory_id, shown, cited,"
             " first_at, last_at, stale) SELECT c.conversation_id, m.id, 1,"
             f" {citing('m.id')}, ?, ?,"
-            " CASE WHEN COALESCE(m.last_accessed, m.updated_at) < ? THEN 1 ELSE 0 END"
+            " CASE WHEN COALESCE(m.last_accessed, '') < ? AND m.updated_at < ? THEN 1 ELSE 0"
+            " END"
             " FROM app_memories AS m, conversations AS c"
             f" WHERE m.id IN ({every}) AND c.conversation_id = ?"
             " ON CONFLICT (conversation_id, memory_id) DO UPDATE SET"
             " shown = memory_injections.shown + 1,"
             " cited = memory_injections.cited + excluded.cited, last_at = excluded.last_at",
-            (*used, at, at, stale_before, *ids, conversation_id),
+            (*used, at, at, stale_before, stale_before, *ids, conversation_id),
         )
         await self._db.execute(
             "UPDATE app_memories SET access_count = access_count + 1,"
