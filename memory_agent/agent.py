@@ -292,7 +292,8 @@ class MemorySubAgent:
         self, spaces: Sequence[tuple[str, str]], since: int, up_to: int
     ) -> str:
         """The delta header of the spaces' changes after revision `since` up to `up_to`."""
-        changes = await self._store.changes(spaces, since, up_to, MAX_CHANGES)
+        # A change may be told in each of the spaces (the header names it once).
+        changes = await self._store.changes(spaces, since, up_to, MAX_CHANGES * len(spaces))
         return delta_header(since, changes)
 
     # -- admin ------------------------------------------------------------------------------

@@ -263,3 +263,22 @@ async def test_the_delta_header_over_three_instances_on_postgresql(db_path, tmp_
                 await client.aclose()
         finally:
             instances.stop()
+
+
+async def test_a_fact_the_profile_holds_is_given_once_in_the_apps_own_conversations(client):
+    """Told to an app that shares profiles, the fact is in the user's space there and in the
+    profile; the next memory block of that user in that app says it once."""
+    await install(client, "calendar", True)
+    await converse(client, "calendar", "I'm vegetarian and my partner is Sam.", user="ana")
+    await settled(client, "calendar")
+    [fact] = await eventually(lambda: profile(client, "ana"))
+    own = (await client.get("/apps/calendar/memories", params={"userId": "ana"},
+                            headers=ADMIN)).json()["memories"]
+    assert [m["content"] for m in own] == [fact]  # the same fact in both spaces
+
+    block = await converse(client, "calendar", SHOW_PROMPT, user="ana")
+    lines = [line for line in block.splitlines() if "vegetarian" in line]
+    # Once in the delta header (created in both spaces) and once as a memory.
+    assert [line.split(" ", 1)[0] for line in lines] == ["-", "1."], block
+    assert "About this person, from every app they use:" in block
+    assert "About this user:" not in block  # its one memory is the profile's

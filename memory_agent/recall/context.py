@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from memory_agent.core import patterns as re
-from memory_agent.core.unicode_forms import normalise_text
+from memory_agent.core.sentences import sentences_of
+from memory_agent.core.unicode_forms import folded, normalise_text
 from memory_agent.models import Memory
 from memory_agent.recall.decay import Given, View, digest_of, title_of, views_of
 from memory_agent.recall.selection import BlockBudget, chosen, relevances
@@ -150,6 +152,7 @@ def memory_block_within(
     turns were `given` it before (`decay`). Each memory's line is counted apart, with room for
     any number: the block's tokens are at most the sum of its lines' and its frame's."""
     frame = count_tokens(_frame(app_name, changes))
+    profile, user_memories, memories = _said_once(profile, user_memories, memories)
     every = [*profile, *user_memories, *memories]
     relevance = relevances(every, recent)
     decayed = views_of(every, given or {}, relevance)
@@ -165,6 +168,30 @@ def memory_block_within(
         app_name, shown_shared, shown_own, shown_profile, changes, kept
     )
     return MemoryBlock(text, shown, kept)
+
+
+def _said_once(*sections: Sequence[Memory]) -> list[list[Memory]]:
+    """The sections without a memory whose every sentence a memory before it says already (a
+    fact the person's profile holds, told again to an app), in the block's order: profile,
+    the user's own, the app's shared."""
+    said: set[str] = set()
+    kept: list[list[Memory]] = []
+    for section in sections:
+        kept.append([])
+        for memory in section:
+            sentences = _sentence_keys(memory.content)
+            if sentences and sentences <= said:
+                continue
+            kept[-1].append(memory)
+            said |= sentences
+    return kept
+
+
+@lru_cache(maxsize=4096)
+def _sentence_keys(content: str) -> frozenset[str]:
+    """A memory's sentences as the block compares them (`folded`): read once for each text,
+    since the same memories come turn after turn."""
+    return frozenset(key for sentence in sentences_of(content) if (key := folded(sentence)))
 
 
 # Each view and the fuller ones, fullest first.

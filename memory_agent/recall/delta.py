@@ -42,9 +42,15 @@ def delta_header(since: int, changes: Sequence[SpaceChange]) -> str:
     if not changes:
         return ""
     lines = [HEADING.format(revision=since)]
-    for change in list(changes)[:MAX_CHANGES]:
+    for change in changes:
         text = neutralise(change.content)
         if len(text) > _SHOWN_CHARS:
             text = text[: _SHOWN_CHARS - 1].rstrip() + "…"
-        lines.append(f'- {_kind(change)}: "{text}"' if text else f"- {_kind(change)}")
+        line = f'- {_kind(change)}: "{text}"' if text else f"- {_kind(change)}"
+        # One change told in two spaces (a fact the profile takes from an app's memory) is
+        # named once; changes named without their text are each a change of their own.
+        if not text or line not in lines:
+            lines.append(line)
+        if len(lines) > MAX_CHANGES:
+            break
     return "\n".join(lines)
