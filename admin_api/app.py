@@ -17,6 +17,7 @@ from admin_api.console import console_routes, template_config
 from admin_api.controllers.apps import AppsController
 from admin_api.controllers.conversations import ConversationsController
 from admin_api.controllers.history import HistoryController
+from admin_api.controllers.kinds import list_kinds
 from admin_api.controllers.memories import MemoriesController
 from admin_api.controllers.operations import OperationsController, health, home
 from admin_api.controllers.steering import SteeringController
@@ -54,6 +55,7 @@ def create_app(services: Services, admin_token: AdminToken | str | None = None) 
             AppsController,
             ConversationsController,
             HistoryController,
+            list_kinds,
             MemoriesController,
             OperationsController,
             SteeringController,

@@ -23,7 +23,9 @@ from loop.errors import (
 from memory_agent import (
     InvalidExpiry,
     InvalidImport,
+    InvalidKind,
     InvalidSearchQuery,
+    KindNotAllowed,
     MemoryImportRefused,
     MemoryNotFound,
     MemorySteeringRefused,
@@ -38,6 +40,8 @@ DOMAIN_STATUS: dict[type[MnemoloopError], int] = {
     InvalidInput: 400,
     InvalidSearchQuery: 400,
     InvalidImport: 400,
+    InvalidKind: 400,
+    KindNotAllowed: 403,
     AppNotFound: 404,
     ConversationNotFound: 404,
     MemoryNotFound: 404,

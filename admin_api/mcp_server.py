@@ -21,6 +21,7 @@ from mcp.types import Tool as McpTool
 from pydantic import BaseModel, Field
 
 from admin_api.auth import TokenOwner, token_owner
+from admin_api.readers import kinds_allowed, readable
 from admin_api.replies import job_out, memory_event_out, memory_out, query_cost, query_out
 from admin_api.schemas import QueryFilters, QueryMemories, memory_query
 from loop.operations import MAX_USER_ID, AdminToken, AppRegistry, validate_user_id
@@ -34,6 +35,7 @@ from memory_agent import (
     MIN_BUDGET_TOKENS,
     MIN_IMPORTANCE,
     PROFILE_APP,
+    Memory,
     MemoryActor,
     MemoryChange,
     MemoryNotFound,
@@ -135,8 +137,10 @@ def build_mcp_server(stores: Stores, find_caller: FindCaller) -> FastMCP[Any]:
         app that shares its users' profiles, the person's profile memories after them (marked
         `"profile": true`). With `memory_id`, that memory whole (one a conversation's memory
         block shows as a digest or a stub), when it is live in one of those spaces. Private
-        memories are never given to a model, here either."""
-        app = (await find_caller(ctx)).app(app_id)
+        memories are never given to a model, here either; nor a kind the app's key may not
+        read."""
+        caller = await find_caller(ctx)
+        app = caller.app(app_id)
         async with _tool_errors():
             record = await registry.require(app)
             space = _space(user_id)
@@ -146,7 +150,10 @@ def build_mcp_server(stores: Stores, find_caller: FindCaller) -> FastMCP[Any]:
             if memory_id is not None:
                 # The user's block also shows the app's shared memories.
                 shared = [(app, "")] if space else []
-                return await _one_whole([*spaces, *shared], memory_id)
+                whole = await _one_whole([*spaces, *shared], memory_id)
+                if not readable(record, caller.app_id, [whole]):
+                    raise MemoryNotFound(app, memory_id)
+                return [_recalled(whole)]
             found: list[dict[str, Any]] = []
             for holder, user in spaces:
                 if query is not None:
@@ -157,21 +164,20 @@ def build_mcp_server(stores: Stores, find_caller: FindCaller) -> FastMCP[Any]:
                     memories = (await agent.get_profile(user))[:limit]
                 else:
                     memories = await agent.get_memories(holder, limit, user_id=user)
-                found += [
-                    {**_builtins(memory_out(m, agent.now())),
-                     **({"profile": True} if holder == PROFILE_APP else {})}
-                    for m in memories
-                ]
+                found += [_recalled(m) for m in readable(record, caller.app_id, memories)]
         return found
 
-    async def _one_whole(spaces: list[tuple[str, str]], memory_id: int) -> list[dict[str, Any]]:
+    def _recalled(memory: Memory) -> dict[str, Any]:
+        return {**_builtins(memory_out(memory, agent.now())),
+                **({"profile": True} if memory.app_id == PROFILE_APP else {})}
+
+    async def _one_whole(spaces: list[tuple[str, str]], memory_id: int) -> Memory:
         """The memory, live and injectable, of one of `spaces`; else not found."""
         for holder, user in spaces:
             memory = await agent.get_memory(holder, memory_id)
             if (memory is not None and memory.user_id == user and not memory.private
                     and memory.state(agent.now()) == "live"):
-                return [{**_builtins(memory_out(memory, agent.now())),
-                         **({"profile": True} if holder == PROFILE_APP else {})}]
+                return memory
         raise MemoryNotFound(spaces[0][0], memory_id)
 
     @server.tool()
@@ -191,15 +197,20 @@ def build_mcp_server(stores: Stores, find_caller: FindCaller) -> FastMCP[Any]:
         importance_max: Annotated[int, Field(ge=MIN_IMPORTANCE, le=MAX_IMPORTANCE)] = 10,
         updated_after: str | None = None,
         updated_before: str | None = None,
+        categories: Annotated[list[str], Field(max_length=32)] | None = None,
+        agent_name: Annotated[str, Field(min_length=1, max_length=64)] | None = None,
     ) -> dict[str, Any]:
         """The memories that answer `query`, each scored 0-1 (the share of its words a memory
         holds, rarer words weighing more), at least `threshold`, the best first, at most
         `top_k` and within `budget_tokens`. With `user_id`: the person's profile (when the app
         shares it), their own memories and the app's shared ones; else the app's shared ones.
         Each result is the memory's text as a model is given it; `full` adds the memory and
-        its metadata. `updated_after`/`updated_before`: RFC 3339 times. Private memories are
-        never returned."""
-        app = (await find_caller(ctx)).app(app_id)
+        its metadata. `updated_after`/`updated_before`: RFC 3339 times. `categories`: the
+        kinds of memory to return; `agent_name`: the agent reading, which reads the kinds its
+        allow-list names. A kind the app's key or the agent may not read is refused. Private
+        memories are never returned."""
+        caller = await find_caller(ctx)
+        app = caller.app(app_id)
         async with _tool_errors():
             record = await registry.require(app)
             asked = memory_query(QueryMemories(
@@ -207,8 +218,9 @@ def build_mcp_server(stores: Stores, find_caller: FindCaller) -> FastMCP[Any]:
                     _space(user_id) or None, pinned, importance_min, importance_max,
                     updated_after, updated_before,
                 ),
-                None, top_k, threshold, budget_tokens, "full" if full else "bullets",
-            ))
+                categories, top_k, threshold, budget_tokens, "full" if full else "bullets",
+                agent_name,
+            ), agent.kinds, kinds_allowed(record, caller.app_id))
             now = agent.now()
             found = await agent.query_memories(
                 record.memory_spaces(user_id or ""), asked, query_cost(asked.shape, now)
@@ -358,10 +370,11 @@ def build_mcp_server(stores: Stores, find_caller: FindCaller) -> FastMCP[Any]:
     async def memory_block(app_id: str) -> str:
         # The request's context, as the server holds it (a `ctx` argument to a resource is
         # a copy without the request).
-        app = (await find_caller(server.get_context())).app(app_id)
+        caller = await find_caller(server.get_context())
+        app = caller.app(app_id)
         async with _tool_errors():
             app_record = await registry.require(app)
-            memories = await agent.get_memories(app)
+            memories = readable(app_record, caller.app_id, await agent.get_memories(app))
         return format_memories_for_context(app_record.name, memories)
 
     return server

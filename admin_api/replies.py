@@ -37,6 +37,21 @@ class AppOut(Reply):
     users_write_shared: bool
     memory_ttl_seconds: int | None
     shares_profile: bool
+    # The kinds of memory its key and its conversations may read; null: every kind.
+    allowed_kinds: list[str] | None = None
+
+
+class KindOut(Reply):
+    name: str
+    # What a memory of this kind holds, in words (as the model writer is shown it).
+    holds: str
+
+
+class KindsOut(Reply):
+    kinds: list[KindOut]
+    default: str
+    # Each agent a read may name, with the kinds it may read.
+    allowlists: dict[str, list[str]]
 
 
 class SpaceOut(Reply):
@@ -152,6 +167,8 @@ class MemoryOut(Reply):
     # public, private, secret (private, and never shown to a model); `private` says whether
     # it is injected.
     sensitivity: str = "public"
+    # What it holds, one of the kinds file's (`memory_agent/core/kinds.toml`).
+    kind: str = "fact"
 
 
 class QueryHitOut(Reply, omit_defaults=True):
@@ -162,6 +179,8 @@ class QueryHitOut(Reply, omit_defaults=True):
     score: float
     # Where it is from: "profile" (the person's, across apps), "user" or "shared".
     space: str
+    # Its kind (the kinds file's); a bullet's text opens with it, "[event] ...".
+    kind: str
     # With `"return": "full"`: the memory and its metadata.
     memory: MemoryOut | None = None
 
@@ -292,14 +311,20 @@ def memory_out(m: Memory, now: str) -> MemoryOut:
     return MemoryOut(
         m.id, m.content, m.created_at, m.updated_at, m.source_conversation_id, m.metadata,
         m.user_id, m.pinned, m.private, m.importance, m.expires_at, m.deleted_at, m.state(now),
-        m.access_count, m.citation_count, m.last_accessed, m.sensitivity,
+        m.access_count, m.citation_count, m.last_accessed, m.sensitivity, m.kind,
     )
 
 
 def query_hit_out(memory: Memory, score: float, shape: str, now: str) -> QueryHitOut:
     space = "profile" if memory.app_id == PROFILE_APP else "user" if memory.user_id else "shared"
     full = memory_out(memory, now) if shape == "full" else None
-    return QueryHitOut(memory.id, neutralise(memory.content), score, space, full)
+    return QueryHitOut(memory.id, _hit_text(memory, shape), score, space, memory.kind, full)
+
+
+def _hit_text(memory: Memory, shape: str) -> str:
+    """A hit's text: the seed's bullet, `[kind] text`, or with the whole memory its text."""
+    text = neutralise(memory.content)
+    return text if shape == "full" else f"[{memory.kind}] {text}"
 
 
 def query_out(found: QueryAnswer, shape: str, now: str) -> QueryOut:
@@ -315,7 +340,7 @@ def query_cost(shape: str, now: str) -> Callable[[Memory], int]:
         if shape == "full":
             return estimate_tokens(msgspec.json.encode(query_hit_out(memory, 1.0, shape, now))
                                    .decode())
-        return estimate_tokens(f"- {neutralise(memory.content)}\n")
+        return estimate_tokens(f"- {_hit_text(memory, shape)}\n")
     return cost
 
 

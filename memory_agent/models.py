@@ -62,6 +62,8 @@ class Memory:
     last_accessed: str | None = None
     # Beyond `private`: whether a model may ever see it, and whether a read may return it.
     sensitivity: Sensitivity = "public"
+    # Its kind (`core.kinds`): what the writer said it holds.
+    kind: str = "fact"
 
     @property
     def shown_to_models(self) -> bool:
@@ -79,7 +81,7 @@ class Memory:
         on the path of every retrieval)."""
         (memory_id, app_id, content, created_at, updated_at, source, metadata, user_id,
          pinned, private, expires_at, deleted_at, access_count, citation_count,
-         last_accessed, sensitivity) = row
+         last_accessed, sensitivity, kind) = row
         return cls(
             memory_id,
             app_id,
@@ -99,6 +101,7 @@ class Memory:
             citation_count,
             last_accessed,
             sensitivity,
+            kind,
         )
 
     @property
@@ -136,6 +139,8 @@ class ImportedMemory:
     expires_at: str | None = None
     # An export that gives no level: "private" when it says private, else "public".
     sensitivity: Sensitivity = "public"
+    # One of the kinds file's; None: the file's default.
+    kind: str | None = None
 
 
 # What a compaction step did: deleted a memory, merged one into another, deleted the oldest

@@ -135,6 +135,15 @@ async def test_an_ended_conversation_leaves_a_memory_to_list_and_search(admin) -
     assert asked.results[0].memory is not None and asked.results[0].memory.id == memory.id
     with pytest.raises(BadRequest, match="threshold"):
         await admin.memories.query("cal", "meetings", threshold=2.0)
+    # Kinds: what its key may read, by the app's allowed kinds and an agent's allow-list.
+    kind = asked.results[0].kind
+    assert (await admin.memories.query("cal", "meetings", categories=[kind])).results
+    assert (await admin.apps.change("cal", allowed_kinds=[kind])).allowed_kinds == [kind]
+    with pytest.raises(BadRequest, match="categories"):
+        await admin.memories.query("cal", "meetings", categories=["recipe"])
+    with pytest.raises(Forbidden, match="may not be read"):
+        await admin.memories.query("cal", "meetings", agent="planner", categories=["fact"])
+    assert (await admin.apps.change("cal", allowed_kinds=None)).allowed_kinds is None
 
 
 async def test_a_deleted_memory_is_gone_and_the_history_tells_of_it(admin) -> None:

@@ -119,7 +119,8 @@ async def test_install_list_and_uninstall(client):
     listed = await client.get("/apps", headers=ADMIN)
     assert listed.json() == {"apps": [
         {"appId": "cal", "name": "Calendar", "installed": True, "memoryCount": 0,
-         "usersWriteShared": False, "memoryTtlSeconds": None, "sharesProfile": False}]}
+         "usersWriteShared": False, "memoryTtlSeconds": None, "sharesProfile": False,
+         "allowedKinds": None}]}
     gone = await client.delete("/apps/cal", headers=ADMIN)
     assert gone.json() == {"success": True, "purgedMemories": 0}
     assert (await client.get("/apps", headers=ADMIN)).json()["apps"][0]["installed"] is False
@@ -138,7 +139,8 @@ async def test_a_conversation_is_answered_and_ends_into_a_memory(client, service
     assert set(memories[0]) == {"id", "content", "createdAt", "updatedAt",
                                 "sourceConversationId", "metadata", "userId", "pinned",
                                 "private", "importance", "expiresAt", "deletedAt", "state",
-                                "accessCount", "citationCount", "lastAccessed", "sensitivity"}
+                                "accessCount", "citationCount", "lastAccessed", "sensitivity",
+                                "kind"}
     assert memories[0]["state"] == "live" and memories[0]["importance"] == 5
     jobs = (await client.get("/memory-jobs?appId=cal&status=done", headers=ADMIN)).json()["jobs"]
     assert [j["conversationId"] for j in jobs] == [conversation_id]

@@ -275,3 +275,25 @@ async def test_recall_gives_a_users_profile_in_an_app_that_shares_it(db_path):
             assert payload(await session.call_tool("recall", {})) == []  # the shared space
         async with stdio_session(db_path, notes_key) as session:  # does not share
             assert payload(await session.call_tool("recall", {"user_id": "ana"})) == []
+
+
+async def test_tools_read_only_the_kinds_the_apps_key_may_read(db_path):
+    key = install(db_path, "cal")
+    event = add_memory(db_path, "cal", "The dentist appointment is on Tuesday at 15:00.")
+    add_memory(db_path, "cal", "The dentist is Dr. Ruiz on Calle Mayor.")
+    query(db_path, "UPDATE app_memories SET kind = 'event' WHERE id = ?", (event,))
+    query(db_path, "UPDATE apps SET allowed_kinds = '[\"event\"]' WHERE app_id = 'cal'")
+
+    with anyio.fail_after(60):
+        async with stdio_session(db_path, key) as session:
+            recalled = payload(await session.call_tool("recall", {}))
+            assert [(m["id"], m["kind"]) for m in recalled] == [(event, "event")]
+            found = payload(await session.call_tool("query", {"query": "dentist"}))
+            assert [r["kind"] for r in found["results"]] == ["event"]
+            assert "may not be read" in error_text(await session.call_tool(
+                "query", {"query": "dentist", "categories": ["fact"]}))
+            assert "planner" in error_text(await session.call_tool(
+                "query", {"query": "dentist", "agent_name": "stranger"}))
+            block = await session.read_resource("mnemoloop://apps/cal/memories")
+            text = block.contents[0].text  # type: ignore[union-attr]
+            assert "Tuesday" in text and "Ruiz" not in text

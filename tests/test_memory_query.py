@@ -115,12 +115,12 @@ async def test_bullets_from_the_users_spaces_the_best_first_never_a_private_one(
     assert response.status_code == 200, response.text
     body = response.json()
     texts = [r["text"] for r in body["results"]]
-    assert texts[0] == "Ana's dentist is Dr. Ruiz, on Calle Mayor 12."
-    assert "Ana's dentist bill was 240 euros." not in texts  # private
+    assert texts[0] == "[fact] Ana's dentist is Dr. Ruiz, on Calle Mayor 12."
+    assert "[fact] Ana's dentist bill was 240 euros." not in texts  # private
     # Holding only the name every one of them holds, it comes last.
-    assert texts[-1] == "Ana's sister lives in Lyon."
+    assert texts[-1] == "[fact] Ana's sister lives in Lyon."
     assert {r["space"] for r in body["results"]} == {"user", "shared", "profile"}
-    assert all(set(r) == {"id", "text", "score", "space"} for r in body["results"])
+    assert all(set(r) == {"id", "text", "score", "space", "kind"} for r in body["results"])
     scores = [r["score"] for r in body["results"]]
     assert scores == sorted(scores, reverse=True) and 0 < scores[-1] <= scores[0] <= 1
     assert body["omitted"] == 0 and 0 < body["tokens"] <= 2000
@@ -129,7 +129,8 @@ async def test_bullets_from_the_users_spaces_the_best_first_never_a_private_one(
 async def test_without_a_user_only_the_apps_shared_space(client):
     await seeded(client)
     body = (await query(client, {"query": "dentist"})).json()
-    assert [r["text"] for r in body["results"]] == ["The clinic's dentist hours are 9 to 5."]
+    assert [r["text"] for r in body["results"]] == [
+        "[fact] The clinic's dentist hours are 9 to 5."]
 
 
 async def test_top_k_threshold_and_budget_leave_the_rest_counted(client):
@@ -143,7 +144,8 @@ async def test_top_k_threshold_and_budget_leave_the_rest_counted(client):
     assert best["omitted"] == 3
     high = (await query(client, {"query": "dentist Ruiz", "filters": {"userId": "ana"},
                                  "threshold": 0.9})).json()
-    assert [r["text"] for r in high["results"]] == ["Ana's dentist is Dr. Ruiz, on Calle Mayor 12."]
+    assert [r["text"] for r in high["results"]] == [
+        "[fact] Ana's dentist is Dr. Ruiz, on Calle Mayor 12."]
     tight = (await query(client, {"query": "dentist Ruiz", "filters": {"userId": "ana"},
                                   "budgetTokens": 30})).json()
     assert 1 <= len(tight["results"]) < 4 and tight["tokens"] <= 30
@@ -164,14 +166,14 @@ async def test_filters_on_importance_and_update_time(client):
     important = (await query(client, {"query": "dentist", "filters": {
         "userId": "ana", "importanceMin": 7}})).json()
     assert [r["text"] for r in important["results"]] == [
-        "Ana takes her dentist appointments on Friday mornings."]
+        "[fact] Ana takes her dentist appointments on Friday mornings."]
     recent = (await query(client, {"query": "dentist", "filters": {
         "userId": "ana", "updatedAfter": "2026-11-10T00:00:00Z"}})).json()
     assert [r["text"] for r in recent["results"]] == [
-        "Ana takes her dentist appointments on Friday mornings."]
+        "[fact] Ana takes her dentist appointments on Friday mornings."]
     older = (await query(client, {"query": "dentist", "filters": {
         "userId": "ana", "updatedBefore": "2026-11-10T00:00:00+01:00", "pinned": False}})).json()
-    assert "Ana takes her dentist appointments on Friday mornings." not in [
+    assert "[fact] Ana takes her dentist appointments on Friday mornings." not in [
         r["text"] for r in older["results"]]
     assert len(older["results"]) == 3
 
@@ -195,7 +197,7 @@ async def test_a_large_space_is_searched_by_the_engine(client):
                 {"content": "Ana's passport expires in March 2031."}, *filler)
     body = (await query(client, {"query": "When does my passport expire?",
                                  "filters": {"userId": "ana"}})).json()
-    assert body["results"][0]["text"] == "Ana's passport expires in March 2031."
+    assert body["results"][0]["text"] == "[fact] Ana's passport expires in March 2031."
 
 
 async def test_an_app_key_queries_its_own_app_only(client):

@@ -38,6 +38,8 @@ class AppsController(Controller):
             await stores.registry.set_shares_profile(data.app_id, True)
         if data.memory_ttl_seconds is not None:
             await stores.registry.set_memory_ttl(data.app_id, data.memory_ttl_seconds)
+        if data.allowed_kinds is not None:
+            await stores.registry.set_allowed_kinds(data.app_id, data.allowed_kinds)
         app = installed.app
         return InstalledAppOut(app.app_id, app.name, app.installed, installed.api_key)
 
@@ -66,6 +68,8 @@ class AppsController(Controller):
             " `sharesProfile`: the app reads and writes its users' profiles, the facts about a"
             " person that hold whatever the app (name, timezone, diet, household), which every"
             " app sharing them is given; off, it neither reads nor writes them."
+            " `allowedKinds`: the kinds of memory the app's key and its conversations may"
+            " read (the kinds file's: `GET /kinds`); `null` allows every kind."
         ),
         responses=problems(400, 401, 403, 404, 413),
     )
@@ -85,6 +89,8 @@ class AppsController(Controller):
             app = await stores.registry.set_users_write_shared(app_id, data.users_write_shared)
         if isinstance(raw, dict) and "memoryTtlSeconds" in raw:
             app = await stores.registry.set_memory_ttl(app_id, data.memory_ttl_seconds)
+        if isinstance(raw, dict) and "allowedKinds" in raw:
+            app = await stores.registry.set_allowed_kinds(app_id, data.allowed_kinds)
         return _app_out(app)
 
     @delete(
@@ -107,4 +113,5 @@ def _app_out(app: App) -> AppOut:
     return AppOut(
         app.app_id, app.name, app.installed, app.memory_count, app.users_write_shared,
         app.memory_ttl_seconds, app.shares_profile,
+        None if app.allowed_kinds is None else list(app.allowed_kinds),
     )

@@ -7,8 +7,9 @@ from typing import Annotated, Any
 from litestar import Controller, Request, delete, get, post
 from litestar.params import FromPath, JSONBody, QueryParameter
 
-from admin_api.auth import admin_only, admin_or_own_app
+from admin_api.auth import admin_only, admin_or_own_app, key_app
 from admin_api.dependencies import Provided
+from admin_api.readers import kinds_allowed, readable
 from admin_api.replies import (
     ExportOut,
     ImportedOut,
@@ -50,6 +51,7 @@ class MemoriesController(Controller):
     async def list_memories(
         self,
         app_id: FromPath[str],
+        request: Request[Any, Any, Any],
         stores: Provided[Stores],
         clock: Provided[Clock],
         user_id: UserIdQuery = None,
@@ -76,17 +78,16 @@ class MemoriesController(Controller):
         ] = "live",
     ) -> MemoriesOut:
         space = user_id or ""
+        app = await stores.registry.require(app_id)
         if q is not None:
-            await stores.registry.require(app_id)
             memories = await stores.agent.search_memories(app_id, q, limit=limit, user_id=space)
             held_back = []
         else:
             memories = await stores.agent.list_memories(app_id, user_id=space, state=memory_state)
-            if not memories:
-                await stores.registry.require(app_id)  # no memories: is there such an app?
             held_back = await stores.agent.held_back(app_id, user_id=space)
         now = now_text(clock)
-        return MemoriesOut([memory_out(m, now) for m in memories], held_back)
+        shown = readable(app, key_app(request), memories)
+        return MemoriesOut([memory_out(m, now) for m in shown], held_back)
 
     @post(
         "/query",
@@ -115,8 +116,8 @@ class MemoriesController(Controller):
     ) -> QueryOut:
         raw = await request.json()
         strict_booleans(raw.get("filters") if isinstance(raw, dict) else None, "pinned")
-        query = memory_query(data)
         app = await stores.registry.require(app_id)
+        query = memory_query(data, stores.agent.kinds, kinds_allowed(app, key_app(request)))
         now = now_text(clock)
         found = await stores.agent.query_memories(
             app.memory_spaces(data.filters.user_id or ""), query, query_cost(query.shape, now)
@@ -132,13 +133,14 @@ class MemoriesController(Controller):
     async def export(
         self,
         app_id: FromPath[str],
+        request: Request[Any, Any, Any],
         stores: Provided[Stores],
         clock: Provided[Clock],
         user_id: UserIdQuery = None,
     ) -> ExportOut:
-        await stores.registry.require(app_id)
+        app = await stores.registry.require(app_id)
         memories = await stores.agent.list_memories(app_id, user_id=user_id or "")
-        return export_out(app_id, now_text(clock), memories)
+        return export_out(app_id, now_text(clock), readable(app, key_app(request), memories))
 
     @post(
         "/import",

@@ -11,6 +11,7 @@ from litestar.params import FromPath, JSONBody
 
 from admin_api.auth import admin_or_own_app, key_app
 from admin_api.dependencies import Provided
+from admin_api.readers import readable
 from admin_api.replies import MemoryOut, memory_out, problems
 from admin_api.schemas import (
     MemoryId,
@@ -38,12 +39,13 @@ class SteeringController(Controller):
         responses=problems(400, 401, 403, 404),
     )
     async def get_memory(
-        self, app_id: FromPath[str], memory_id: MemoryId, stores: Provided[Stores],
-        clock: Provided[Clock],
+        self, app_id: FromPath[str], memory_id: MemoryId, request: Request[Any, Any, Any],
+        stores: Provided[Stores], clock: Provided[Clock],
     ) -> MemoryOut:
-        await stores.registry.require(app_id)
+        app = await stores.registry.require(app_id)
         memory = await stores.agent.get_memory(app_id, memory_id)
-        if memory is None:
+        # A kind the key may not read is no memory of its.
+        if memory is None or not readable(app, key_app(request), [memory]):
             raise MemoryNotFound(app_id, memory_id)
         return memory_out(memory, now_text(clock))
 

@@ -91,10 +91,12 @@ class TurnContexts:
         budget."""
         started = time.perf_counter()
         limit = self._agent.memory_limit
-        shared = await self._agent.get_memories(app.app_id, limit)
-        own = await self._agent.get_memories(app.app_id, limit, user_id=user_id) if user_id else []
+        # Of the kinds the app may read (its `allowedKinds`).
+        shared = app.readable(await self._agent.get_memories(app.app_id, limit))
+        own = app.readable(
+            await self._agent.get_memories(app.app_id, limit, user_id=user_id) if user_id else [])
         with_profile = app.shares_profile and bool(user_id)
-        profile = await self._agent.get_profile(user_id) if with_profile else []
+        profile = app.readable(await self._agent.get_profile(user_id) if with_profile else [])
         changes, given = "", None
         if conversation_id is not None:
             changes = await self._changes(app, user_id, conversation_id)

@@ -3,14 +3,24 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from loop.errors import AppAlreadyInstalled, AppNotFound, InvalidInput, MemoryCountChanged
 from loop.jobs.store import MemoryJobStore
 from loop.storage import Engine
-from memory_agent import PROFILE_APP, Clock, MemorySubAgent, Row, SqlTransaction, now_text
+from memory_agent import (
+    PROFILE_APP,
+    Clock,
+    Memory,
+    MemorySubAgent,
+    Row,
+    SqlTransaction,
+    now_text,
+)
 
 
 @dataclass(frozen=True)
@@ -27,6 +37,8 @@ class App:
     memory_ttl_seconds: int | None = None
     # The app reads and writes its users' profiles (the person across apps).
     shares_profile: bool = False
+    # The kinds of memory its key and its conversations may read (None: every kind).
+    allowed_kinds: tuple[str, ...] | None = None
 
     def memory_spaces(self, user_id: str) -> list[tuple[str, str]]:
         """The spaces (app, user) a conversation of `user_id` ("" for none) draws its memories
@@ -49,7 +61,13 @@ class App:
             bool(row["users_write_shared"]),
             row["memory_ttl_seconds"],
             bool(row["shares_profile"]),
+            tuple(json.loads(row["allowed_kinds"])) if row["allowed_kinds"] else None,
         )
+
+    def readable(self, memories: Sequence[Memory]) -> list[Memory]:
+        """`memories`, those of a kind the app may read."""
+        allowed = self.allowed_kinds
+        return list(memories) if allowed is None else [m for m in memories if m.kind in allowed]
 
 
 @dataclass(frozen=True)
@@ -292,6 +310,17 @@ class AppRegistry:
         await self.require(app_id)
         await self._db.execute(
             "UPDATE apps SET memory_ttl_seconds = ? WHERE app_id = ?", (seconds, app_id)
+        )
+        return await self.require(app_id)
+
+    async def set_allowed_kinds(self, app_id: str, kinds: Sequence[str] | None) -> App:
+        """The kinds of memory the app's key and conversations may read from now on (None:
+        every kind); each one of the kinds file's (`InvalidKind` otherwise)."""
+        await self.require(app_id)
+        given = None if kinds is None else self._agent.kinds.known(kinds, "allowedKinds")
+        await self._db.execute(
+            "UPDATE apps SET allowed_kinds = ? WHERE app_id = ?",
+            (None if given is None else json.dumps(sorted(set(given))), app_id),
         )
         return await self.require(app_id)
 

@@ -109,6 +109,14 @@ class InvalidSearchQuery(MnemoloopError):
         self.reason = reason
 
 
+class InvalidKind(MnemoloopError):
+    """A kind of memory the kinds file does not list, or an agent it does not name."""
+
+
+class KindNotAllowed(MnemoloopError):
+    """A read asking for a kind of memory its app or agent may not read."""
+
+
 class StorageError(MnemoloopError):
     """A database operation failed; `cause` holds the driver's error. Transient: the usual
     cause is a database that is busy or briefly out of reach."""

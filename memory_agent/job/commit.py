@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from memory_agent.core.kinds import KEPT_BEFORE
 from memory_agent.core.redaction import redact_text
 from memory_agent.models import (
     DEFAULT_IMPORTANCE,
@@ -49,6 +50,7 @@ async def apply_write(
     source: EventSource,
     user_id: str = "",
     expires_at: str | None = None,
+    kind: str = KEPT_BEFORE,
 ) -> tuple[Memory | None, list[CompactionOutcome]]:
     """Insert the new memory (unless a step deletes or folds it) and apply `steps` to
     `current`, through `store` (bound to the job's transaction); returns the memory inserted
@@ -73,6 +75,7 @@ async def apply_write(
             metadata={"relatedConversations": [source_conversation_id]},
             user_id=user_id,
             expires_at=expires_at,
+            kind=kind,
         )
         await store.record_event(
             app_id, memory.id, "created", "job", source,

@@ -260,7 +260,8 @@ class MemoryCreation:
             request, app_id=PROFILE_APP, also_shared=False, to_profile=False,
             from_app=request.app_id, expires_at=None,
         )
-        about = WrittenMemory(written.about_person, written.source, written.asked_model)
+        about = WrittenMemory(written.about_person, written.source, written.asked_model,
+                              kind=self._writer.kinds.of("profile"))
         allowed = None if record is None else record.copies_wanted
         await self._write_copy(profile, about, allowed, self._profiles, "the profile part")
 
@@ -366,6 +367,7 @@ class MemoryCreation:
             ),
             user_id=request.user_id,
             expires_at=request.expires_at,
+            kind=self._writer.kinds.of(written.kind),
         )
         note = f"memory {memory.id} written" if memory else _fate_of_new(outcomes)
         if written.note:

@@ -60,6 +60,9 @@ class MemoryQuery:
     # Stored times (`given_timestamp`), compared with each memory's `updated_at`.
     updated_after: str | None = None
     updated_before: str | None = None
+    # The kinds it may return (the categories asked for, within what the reader may read);
+    # None: every kind.
+    kinds: frozenset[str] | None = None
 
     def __post_init__(self) -> None:
         search_terms(self.text)  # words to look for, within MAX_QUERY_CHARS
@@ -120,7 +123,10 @@ def answer(
     candidates: Sequence[Memory], query: MemoryQuery, cost: Callable[[Memory], int]
 ) -> QueryAnswer:
     """The candidates at or above the query's threshold, the best first (then pinned, more
-    important, newer), as many as `top_k` and the budget (`cost` of each) hold."""
+    important, newer), as many as `top_k` and the budget (`cost` of each) hold; of the kinds
+    it may return only (the others weigh nothing in the scores either)."""
+    if query.kinds is not None:
+        candidates = [memory for memory in candidates if memory.kind in query.kinds]
     eligible = [
         (memory, score)
         for memory, score in scored(candidates, query.text)

@@ -7,17 +7,26 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from memory_agent.core.errors import InvalidImport, MemoryImportRefused
+from memory_agent.core.kinds import BUNDLED_KINDS, KEPT_BEFORE, Kinds
 from memory_agent.core.ports import given_timestamp
 from memory_agent.core.redaction import redact_text
 from memory_agent.models import ImportedMemory
 from memory_agent.storage.store import EventSource, MemoryStore
 
 
-def checked(memories: Sequence[ImportedMemory], *, max_chars: int) -> list[ImportedMemory]:
-    """The memories, oldest first, with their times in the stored form; `InvalidImport`
-    naming the first one that cannot be stored (by its place in the list, from 0)."""
+def checked(
+    memories: Sequence[ImportedMemory], *, max_chars: int, kinds: Kinds = BUNDLED_KINDS
+) -> list[ImportedMemory]:
+    """The memories, oldest first, with their times in the stored form and each its kind (the
+    default when none is given); `InvalidImport` naming the first one that cannot be stored
+    (by its place in the list, from 0)."""
     normalised = []
     for index, memory in enumerate(memories):
+        if memory.kind is not None and memory.kind not in kinds.names:
+            raise InvalidImport(
+                f"memories[{index}].kind: {memory.kind!r} is no kind of memory here; the kinds"
+                f" are {', '.join(kinds.names)}"
+            )
         content = memory.content.strip()
         if not content:
             raise InvalidImport(f"memories[{index}]: the content is empty")
@@ -34,7 +43,8 @@ def checked(memories: Sequence[ImportedMemory], *, max_chars: int) -> list[Impor
             if memory.expires_at else None
         )
         normalised.append(replace(memory, content=content, created_at=created_at,
-                                  updated_at=updated_at, expires_at=expires_at))
+                                  updated_at=updated_at, expires_at=expires_at,
+                                  kind=kinds.of(memory.kind)))
     return sorted(normalised, key=lambda m: m.created_at)
 
 
@@ -102,6 +112,7 @@ async def write_imported(
             pinned=memory.pinned,
             sensitivity=memory.sensitivity,
             expires_at=memory.expires_at,
+            kind=memory.kind or KEPT_BEFORE,
         )
         await store.record_event(
             app_id, stored.id, "created", "import", source, reason="imported",

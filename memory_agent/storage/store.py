@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from memory_agent.core.kinds import KEPT_BEFORE
 from memory_agent.core.ports import Clock, SqlSession, SystemClock, in_space, now_text
 from memory_agent.models import (
     Memory,
@@ -38,7 +39,7 @@ PROFILE_APP = ""
 _COLUMNS = (
     "id, app_id, content, created_at, updated_at, source_conversation_id, metadata, user_id,"
     " pinned, private, expires_at, deleted_at, access_count, citation_count, last_accessed,"
-    " sensitivity"
+    " sensitivity, kind"
 )
 # Which memories a listing shows: the live ones, the retired ones (expired or deleted, not yet
 # erased), or both.
@@ -131,6 +132,7 @@ class MemoryStore(MemoryHistory, MemoryUse):
         pinned: bool = False,
         sensitivity: Sensitivity = "public",
         expires_at: str | None = None,
+        kind: str = KEPT_BEFORE,
     ) -> Memory:
         metadata = metadata or {}
         updated_at = updated_at or created_at
@@ -138,7 +140,7 @@ class MemoryStore(MemoryHistory, MemoryUse):
         sql = (
             "INSERT INTO app_memories (app_id, content, created_at, updated_at,"
             " source_conversation_id, metadata, user_id, pinned, private, expires_at,"
-            " sensitivity) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id"
+            " sensitivity, kind) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id"
         )
         params = (
             app_id,
@@ -152,6 +154,7 @@ class MemoryStore(MemoryHistory, MemoryUse):
             int(private),
             expires_at,
             sensitivity,
+            kind,
         )
         rows = await self._db.execute_returning(sql, params)
         return Memory(
@@ -167,6 +170,7 @@ class MemoryStore(MemoryHistory, MemoryUse):
             private,
             expires_at,
             sensitivity=sensitivity,
+            kind=kind,
         )
 
     async def get(self, app_id: str, memory_id: int) -> Memory | None:

@@ -7,6 +7,7 @@ import importlib
 from typing import Literal
 
 from memory_agent.core.chat_model import ChatModel
+from memory_agent.core.kinds import BUNDLED_KINDS, Kinds
 from memory_agent.writers.asking import MemoryLimits, MemoryModel
 from memory_agent.writers.writer import MemoryWriter, WriterKind
 
@@ -17,11 +18,14 @@ WRITERS: dict[WriterKind, str] = {
 }
 
 
-def writer_of(kind: WriterKind, model: MemoryModel, limits: MemoryLimits) -> MemoryWriter:
-    """The writer registered as `kind`, asking `model`, within `limits`."""
+def writer_of(
+    kind: WriterKind, model: MemoryModel, limits: MemoryLimits, kinds: Kinds = BUNDLED_KINDS
+) -> MemoryWriter:
+    """The writer registered as `kind`, asking `model`, within `limits`, giving each memory
+    one of `kinds`."""
     module, name = WRITERS[kind].split(":")
     writer: type[MemoryWriter] = getattr(importlib.import_module(module), name)
-    return writer(model, limits)
+    return writer(model, limits, kinds)
 
 
 def memory_writer_for(setting: str, model: ChatModel) -> Literal["model", "extractive"]:

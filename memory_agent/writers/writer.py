@@ -24,6 +24,7 @@ from datetime import datetime
 from typing import Literal
 
 from memory_agent.core.chat_model import ChatMessage
+from memory_agent.core.kinds import BUNDLED_KINDS, Kinds
 from memory_agent.models import Memory
 from memory_agent.writers.asking import MemoryLimits, MemoryModel
 from memory_agent.writers.compaction import Compaction
@@ -40,9 +41,18 @@ class MemoryWriter(ABC):
     # The record of the writer's sentences, for a writer that keeps one.
     record: GroundingRecord | None = None
 
-    def __init__(self, model: MemoryModel, limits: MemoryLimits) -> None:
+    def __init__(
+        self, model: MemoryModel, limits: MemoryLimits, kinds: Kinds = BUNDLED_KINDS
+    ) -> None:
         self._model = model
         self._limits = limits
+        # The kinds a memory may be given (`core.kinds`).
+        self._kinds = kinds
+
+    @property
+    def kinds(self) -> Kinds:
+        """The kinds this writer gives memories."""
+        return self._kinds
 
     @property
     def model_name(self) -> str:

@@ -45,6 +45,8 @@ class WrittenMemory:
     # The end of the day the user asked the memory be kept until ("remember this until
     # Friday"), in UTC; None when they asked for no end.
     keep_until: datetime | None = None
+    # Its kind (`core.kinds`); None: the list's default.
+    kind: str | None = None
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Self, TypeVar
 
 import httpx
@@ -77,14 +78,15 @@ class Apps(Group[S]):
     @route
     def install(
         self, app_id: str, name: str, *, memory_ttl_seconds: int | None = None,
-        shares_profile: bool = False,
+        shares_profile: bool = False, allowed_kinds: list[str] | None = None,
     ) -> Call[InstalledAppOut]:
         """Install an app (or re-install an uninstalled one); its API key is in this answer
         only. An app already installed raises `Conflict` (its key stays valid).
         `memory_ttl_seconds`: the time to live of its new memories; `shares_profile`: it
-        reads and writes its users' profiles."""
+        reads and writes its users' profiles; `allowed_kinds`: the kinds of memory its key
+        and conversations read (None: every kind)."""
         body = InstallApp(app_id, name, memory_ttl_seconds=memory_ttl_seconds,
-                          shares_profile=shares_profile)
+                          shares_profile=shares_profile, allowed_kinds=allowed_kinds)
         return Call("POST", "/apps", decoded_as(InstalledAppOut), body=body)
 
     @route
@@ -95,11 +97,13 @@ class Apps(Group[S]):
         users_write_shared: bool | UnsetType = UNSET,
         memory_ttl_seconds: int | UnsetType | None = UNSET,
         shares_profile: bool | UnsetType = UNSET,
+        allowed_kinds: list[str] | UnsetType | None = UNSET,
     ) -> Call[AppOut]:
         """Change an app's settings; only those given change (`memory_ttl_seconds=None`
         removes the default time to live; `shares_profile`: the app reads and writes its
-        users' profiles)."""
-        body = _AppChange(users_write_shared, memory_ttl_seconds, shares_profile)
+        users' profiles; `allowed_kinds`: the kinds of memory its key and conversations read,
+        None every kind)."""
+        body = _AppChange(users_write_shared, memory_ttl_seconds, shares_profile, allowed_kinds)
         return Call("PATCH", f"/apps/{segment(app_id)}", decoded_as(AppOut), body=body)
 
     @route
@@ -263,15 +267,19 @@ class Memories(Group[S]):
         importance_max: int = MAX_IMPORTANCE,
         updated_after: str | None = None,
         updated_before: str | None = None,
+        categories: Sequence[str] | None = None,
+        agent: str | None = None,
     ) -> Call[QueryOut]:
         """The memories that answer `query` (for `user_id`'s conversation: their profile when
         the app shares it, their own and the app's shared), scored 0-1, at least
         `threshold`, the best first, at most `top_k` within `budget_tokens`; `full` gives
-        each memory with its metadata."""
+        each memory with its metadata; `categories`: of these kinds only; `agent`: the agent
+        reading (it reads the kinds its allow-list names)."""
         filters = QueryFilters(user_id, pinned, importance_min, importance_max,
                                updated_after, updated_before)
-        body = QueryMemories(query, filters, None, top_k, threshold, budget_tokens,
-                             "full" if full else "bullets")
+        kinds = None if categories is None else [*categories]
+        body = QueryMemories(query, filters, kinds, top_k, threshold, budget_tokens,
+                             "full" if full else "bullets", agent)
         return Call("POST", f"{_memories(app_id)}/query", decoded_as(QueryOut), body=body)
 
     @route
@@ -390,6 +398,7 @@ class _AppChange(msgspec.Struct, rename="camel", omit_defaults=True):
     users_write_shared: bool | UnsetType = UNSET
     memory_ttl_seconds: int | UnsetType | None = UNSET
     shares_profile: bool | UnsetType = UNSET
+    allowed_kinds: list[str] | UnsetType | None = UNSET
 
 
 class _MemoryChange(msgspec.Struct, rename="camel", omit_defaults=True):

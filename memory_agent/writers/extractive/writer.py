@@ -81,6 +81,9 @@ class ExtractiveWriter(MemoryWriter):
             content, "statements", asked_model=False,
             about_person=compose(personal, self._limits.max_chars) if personal else "",
             keep_until=remembered_until(messages, now),
+            # The floor reads no kind from words: a memory of the person's own lasting facts
+            # alone is of their profile, any other of the default kind.
+            kind=self._kinds.of("profile" if len(personal) == len(found) else None),
         )
 
 

@@ -39,11 +39,15 @@ class MemoryAnswer(Strict):
     sentences: list[QuotedSentence]
     updates: list[ClaimedUpdate] = Field(default_factory=list)
     keep_until: KeepUntil | None = Field(default=None, alias="keepUntil")
+    # What the memory holds, one of the kinds listed (`core.kinds`); any other is the default.
+    kind: str | None = None
 
 
-def memory_schema(memory_ids: list[int], *, max_chars: int) -> dict[str, Any]:
-    """The model writer's answer: at most four sentences with their quotes, and updates of
-    the memories shown (`memory_ids`; none shown, none allowed)."""
+def memory_schema(
+    memory_ids: list[int], *, max_chars: int, kinds: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """The model writer's answer: at most four sentences with their quotes, updates of the
+    memories shown (`memory_ids`; none shown, none allowed), and its kind, one of `kinds`."""
     # The quote comes first: a model copies the conversation's words, then writes what they
     # tell (a grammar holds it to this order).
     sentence = {
@@ -77,6 +81,7 @@ def memory_schema(memory_ids: list[int], *, max_chars: int) -> dict[str, Any]:
             "sentences": {"type": "array", "items": sentence, "maxItems": MAX_SENTENCES},
             "updates": updates,
             "keepUntil": keep_until,
+            **({"kind": {"type": "string", "enum": list(kinds)}} if kinds else {}),
         },
         "required": ["sentences", "updates"],
     }
@@ -89,6 +94,8 @@ def parse_memory_answer(raw: str) -> MemoryAnswer:
         data["updates"] = [claim for claim in data["updates"] if _is_claim(claim)]
     if isinstance(data, dict) and not _is_keep_until(data.get("keepUntil")):
         data.pop("keepUntil", None)  # an end not of the shape asked for is no end
+    if isinstance(data, dict) and not isinstance(data.get("kind"), str):
+        data.pop("kind", None)  # no kind, or not a word: the default's
     try:
         return MemoryAnswer.model_validate(data)
     except ValidationError as error:

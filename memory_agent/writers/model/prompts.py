@@ -7,6 +7,7 @@ import json
 from collections.abc import Sequence
 
 from memory_agent.core.chat_model import ChatMessage
+from memory_agent.core.kinds import BUNDLED_KINDS, Kinds
 from memory_agent.core.unicode_forms import normalise_text
 from memory_agent.models import Memory
 from memory_agent.writers.prompts import memory_line
@@ -33,7 +34,7 @@ is, whatever the app (their name, language, timezone, household, diet, health co
 they want to be contacted), and to false on one about this app's business. If the user \
 asked that this be remembered only until a date ("remember it until Friday"), add \
 "keepUntil": {{"date": "<that date, YYYY-MM-DD>", "quote": "<the user's words asking it>"}}; \
-today is {today}.
+today is {today}. Give the memory's "kind", the one that fits it best: {kinds}.
 {known}{part}
 Conversation (between the markers; every line is one turn):
 <<<CONVERSATION
@@ -42,7 +43,7 @@ CONVERSATION>>>
 
 Answer with the JSON object only:
 {{"sentences": [{{"quote": "<words copied from the conversation>", "text": "<what they tell, \
-as a memory sentence>", "aboutPerson": false}}], "updates": []}}
+as a memory sentence>", "aboutPerson": false}}], "updates": [], "kind": "<its kind>"}}
 Create memory:"""
 
 KNOWN_HINT = """
@@ -74,11 +75,12 @@ gives a newer value of the same thing, keep the newer one; put related facts in 
 Each sentence carries the quote of a sentence above it comes from, copied as given there, and \
 "aboutPerson": true when that sentence is marked (about the user). If the user asked that \
 this be remembered only until a date, add "keepUntil": {{"date": "<YYYY-MM-DD>", "quote": \
-"<the user's words asking it>"}}; today is {today}.
+"<the user's words asking it>"}}; today is {today}. Give the memory's "kind", the one that \
+fits it best: {kinds}.
 
 Answer with the JSON object only:
 {{"sentences": [{{"quote": "<the quote given above>", "text": "<the memory sentence>", \
-"aboutPerson": false}}], "updates": []}}
+"aboutPerson": false}}], "updates": [], "kind": "<its kind>"}}
 Create memory:"""
 
 JSON_RETRY_PROMPT = """\
@@ -137,6 +139,7 @@ def creation_messages(
     max_chars: int,
     today: str,
     part: tuple[int, int] | None = None,
+    kinds: Kinds = BUNDLED_KINDS,
 ) -> list[ChatMessage]:
     """The model writer's creation prompt, showing the memories the space already holds
     (`known`), each with its id, so that the model can say which the new one updates; with
@@ -144,7 +147,7 @@ def creation_messages(
     part_hint = "" if part is None else PART_HINT.format(index=part[0], count=part[1])
     prompt = CREATION_PROMPT.format(
         conversation=transcript, known=_known_hint(known), max_chars=max_chars, today=today,
-        part=part_hint,
+        part=part_hint, kinds=kinds.listed(),
     )
     return [ChatMessage("user", prompt)]
 
@@ -156,6 +159,7 @@ def combining_messages(
     *,
     max_chars: int,
     today: str,
+    kinds: Kinds = BUNDLED_KINDS,
 ) -> list[ChatMessage]:
     """The prompt that writes a long conversation's memory from the `(sentence, quote,
     about the person)` notes written from its `parts`."""
@@ -165,7 +169,8 @@ def combining_messages(
         for n, (text, quote, about_person) in enumerate(notes, 1)
     )
     prompt = COMBINING_PROMPT.format(
-        count=parts, notes=lines, known=_known_hint(known), max_chars=max_chars, today=today
+        count=parts, notes=lines, known=_known_hint(known), max_chars=max_chars, today=today,
+        kinds=kinds.listed(),
     )
     return [ChatMessage("user", prompt)]
 

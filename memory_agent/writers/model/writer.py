@@ -27,6 +27,7 @@ from datetime import UTC, date, datetime, time, timedelta
 
 from memory_agent.core.chat_model import ChatMessage
 from memory_agent.core.errors import ChatModelError, InvalidMemoryText
+from memory_agent.core.kinds import BUNDLED_KINDS, Kinds
 from memory_agent.core.sentences import ends_as_a_sentence, joined_as_clauses
 from memory_agent.core.unicode_forms import folded
 from memory_agent.models import Memory
@@ -70,8 +71,10 @@ class ModelWriter(MemoryWriter):
     kind = "model"
     reads_space = True
 
-    def __init__(self, model: MemoryModel, limits: MemoryLimits) -> None:
-        super().__init__(model, limits)
+    def __init__(
+        self, model: MemoryModel, limits: MemoryLimits, kinds: Kinds = BUNDLED_KINDS
+    ) -> None:
+        super().__init__(model, limits, kinds)
         self._record = GroundingRecord()
         self.record = self._record
 
@@ -97,14 +100,16 @@ class ModelWriter(MemoryWriter):
         lines = prompts.transcript_lines(messages)
         transcript = "\n".join(lines)
         asked = prompts.creation_messages(
-            transcript, shown, max_chars=self._limits.max_chars, today=today
+            transcript, shown, max_chars=self._limits.max_chars, today=today,
+            kinds=self._kinds,
         )
         if count(asked[0].content) <= self._first_prompt_tokens:
             reading = await self._read(asked, self._schema(ids), turns)
             return self._written(reading, reading.dropped, "", shown, messages, now)
         # Too long for one prompt: in parts, each prompt the part's own (no memories shown).
         frame = prompts.creation_messages(
-            "", max_chars=self._limits.max_chars, today=today, part=(MAX_PARTS, MAX_PARTS)
+            "", max_chars=self._limits.max_chars, today=today, part=(MAX_PARTS, MAX_PARTS),
+            kinds=self._kinds,
         )
         parts = transcript_parts(lines, self._first_prompt_tokens - count(frame[0].content), count)
         reading, dropped = await self._read_in_parts(parts, shown, turns, today)
@@ -129,7 +134,7 @@ class ModelWriter(MemoryWriter):
         for number, part in enumerate(parts, 1):
             asked = prompts.creation_messages(
                 part.text, max_chars=self._limits.max_chars, today=today,
-                part=(number, len(parts)),
+                part=(number, len(parts)), kinds=self._kinds,
             )
             own_turns = tuple(turns[i] for i in part.turns)
             try:
@@ -190,7 +195,7 @@ class ModelWriter(MemoryWriter):
     ) -> list[ChatMessage]:
         return prompts.combining_messages(
             [(n.sentence, n.quote, n.about_person) for n in notes], parts, known,
-            max_chars=self._limits.max_chars, today=today,
+            max_chars=self._limits.max_chars, today=today, kinds=self._kinds,
         )
 
     def _fits(self, asked: Sequence[ChatMessage]) -> bool:
@@ -203,7 +208,8 @@ class ModelWriter(MemoryWriter):
                    self._limits.prompt_tokens // 2)
 
     def _schema(self, memory_ids: list[int]) -> dict[str, object]:
-        return memory_schema(memory_ids, max_chars=self._limits.max_chars)
+        return memory_schema(memory_ids, max_chars=self._limits.max_chars,
+                             kinds=self._kinds.names)
 
     async def _read(
         self, asked: list[ChatMessage], schema: dict[str, object], turns: tuple[str, ...]
@@ -269,6 +275,7 @@ class ModelWriter(MemoryWriter):
             content, "model", updates=tuple(claims.values()), note=note,
             about_person=self._within_limits(personal) if personal else "",
             keep_until=_kept_until(reading.answer, messages, now),
+            kind=self._kinds.of(reading.answer.kind),
         )
 
     async def _asked_again(
