@@ -21,7 +21,7 @@ from mcp.types import Tool as McpTool
 from pydantic import BaseModel, Field
 
 from admin_api.auth import TokenOwner, token_owner
-from admin_api.readers import kinds_allowed, readable
+from admin_api.readers import kinds_allowed, readable, readable_events, require_readable
 from admin_api.replies import job_out, memory_event_out, memory_out, query_cost, query_out
 from admin_api.schemas import QueryFilters, QueryMemories, memory_query
 from loop.operations import MAX_USER_ID, AdminToken, AppRegistry, validate_user_id
@@ -256,7 +256,8 @@ def build_mcp_server(stores: Stores, find_caller: FindCaller) -> FastMCP[Any]:
         caller = await find_caller(ctx)
         app = caller.app(app_id)
         async with _tool_errors():
-            await registry.require(app)
+            record = await registry.require(app)
+            await require_readable(agent, record, caller.app_id, memory_id)
             await agent.delete_memory(app, memory_id, actor=_actor(caller))
         return {"deleted": memory_id}
 
@@ -291,7 +292,8 @@ def build_mcp_server(stores: Stores, find_caller: FindCaller) -> FastMCP[Any]:
         caller = await find_caller(ctx)
         app = caller.app(app_id)
         async with _tool_errors():
-            await registry.require(app)
+            record = await registry.require(app)
+            await require_readable(agent, record, caller.app_id, memory_id)
             await _shown_to_models(app, memory_id)
             memory = await agent.tag_memory(
                 app, memory_id, relevant=relevant, reason=reason, actor=_actor(caller)
@@ -311,7 +313,8 @@ def build_mcp_server(stores: Stores, find_caller: FindCaller) -> FastMCP[Any]:
         caller = await find_caller(ctx)
         app = caller.app(app_id)
         async with _tool_errors():
-            await registry.require(app)
+            record = await registry.require(app)
+            await require_readable(agent, record, caller.app_id, memory_id)
             await _shown_to_models(app, memory_id)
             memory = await agent.steer_memory(
                 app, memory_id, MemoryChange(pinned=pinned, reason=reason),
@@ -339,13 +342,16 @@ def build_mcp_server(stores: Stores, find_caller: FindCaller) -> FastMCP[Any]:
     ) -> list[dict[str, Any]]:
         """Every change to the app's memories (or to one, or to one user's space), oldest
         first, after event `since`."""
-        app = (await find_caller(ctx)).app(app_id)
+        caller = await find_caller(ctx)
+        app = caller.app(app_id)
         async with _tool_errors():
-            await registry.require(app)
-            events = await agent.history(
+            record = await registry.require(app)
+            if memory_id is not None:
+                await require_readable(agent, record, caller.app_id, memory_id)
+            events = await readable_events(agent, record, caller.app_id, await agent.history(
                 app, memory_id=memory_id, after_id=since, limit=limit,
                 user_id=None if user_id is None else _space(user_id), for_a_model=True,
-            )
+            ))
         return [_builtins(memory_event_out(event)) for event in events]
 
     @server.tool()

@@ -293,12 +293,21 @@ class MemorySubAgent:
         return await self._store.revision(spaces)
 
     async def changes_header(
-        self, spaces: Sequence[tuple[str, str]], since: int, up_to: int
+        self, spaces: Sequence[tuple[str, str]], since: int, up_to: int,
+        kinds: Sequence[str] | None = None,
     ) -> str:
-        """The delta header of the spaces' changes after revision `since` up to `up_to`."""
+        """The delta header of the spaces' changes after revision `since` up to `up_to`, of
+        memories of `kinds` only (when given)."""
         # A change may be told in each of the spaces (the header names it once).
-        changes = await self._store.changes(spaces, since, up_to, MAX_CHANGES * len(spaces))
+        changes = await self._store.changes(
+            spaces, since, up_to, MAX_CHANGES * len(spaces),
+            None if kinds is None else frozenset(kinds),
+        )
         return delta_header(since, changes)
+
+    async def kinds_of(self, app_id: str, memory_ids: Sequence[int]) -> dict[int, str]:
+        """The kinds of these memories of the app that are still kept."""
+        return await self._store.kinds_of(app_id, memory_ids)
 
     # -- admin ------------------------------------------------------------------------------
 

@@ -36,14 +36,18 @@ def test_the_bundled_kinds_and_a_file_of_ones_own(tmp_path):
     assert bundled.names == ("profile", "preference", "event", "task", "fact")
     assert bundled.default == "fact" and bundled.allowlists["planner"] == ("task", "event")
     own = tmp_path / "kinds.toml"
-    own.write_text('default = "note"\n[kinds]\nnote = "anything"\nrecipe = "a dish"\n')
-    assert load_kinds(own).names == ("note", "recipe") and load_kinds(own).allowlists == {}
+    own.write_text('default = "note"\n[kinds]\nnote = "anything"\nrecipe = "a dish"\n'
+                   'fact = "what was kept before kinds"\n')
+    assert load_kinds(own).names == ("note", "recipe", "fact")
+    assert load_kinds(own).default == "note" and load_kinds(own).allowlists == {}
 
 
 @pytest.mark.parametrize(("text", "fragment"), [
-    ('default = "x"\n[kinds]\nnote = "anything"\n', "default 'x'"),
-    ('default = "Note"\n[kinds]\nNote = "anything"\n', "kind 'Note'"),
-    ('default = "note"\n[kinds]\nnote = "a"\n[allowlists]\nbot = ["recipe"]\n', "allowlists.bot"),
+    ('default = "x"\n[kinds]\nfact = "anything"\n', "default 'x'"),
+    ('default = "fact"\n[kinds]\nfact = "a"\nNote = "anything"\n', "kind 'Note'"),
+    ('default = "fact"\n[kinds]\nfact = "a"\n[allowlists]\nbot = ["recipe"]\n',
+     "allowlists.bot"),
+    ('default = "note"\n[kinds]\nnote = "anything"\n', "must keep 'fact'"),
     ('default = "note"\n', "[kinds]"),
     ("default = ", "kinds.toml"),
 ])
@@ -177,12 +181,46 @@ async def test_an_apps_allowed_kinds_bound_what_its_key_reads(client):
     status, body = await query({"agent": "stranger"}, as_app)
     assert status == 400 and "agent" in body["detail"]
 
+    # The history: the texts of a kind the key may not read are left out, and a memory of
+    # that kind has no history for it.
+    events = (await client.get("/apps/cal/history", headers=as_app)).json()["events"]
+    texts = [e["contentAfter"] for e in events if e["event"] == "created"]
+    assert sorted(t is None for t in texts) == [False, False, True]
+    assert not [t for t in texts if t and "Ruiz" in t]
+    assert (await client.get(f"/apps/cal/memories/{fact_id}/history",
+                             headers=as_app)).status_code == 404
+    assert (await client.get(f"/apps/cal/memories/{fact_id}/history",
+                             headers=ADMIN)).status_code == 200
+
+    # Nor may the key change a memory of that kind, or learn that it is there.
+    for method, path, body in [
+        ("PATCH", "", {"importance": 5}), ("POST", "/relevance", {"relevant": True, "reason": "x"}),
+        ("POST", "/restore", {}),
+    ]:
+        answered = await client.request(method, f"/apps/cal/memories/{fact_id}{path}",
+                                        json=body, headers=as_app)
+        assert answered.status_code == 404, (path, answered.text)
+
     refused = await client.patch("/apps/cal", json={"allowedKinds": ["recipe"]}, headers=ADMIN)
     assert refused.status_code == 400 and "allowedKinds" in refused.text
     cleared = await client.patch("/apps/cal", json={"allowedKinds": None}, headers=ADMIN)
     assert cleared.json()["allowedKinds"] is None
     assert kinds_of((await client.get("/apps/cal/memories", headers=as_app)).json()) == [
         "event", "fact", "task"]
+
+
+async def test_an_app_installed_with_an_unknown_kind_is_not_installed(client):
+    refused = await client.post("/apps", json={"appId": "x", "name": "X",
+                                               "allowedKinds": ["recipe"]}, headers=ADMIN)
+    assert refused.status_code == 400 and "allowedKinds" in refused.text
+    assert (await client.get("/apps/x", headers=ADMIN)).status_code == 404
+
+
+def test_memories_of_two_kinds_are_never_merged():
+    from memory_agent.writers.steps import Candidate, mergeable
+
+    assert mergeable(Candidate(1, "a", kind="event"), Candidate(2, "b", kind="event"))
+    assert not mergeable(Candidate(1, "a", kind="event"), Candidate(2, "b", kind="fact"))
 
 
 async def test_an_import_carries_the_kind_and_refuses_an_unknown_one(client):
@@ -199,13 +237,30 @@ async def test_an_import_carries_the_kind_and_refuses_an_unknown_one(client):
         "event", "fact", "task"]
 
 
+async def converse(client, text: str) -> str:
+    opened = await client.post("/apps/cal/conversations", json={"userId": "ana"},
+                               headers=ADMIN)
+    conversation = opened.json()["conversationId"]
+    posted = await client.post(f"/conversations/{conversation}/messages?wait=10",
+                               json={"content": text}, headers=ADMIN)
+    assert posted.status_code == 200, posted.text
+    await client.post(f"/conversations/{conversation}/end", json={}, headers=ADMIN)
+    return posted.json()["reply"]["content"]
+
+
 async def test_the_apps_conversations_are_given_the_kinds_it_allows(client):
     await seeded(client)
     await client.patch("/apps/cal", json={"allowedKinds": ["event"]}, headers=ADMIN)
-    opened = await client.post("/apps/cal/conversations", json={}, headers=ADMIN)
-    conversation = opened.json()["conversationId"]
-    posted = await client.post(f"/conversations/{conversation}/messages?wait=10",
-                               json={"content": SHOW_PROMPT}, headers=ADMIN)
-    block = posted.json()["reply"]["content"]
+    block = await converse(client, SHOW_PROMPT)
     assert "Tuesday at 15:00" in block
     assert "Dr. Ruiz" not in block and "bill" not in block
+    # Nor does the delta header name a change of another kind.
+    document = {"memories": [
+        {"content": "The new dentist is Dr. Vidal.", "createdAt": "2026-11-04T10:00:00Z"},
+        {"content": "The cleaning is on Friday at 9:00.", "kind": "event",
+         "createdAt": "2026-11-05T10:00:00Z"}]}
+    imported = await client.post("/apps/cal/memories/import", json=document, headers=ADMIN)
+    assert imported.status_code == 201, imported.text
+    block = await converse(client, SHOW_PROMPT)
+    assert "Memory updates since rev" in block and "Friday at 9:00" in block
+    assert "Vidal" not in block

@@ -31,6 +31,8 @@ class AppsController(Controller):
         self, request: Request[Any, Any, Any], data: JSONBody[InstallApp], stores: Provided[Stores]
     ) -> InstalledAppOut:
         strict_booleans(await request.json(), "usersWriteShared", "sharesProfile")
+        if data.allowed_kinds is not None:  # refused before anything is installed
+            stores.agent.kinds.known(data.allowed_kinds, "allowedKinds")
         installed = await stores.registry.install(data.app_id, data.name)
         if data.users_write_shared:
             await stores.registry.set_users_write_shared(data.app_id, True)

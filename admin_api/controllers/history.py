@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
-from litestar import Controller, get
+from litestar import Controller, Request, get
 from litestar.params import FromPath, QueryParameter
 
-from admin_api.auth import admin_or_own_app
+from admin_api.auth import admin_or_own_app, key_app
 from admin_api.dependencies import Provided
+from admin_api.readers import readable_events, require_readable
 from admin_api.replies import HistoryOut, memory_event_out, problems
 from admin_api.schemas import MAX_ID, MemoryId, UserIdQuery
 from loop.service import Stores
@@ -41,16 +42,17 @@ class HistoryController(Controller):
     async def app_history(
         self,
         app_id: FromPath[str],
+        request: Request[Any, Any, Any],
         stores: Provided[Stores],
         since: Since = 0,
         limit: Limit = 100,
         user_id: UserIdQuery = None,
     ) -> HistoryOut:
-        await stores.registry.require(app_id)
+        app = await stores.registry.require(app_id)
         events = await stores.agent.history(
             app_id, after_id=since, limit=limit, user_id=user_id
         )
-        return page(events, limit)
+        return page(await readable_events(stores.agent, app, key_app(request), events), limit)
 
     @get(
         "/memories/{memory_id:int}/history",
@@ -61,11 +63,13 @@ class HistoryController(Controller):
         self,
         app_id: FromPath[str],
         memory_id: MemoryId,
+        request: Request[Any, Any, Any],
         stores: Provided[Stores],
         since: Since = 0,
         limit: Limit = 100,
     ) -> HistoryOut:
-        await stores.registry.require(app_id)
+        app = await stores.registry.require(app_id)
+        await require_readable(stores.agent, app, key_app(request), memory_id)
         events = await stores.agent.history(
             app_id, memory_id=memory_id, after_id=since, limit=limit
         )

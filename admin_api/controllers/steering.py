@@ -11,7 +11,7 @@ from litestar.params import FromPath, JSONBody
 
 from admin_api.auth import admin_or_own_app, key_app
 from admin_api.dependencies import Provided
-from admin_api.readers import readable
+from admin_api.readers import readable, require_readable
 from admin_api.replies import MemoryOut, memory_out, problems
 from admin_api.schemas import (
     MemoryId,
@@ -96,7 +96,8 @@ class SteeringController(Controller):
             raise InvalidInput(
                 "nothing to change: give pinned, private, sensitivity, importance or expiresAt"
             )
-        await stores.registry.require(app_id)
+        app = await stores.registry.require(app_id)
+        await require_readable(stores.agent, app, key_app(request), memory_id)
         memory = await stores.agent.steer_memory(
             app_id, memory_id, change, actor=_actor(request)
         )
@@ -124,7 +125,8 @@ class SteeringController(Controller):
         clock: Provided[Clock],
     ) -> MemoryOut:
         strict_booleans(await request.json(), "relevant")
-        await stores.registry.require(app_id)
+        app = await stores.registry.require(app_id)
+        await require_readable(stores.agent, app, key_app(request), memory_id)
         memory = await stores.agent.tag_memory(
             app_id, memory_id, relevant=data.relevant, reason=data.reason,
             actor=_actor(request),
@@ -153,7 +155,8 @@ class SteeringController(Controller):
         data: JSONBody[RestoreMemory | None] = None,
     ) -> MemoryOut:
         expires_at = stored_time(data.expires_at if data else None, "expiresAt")
-        await stores.registry.require(app_id)
+        app = await stores.registry.require(app_id)
+        await require_readable(stores.agent, app, key_app(request), memory_id)
         memory = await stores.agent.restore_memory(
             app_id, memory_id, actor=_actor(request), expires_at=expires_at
         )

@@ -129,7 +129,7 @@ class TurnContexts:
         seen, previous = await self._conversations.revisions(conversation_id, current)
         if previous is None or previous >= seen:
             return ""
-        return await self._agent.changes_header(spaces, previous, seen)
+        return await self._agent.changes_header(spaces, previous, seen, app.allowed_kinds)
 
 
 # The newest user turns a memory block is chosen for, when not every memory fits it.

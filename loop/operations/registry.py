@@ -61,7 +61,7 @@ class App:
             bool(row["users_write_shared"]),
             row["memory_ttl_seconds"],
             bool(row["shares_profile"]),
-            tuple(json.loads(row["allowed_kinds"])) if row["allowed_kinds"] else None,
+            tuple(json.loads(row["allowed_kinds"])) if row["allowed_kinds"] is not None else None,
         )
 
     def readable(self, memories: Sequence[Memory]) -> list[Memory]:

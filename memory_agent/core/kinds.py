@@ -96,6 +96,11 @@ def load_kinds(path: Path | None = None) -> Kinds:
                 f"{source}: kind {name!r}: a name of a-z, 0-9, _ or - (at most 32) = what it"
                 " holds, in words"
             )
+    if KEPT_BEFORE not in described:
+        raise ValueError(
+            f"{source}: [kinds] must keep {KEPT_BEFORE!r}, the kind of every memory kept before"
+            " kinds"
+        )
     default = data.get("default")
     if not isinstance(default, str) or default not in described:
         raise ValueError(f"{source}: default {default!r} is not one of [kinds]")

@@ -96,10 +96,18 @@ class MemoryHistory:
         return newest
 
     async def changes(
-        self, spaces: Sequence[tuple[str, str]], after: int, up_to: int, limit: int
+        self, spaces: Sequence[tuple[str, str]], after: int, up_to: int, limit: int,
+        kinds: frozenset[str] | None = None,
     ) -> list[SpaceChange]:
         """The spaces' changes after revision `after` up to `up_to`, newest first: created,
-        edited, deleted and restored memories, but for private ones and erased text."""
+        edited, deleted and restored memories, but for private ones, those of a kind not in
+        `kinds` (when given) and erased text."""
+        of_kinds: str = ""
+        kind_params: tuple[str, ...] = ()
+        if kinds is not None:
+            marks = ",".join("?" * len(kinds)) or "NULL"
+            of_kinds = f" AND m.kind IN ({marks})"
+            kind_params = tuple(sorted(kinds))
         # A deletion is named without its text (the memory may have been private, or
         # deleted to be out of sight); any other change with its text only while the memory
         # is live and not private.
@@ -113,15 +121,27 @@ class MemoryHistory:
                 " ON m.app_id = e.app_id AND m.id = e.memory_id"
                 " WHERE e.app_id = ? AND e.user_id = ? AND e.id > ? AND e.id <= ?"
                 " AND e.erased = 0 AND (e.event = 'deleted' OR (e.event IN"
-                f" ('created', 'edited', 'restored'){injectable_condition('m.')}{live}))"
+                f" ('created', 'edited', 'restored'){injectable_condition('m.')}{live}"
+                f"{of_kinds}))"
                 " ORDER BY e.id DESC LIMIT ?",
-                (app_id, user_id, after, up_to, *live_params, limit),
+                (app_id, user_id, after, up_to, *live_params, *kind_params, limit),
             )
         newest = sorted(rows, key=lambda row: -int(row[0]))[:limit]
         return [
             SpaceChange(int(r[0]), str(r[1]), str(r[3]), merged=(r[2] or "").startswith(MERGED))
             for r in newest
         ]
+
+    async def kinds_of(self, app_id: str, memory_ids: Sequence[int]) -> dict[int, str]:
+        """The kinds of these memories of the app that are still kept."""
+        if not memory_ids:
+            return {}
+        marks = ",".join("?" * len(memory_ids))
+        rows = await self._db.fetch_all(
+            f"SELECT id, kind FROM app_memories WHERE app_id = ? AND id IN ({marks})",
+            (app_id, *memory_ids),
+        )
+        return {int(row[0]): str(row[1]) for row in rows}
 
     async def erase_history_text(self, app_id: str, *, user_id: str | None = None) -> None:
         """Purge: every text of the app's history (of one space, or of all: `None`) goes;

@@ -19,6 +19,7 @@ import logging
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
+from memory_agent.core.kinds import KEPT_BEFORE
 from memory_agent.models import DecidedBy, Memory
 from memory_agent.writers.asking import MemoryLimits, MemoryModel
 from memory_agent.writers.decision import CompactionDecision, DecisionRefused, ask_for_decision
@@ -113,7 +114,7 @@ class Compaction(ABC):
         """The update steps, the candidates after them (the new memory last), and the room
         the cap leaves."""
         unpinned, room = movable(current, self._limits.memories)
-        candidates = candidates_of(unpinned, written.content)
+        candidates = candidates_of(unpinned, written.content, written.kind or KEPT_BEFORE)
         steps = []
         for step in self.updates(unpinned, candidates, written):
             steps.append(DecidedStep(step, self.updated_by, update=True))

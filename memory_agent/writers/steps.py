@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
+from memory_agent.core.kinds import KEPT_BEFORE
 from memory_agent.models import DEFAULT_IMPORTANCE, DecidedBy, FallbackCause, Memory
 
 # The id the new memory goes by until it is written.
@@ -34,6 +35,9 @@ class Candidate:
     accesses: int = 0
     # Its level (`models.Sensitivity`): two memories merge only at the same known level.
     sensitivity: str = "public"
+    # Its kind (`core.kinds`): two memories merge only of the same kind, so that no text
+    # reaches a reader its own kind would be kept from.
+    kind: str = KEPT_BEFORE
 
     @property
     def use(self) -> float:
@@ -46,8 +50,8 @@ class Candidate:
 def mergeable(one: Candidate, other: Candidate) -> bool:
     """Whether one's text may go into the other's: both of the same known level (a private
     memory's text must not reach an injected one, nor a secret one's a memory shown to a
-    model)."""
-    return one.sensitivity == other.sensitivity != "unknown"
+    model) and of the same kind (an app or an agent may read one kind and not the other)."""
+    return one.sensitivity == other.sensitivity != "unknown" and one.kind == other.kind
 
 
 @dataclass(frozen=True)
@@ -82,14 +86,16 @@ class DecidedStep:
     fallback_cause: FallbackCause | None = None
 
 
-def candidates_of(existing: Sequence[Memory], new_content: str) -> list[Candidate]:
-    """The space's memories as candidates (oldest first), the new one last."""
+def candidates_of(
+    existing: Sequence[Memory], new_content: str, new_kind: str = KEPT_BEFORE
+) -> list[Candidate]:
+    """The space's memories as candidates (oldest first), the new one (of `new_kind`) last."""
     candidates = [
         Candidate(m.id, m.content, m.importance, m.private, m.created_at, m.citation_count,
-                  m.access_count, m.sensitivity)
+                  m.access_count, m.sensitivity, m.kind)
         for m in existing
     ]
-    candidates.append(Candidate(NEW_MEMORY_ID, new_content))
+    candidates.append(Candidate(NEW_MEMORY_ID, new_content, kind=new_kind))
     return candidates
 
 

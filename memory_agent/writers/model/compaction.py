@@ -95,6 +95,9 @@ class ModelCompaction(Compaction):
         if target.private:
             raise invalid(f"memory {target.id} is private: the new memory, which is "
                            "injected, is not merged into it")
+        if target.kind != by_id[NEW_MEMORY_ID].kind:
+            raise invalid(f"memory {target.id} is of kind {target.kind}, the new memory of kind"
+                          f" {by_id[NEW_MEMORY_ID].kind}: one is not merged into the other")
         if len(content) > self._limits.max_chars:
             raise invalid(f"newContent is {len(content)} characters, the limit is "
                            f"{self._limits.max_chars}")
