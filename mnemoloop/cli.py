@@ -96,6 +96,10 @@ def build_parser() -> argparse.ArgumentParser:
     shares = command(apps, "profile", "whether an app reads and writes its users' profiles")
     shares.add_argument("app_id")
     shares.add_argument("sharing", choices=("on", "off"))
+    kinds = command(apps, "kinds", "the kinds of memory an app's key and conversations read")
+    kinds.add_argument("app_id")
+    kinds.add_argument("kinds", nargs="*", metavar="KIND",
+                       help="kinds of the kinds file (none given: every kind)")
 
     memories = command(
         commands, "memories", "list, search, export, import, purge and delete memories"

@@ -62,6 +62,12 @@ async def apps_command(settings: Settings, args: argparse.Namespace) -> int:
             )
             print(f"{args.app_id} {'shares' if app.shares_profile else 'does not share'}"
                   " its users' profiles")
+        elif args.action == "kinds":
+            app = await services.stores.registry.set_allowed_kinds(
+                args.app_id, args.kinds or None
+            )
+            reads = ", ".join(app.allowed_kinds) if app.allowed_kinds else "every kind"
+            print(f"{args.app_id} reads {reads} of memory")
         else:
             apps = await services.stores.registry.list()
             if not apps:

@@ -271,6 +271,11 @@ def test_an_apps_profile_sharing_and_a_persons_profile(db_path, tmp_path):
     assert listed[1:] == ["cal\tcal\tinstalled\t0\tshared", "notes\tnotes\tinstalled\t0\t-"]
     assert "notes shares its users' profiles" in mnemoloop(
         db_path, "apps", "profile", "notes", "on").stdout
+    assert "cal reads event, task of memory" in mnemoloop(
+        db_path, "apps", "kinds", "cal", "task", "event").stdout
+    refused = mnemoloop(db_path, "apps", "kinds", "cal", "recipe")
+    assert refused.returncode != 0 and "allowedKinds: 'recipe'" in refused.stderr
+    assert "cal reads every kind" in mnemoloop(db_path, "apps", "kinds", "cal").stdout
     for content in ("The user is vegetarian.", "The user's partner is Sam."):
         query(db_path, "INSERT INTO app_memories (app_id, user_id, content, created_at,"
                        " updated_at, metadata) VALUES ('', 'ana', ?, '2025-10-10T10:00:00Z',"
