@@ -188,10 +188,10 @@ async def test_more_sentences_than_one_prompt_holds_are_put_together_in_stages(d
     halves are made one memory's sentences first; every prompt still fits."""
     model = reader()
     facts = {n: n % len(FRIENDS) for n in range(40)}
-    _, created = await _write(database, model, conversation(facts, turns=40), prompt_tokens=1700)
+    _, created = await _write(database, model, conversation(facts, turns=40), prompt_tokens=1600)
     combining = [c for c in model.calls if "was read in" in c.prompt]
     assert len(combining) > 1
-    assert all(estimate_tokens(c.prompt) <= 1700 for c in model.calls)
+    assert all(estimate_tokens(c.prompt) <= 1600 for c in model.calls)
     assert created.memory is not None and FRIENDS[0] in created.content
 
 

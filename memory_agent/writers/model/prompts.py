@@ -34,7 +34,7 @@ is, whatever the app (their name, language, timezone, household, diet, health co
 they want to be contacted), and to false on one about this app's business. If the user \
 asked that this be remembered only until a date ("remember it until Friday"), add \
 "keepUntil": {{"date": "<that date, YYYY-MM-DD>", "quote": "<the user's words asking it>"}}; \
-today is {today}. Give the memory's "kind", the one that fits it best: {kinds}.
+today is {today}.{kind_hint}
 {known}{part}
 Conversation (between the markers; every line is one turn):
 <<<CONVERSATION
@@ -43,7 +43,7 @@ CONVERSATION>>>
 
 Answer with the JSON object only:
 {{"sentences": [{{"quote": "<words copied from the conversation>", "text": "<what they tell, \
-as a memory sentence>", "aboutPerson": false}}], "updates": [], "kind": "<its kind>"}}
+as a memory sentence>", "aboutPerson": false}}], "updates": []{kind_field}}}
 Create memory:"""
 
 KNOWN_HINT = """
@@ -75,12 +75,11 @@ gives a newer value of the same thing, keep the newer one; put related facts in 
 Each sentence carries the quote of a sentence above it comes from, copied as given there, and \
 "aboutPerson": true when that sentence is marked (about the user). If the user asked that \
 this be remembered only until a date, add "keepUntil": {{"date": "<YYYY-MM-DD>", "quote": \
-"<the user's words asking it>"}}; today is {today}. Give the memory's "kind", the one that \
-fits it best: {kinds}.
+"<the user's words asking it>"}}; today is {today}.{kind_hint}
 
 Answer with the JSON object only:
 {{"sentences": [{{"quote": "<the quote given above>", "text": "<the memory sentence>", \
-"aboutPerson": false}}], "updates": [], "kind": "<its kind>"}}
+"aboutPerson": false}}], "updates": []{kind_field}}}
 Create memory:"""
 
 JSON_RETRY_PROMPT = """\
@@ -139,15 +138,16 @@ def creation_messages(
     max_chars: int,
     today: str,
     part: tuple[int, int] | None = None,
-    kinds: Kinds = BUNDLED_KINDS,
+    kinds: Kinds | None = BUNDLED_KINDS,
 ) -> list[ChatMessage]:
     """The model writer's creation prompt, showing the memories the space already holds
     (`known`), each with its id, so that the model can say which the new one updates; with
-    `part` (its number from 1, of how many), for one part of a long conversation."""
+    `part` (its number from 1, of how many), for one part of a long conversation; with
+    `kinds`, asking for the memory's kind (a part's is not asked: the whole memory's is)."""
     part_hint = "" if part is None else PART_HINT.format(index=part[0], count=part[1])
     prompt = CREATION_PROMPT.format(
         conversation=transcript, known=_known_hint(known), max_chars=max_chars, today=today,
-        part=part_hint, kinds=kinds.listed(),
+        part=part_hint, **_kind_asked(kinds),
     )
     return [ChatMessage("user", prompt)]
 
@@ -170,9 +170,19 @@ def combining_messages(
     )
     prompt = COMBINING_PROMPT.format(
         count=parts, notes=lines, known=_known_hint(known), max_chars=max_chars, today=today,
-        kinds=kinds.listed(),
+        **_kind_asked(kinds),
     )
     return [ChatMessage("user", prompt)]
+
+
+def _kind_asked(kinds: Kinds | None) -> dict[str, str]:
+    """The words that ask for the memory's kind, and its field in the answer's example."""
+    if kinds is None:
+        return {"kind_hint": "", "kind_field": ""}
+    return {
+        "kind_hint": f' Give the memory\'s "kind", the one that fits it best: {kinds.listed()}.',
+        "kind_field": ', "kind": "<its kind>"',
+    }
 
 
 def _known_hint(known: Sequence[Memory]) -> str:

@@ -109,7 +109,7 @@ class ModelWriter(MemoryWriter):
         # Too long for one prompt: in parts, each prompt the part's own (no memories shown).
         frame = prompts.creation_messages(
             "", max_chars=self._limits.max_chars, today=today, part=(MAX_PARTS, MAX_PARTS),
-            kinds=self._kinds,
+            kinds=None,
         )
         parts = transcript_parts(lines, self._first_prompt_tokens - count(frame[0].content), count)
         reading, dropped = await self._read_in_parts(parts, shown, turns, today)
@@ -134,7 +134,7 @@ class ModelWriter(MemoryWriter):
         for number, part in enumerate(parts, 1):
             asked = prompts.creation_messages(
                 part.text, max_chars=self._limits.max_chars, today=today,
-                part=(number, len(parts)), kinds=self._kinds,
+                part=(number, len(parts)), kinds=None,
             )
             own_turns = tuple(turns[i] for i in part.turns)
             try:
