@@ -81,7 +81,7 @@ async def test_a_secret_memory_is_listed_but_never_injected_queried_or_shown_to_
     assert PUBLIC in block and SECRET not in block
     asked = (await client.post("/apps/cal/memories/query", headers=ADMIN,
                                json={"query": "safe combination tennis"})).json()
-    assert [r["text"] for r in asked["results"]] == [PUBLIC]
+    assert [r["text"] for r in asked["results"]] == [f"[fact] {PUBLIC}"]
 
     # A memory job over the cap asks the model to compact: the secret one is not in its prompt.
     await imported(client, {"content": "The user likes green tea."})
