@@ -343,7 +343,8 @@ class CentralLoop:
             calls = recall_calls(reply.tool_calls)
             if not calls:
                 break
-            more, recalled, room = recall_turns(reply.text, calls, prompt.shown, room)
+            more, recalled, room = recall_turns(
+                reply.text, calls, prompt.shown, room, self._budget.message_tokens)
             context = [*context, *more]
             shown += [memory for memory in recalled if memory not in shown]
             if said[-1]:

@@ -7,16 +7,14 @@ the conversation was not already given.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from loop.conversations.client_tools import with_ids
 from memory_agent import (
-    TOKENS_PER_MESSAGE,
     ChatMessage,
     Memory,
     ToolCall,
     ToolSpec,
-    estimate_tokens,
     neutralise,
 )
 
@@ -50,16 +48,17 @@ def recall_calls(calls: Sequence[ToolCall]) -> tuple[ToolCall, ...]:
 
 
 def recall_turns(
-    text: str, calls: Sequence[ToolCall], block: Sequence[Memory], room: int
+    text: str, calls: Sequence[ToolCall], block: Sequence[Memory], room: int,
+    tokens: Callable[[ChatMessage], int],
 ) -> tuple[list[ChatMessage], list[Memory], int]:
     """The turns that follow the model's `calls` of recall in its prompt: its own turn with the
     calls, then each call's result (the memory whole, or why there is none); the memories
     recalled, of those the `block` holds; and what is left of the `room` (tokens) they may
-    take. Beyond `MAX_RECALLS_PER_ROUND` calls, or the room, a call is answered that it was
-    not recalled."""
+    take (`tokens`: a message's, as the prompt budget counts it). Beyond
+    `MAX_RECALLS_PER_ROUND` calls, or the room, a call is answered that it was not recalled."""
     held = {memory.id: memory for memory in block}
     own = ChatMessage("assistant", text, tool_calls=tuple(calls))
-    room -= _tokens(own)
+    room -= tokens(own)
     turns = [own]
     recalled: list[Memory] = []
     for number, call in enumerate(calls):
@@ -71,19 +70,14 @@ def recall_turns(
         else:
             result = (f"Memory {memory.id} (created {memory.created_date}):"
                       f" {neutralise(memory.content)}")
-            if _tokens(ChatMessage("tool", result)) > room:
+            if tokens(ChatMessage("tool", result)) > room:
                 result = "Not recalled: this turn has no room left; answer from the block."
             else:
                 recalled.append(memory)
         answer = ChatMessage("tool", result, tool_call_id=call.id, tool_name=call.name)
-        room -= _tokens(answer)
+        room -= tokens(answer)
         turns.append(answer)
     return turns, recalled, room
-
-
-def _tokens(message: ChatMessage) -> int:
-    calls = sum(estimate_tokens(call.name + str(call.arguments)) for call in message.tool_calls)
-    return estimate_tokens(message.content) + calls + TOKENS_PER_MESSAGE
 
 
 def _number(value: object) -> int | None:
