@@ -15,6 +15,7 @@ from mcp.server.fastmcp.exceptions import ToolError
 from admin_api.auth import bearer_token
 from admin_api.console import console_routes, template_config
 from admin_api.controllers.apps import AppsController
+from admin_api.controllers.consolidations import ConsolidationsController
 from admin_api.controllers.conversations import ConversationsController
 from admin_api.controllers.history import HistoryController
 from admin_api.controllers.kinds import list_kinds
@@ -53,6 +54,7 @@ def create_app(services: Services, admin_token: AdminToken | str | None = None) 
         path="/",
         route_handlers=[
             AppsController,
+            ConsolidationsController,
             ConversationsController,
             HistoryController,
             list_kinds,

@@ -7,7 +7,7 @@ from typing import Any
 
 import msgspec
 
-from loop.jobs import MemoryJob
+from loop.jobs import ConsolidationPass, MemoryJob
 from memory_agent import (
     PROFILE_APP,
     Memory,
@@ -250,6 +250,29 @@ class JobsOut(Reply):
     jobs: list[JobOut]
 
 
+class ConsolidationOut(Reply):
+    """A consolidation pass: its scope (null: every app, every person), how it was asked
+    for, where it is, and what it did."""
+
+    id: int
+    app_id: str | None
+    user_id: str | None
+    origin: str
+    status: str
+    requested_at: str
+    started_at: str | None
+    finished_at: str | None
+    spaces: int
+    pairs_asked: int
+    changes: int
+    model_calls: int
+    error: str | None
+
+
+class ConsolidationsOut(Reply):
+    consolidations: list[ConsolidationOut]
+
+
 class MemoryEventOut(Reply):
     id: int
     memory_id: int
@@ -366,6 +389,13 @@ def job_out(j: MemoryJob) -> JobOut:
             )
             for s in j.steps
         ],
+    )
+
+
+def consolidation_out(p: ConsolidationPass) -> ConsolidationOut:
+    return ConsolidationOut(
+        p.id, p.app_id, p.user_id, p.origin, p.status, p.requested_at, p.started_at,
+        p.finished_at, p.spaces, p.pairs_asked, p.changes, p.model_calls, p.error,
     )
 
 

@@ -125,6 +125,13 @@ class AppSettings(Body):
     allowed_kinds: KindList | None = None
 
 
+class RequestConsolidation(Body):
+    # The app whose spaces the pass visits, and the person whose (both: that person's in the
+    # app; neither: every space).
+    app_id: AppId | None = None
+    user_id: UserIdText | None = None
+
+
 class OpenConversation(Body):
     # The user whose memory space the conversation reads and writes; none: the app's shared.
     user_id: UserIdText | None = None

@@ -4,6 +4,7 @@ MnemoloopError
 ├── AppNotFound               no app with this id
 ├── AppNotInstalled           the app exists but is uninstalled (conflict)
 ├── ConversationNotFound      no conversation with this id
+├── ConsolidationNotFound     no consolidation pass with this id
 ├── ConversationEnded         the conversation no longer takes messages (conflict)
 ├── AnswerTaken               another instance is answering the conversation (conflict)
 ├── MemoryCountChanged        a purge was confirmed for another number of memories (conflict)
@@ -49,6 +50,12 @@ class ConversationNotFound(MnemoloopError):
     def __init__(self, conversation_id: str) -> None:
         super().__init__(f"conversation {conversation_id!r} not found")
         self.conversation_id = conversation_id
+
+
+class ConsolidationNotFound(MnemoloopError):
+    def __init__(self, pass_id: int) -> None:
+        super().__init__(f"consolidation pass {pass_id} not found")
+        self.pass_id = pass_id
 
 
 class ConversationEnded(MnemoloopError):

@@ -15,6 +15,8 @@ from loop.conversations.central import CentralLoop
 from loop.conversations.client_threads import ClientThreads
 from loop.conversations.prompt_budget import PromptBudget
 from loop.conversations.store import ConversationStore
+from loop.jobs.consolidating import ConsolidationRunner
+from loop.jobs.consolidations import ConsolidationStore
 from loop.jobs.store import MemoryJobStore
 from loop.jobs.worker import MemoryWorker
 from loop.llm.choice import open_chat_model
@@ -58,6 +60,8 @@ class Stores:
     energy: EnergyBudget
     # Conversations of the OpenAI and Ollama dialects' clients, matched by their history.
     client_threads: ClientThreads
+    # Consolidation passes asked for and run (`loop.jobs.consolidations`).
+    consolidations: ConsolidationStore
 
 
 @dataclass(frozen=True)
@@ -163,11 +167,12 @@ async def open_services(
             database, clock, job_queued=conversations.job_queued, owner=owner, lease_seconds=lease
         )
         jobs = MemoryJobStore(database, clock, owner=owner, lease_seconds=lease)
-        registry = AppRegistry(database, agent, jobs, clock)
+        passes = ConsolidationStore(database, clock, owner=owner, lease_seconds=lease)
+        registry = AppRegistry(database, agent, jobs, clock, passes)
         metrics = Metrics()
         stores = Stores(
             registry, conversations, agent, jobs, energy,
-            ClientThreads(database, clock, conversations),
+            ClientThreads(database, clock, conversations), passes,
         )
         central = CentralLoop(
             conversations=conversations,
@@ -200,6 +205,12 @@ async def open_services(
             retry_base_seconds=settings.memory_retry_base_seconds,
             recover_on_start=not database.shared,
             keep_conversation_secrets=settings.keep_conversation_secrets,
+            consolidation=ConsolidationRunner(
+                passes=passes, agent=agent, registry=registry, energy=energy,
+                metrics=metrics, clock=clock,
+                pairs_per_space=settings.consolidation_pairs_per_space,
+                every_seconds=settings.consolidation_every_seconds,
+            ),
         )
         writer_choice = MemoryWriterChoice(settings, database, clock, agent, memory_model)
         yield Services(

@@ -82,6 +82,11 @@ class Settings(BaseSettings):
     memory_retry_base_seconds: Annotated[float, Field(ge=0, le=3600)] = 5.0
     # A deleted or expired memory can be restored for this long; then the worker erases it.
     memory_grace_seconds: Annotated[float, Field(ge=0, le=10 * 366 * 24 * 3600)] = 7 * 24 * 3600.0
+    # A consolidation pass over every memory space once per this many seconds (0: only when
+    # asked for, `POST /consolidations`), and the pairs of memories a pass asks the writer
+    # about per space.
+    consolidation_every_seconds: Annotated[float, Field(ge=0, le=366 * 24 * 3600)] = 86400.0
+    consolidation_pairs_per_space: Annotated[int, Field(ge=1, le=1000)] = 5
     # The kinds of memory and the agents' allow-lists (a TOML file shaped as
     # memory_agent/core/kinds.toml, which is the default).
     memory_kinds: Path | None = None

@@ -12,6 +12,12 @@ commit) and `agent.py` (the sub-agent the host holds).
 from memory_agent.agent import (
     MemorySubAgent,
 )
+from memory_agent.consolidation.consolidator import (
+    PAIRS_PER_SPACE,
+    RECHECK_AFTER,
+    Group,
+    PassFigures,
+)
 from memory_agent.core.chat_model import (
     ChatMessage,
     ChatModel,
@@ -129,8 +135,10 @@ __all__ = [
     "MAX_TOP_K",
     "MIN_BUDGET_TOKENS",
     "MIN_IMPORTANCE",
+    "PAIRS_PER_SPACE",
     "POSTGRESQL",
     "PROFILE_APP",
+    "RECHECK_AFTER",
     "SENSITIVITIES",
     "SQLITE",
     "TOKENS_PER_MESSAGE",
@@ -152,6 +160,7 @@ __all__ = [
     "Dialect",
     "Given",
     "GroundingRecord",
+    "Group",
     "ImportedMemory",
     "InvalidExpiry",
     "InvalidImport",
@@ -177,6 +186,7 @@ __all__ = [
     "MemoryWriteRefused",
     "MnemoloopError",
     "Params",
+    "PassFigures",
     "QueryAnswer",
     "QueryHit",
     "Redacted",

@@ -8,6 +8,13 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
 
+from memory_agent.consolidation.consolidator import (
+    Consolidator,
+    Group,
+    PassFigures,
+    Wanted,
+    groups_of,
+)
 from memory_agent.core.chat_model import ChatModel
 from memory_agent.core.energy import EnergyMeter
 from memory_agent.core.kinds import BUNDLED_KINDS, Kinds
@@ -92,6 +99,7 @@ class MemorySubAgent:
             database, self._store, self._writer, self._clock, self._meter,
             limits=self._limits, profile_limits=self._profile_limits,
         )
+        self._consolidator = Consolidator(database, self._store, lambda: self._writer, self._clock)
 
     @property
     def memory_limit(self) -> int:
@@ -150,6 +158,29 @@ class MemorySubAgent:
         """Write the conversation's memory and keep its space at its cap, in one transaction
         with the job's `record` (`job.creation.MemoryCreation.create`)."""
         return await self._creation.create(request, record)
+
+    # -- consolidation ----------------------------------------------------------------------
+
+    async def consolidation_groups(
+        self, app_id: str | None, user_id: str | None, shares_profile: Callable[[str], bool]
+    ) -> list[Group]:
+        """The groups of spaces a consolidation pass over the scope visits (an app's, a
+        person's, or both; None: all), each person's profile crossed with their spaces in the
+        apps that `shares_profile` says share it (`consolidation.consolidator`)."""
+        return groups_of(await self._consolidator.spaces(app_id, user_id), shares_profile)
+
+    async def consolidate(
+        self, group: Group, figures: PassFigures, *, pairs_per_space: int, wanted: Wanted
+    ) -> None:
+        """Consolidate one group's pairs, at most `pairs_per_space` asked per space, each
+        change in its own transaction where `wanted` still says yes; counted in `figures`."""
+        await self._consolidator.consolidate(
+            group, figures, pairs_per_space=pairs_per_space, wanted=wanted
+        )
+
+    async def forget_old_checks(self) -> int:
+        """Drop the records of consolidation pairs whose recheck period is over."""
+        return await self._consolidator.forget_old_checks()
 
     # -- recall -----------------------------------------------------------------------------
 
@@ -411,6 +442,7 @@ class MemorySubAgent:
                 user_id=space,
             )
         await store.erase_history_text(app_id, user_id=user_id)
+        await store.forget_checks_of(app_id, user_id)
         await store.compact_search_index()
         return sum(not retired for _, _, retired in deleted)
 
@@ -424,6 +456,9 @@ class MemorySubAgent:
         Returns how many memories went."""
         store = self._store.within(tx)
         erased = await store.erase_space(app_id, user_id)
+        # A pair with a profile memory is kept with the other memory's space: a profile's
+        # erasure takes the person's records in every app.
+        await store.forget_checks_of(None if app_id == PROFILE_APP else app_id, user_id)
         await store.compact_search_index()
         return erased
 
@@ -443,19 +478,10 @@ class MemorySubAgent:
         # A person's profile (`PROFILE_APP`) has its own cap.
         limit = self.profile_limit if app_id == PROFILE_APP else self.memory_limit
         async with self._db.transaction() as tx:
-            store = self._store.within(tx)
-            await store.lock_space(app_id, user_id)
-            kept = 0 if replace else await store.count(app_id, user_id=user_id)
-            transfer.check_room(app_id, len(prepared), kept, limit)
-            pins = 0 if replace else await store.count_pinned(app_id, user_id)
-            transfer.check_pins(
-                app_id, sum(m.pinned for m in prepared), pins, limit
-            )
-            await transfer.write_imported(
-                store, app_id, prepared, replacing=replace,
+            return await transfer.import_into(
+                self._store.within(tx), app_id, prepared, replacing=replace, limit=limit,
                 source=EventSource(now_text(self._clock)), user_id=user_id,
             )
-            return await store.count(app_id, user_id=user_id)
 
     # -- energy -----------------------------------------------------------------------------
 

@@ -234,6 +234,8 @@ class MemoryEvent:
 # The start of the history's reason for a merge (`job.commit`), by which the delta header
 # tells a merge from an update.
 MERGED = "merged: "
+# What leads the reason of a change a consolidation pass made (the delta header: ↔merged).
+CONSOLIDATED = "consolidated: "
 
 
 @dataclass(frozen=True)

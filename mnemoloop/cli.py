@@ -29,6 +29,7 @@ from mnemoloop.data_commands import (
     CommandRefused,
     admin_services,
     apps_command,
+    consolidations_command,
     memories_command,
     users_command,
 )
@@ -156,6 +157,21 @@ def build_parser() -> argparse.ArgumentParser:
             " one; for history and purge, every space)"
         )
 
+    passes = command(
+        commands, "consolidations",
+        "consolidation passes: merge or update memories that say the same thing",
+    ).add_subparsers(dest="action", required=True, metavar="ACTION")
+    asked = command(passes, "request", "ask the memory worker (of serve or worker) for a pass")
+    asked.add_argument("--app", metavar="APP_ID",
+                       help="that app's spaces (and its users' profiles)")
+    asked.add_argument("--user", metavar="USER_ID", help="that person's spaces")
+    asked.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
+                       help="wait up to this long for the pass to end (default: do not wait)")
+    command(passes, "show", "one pass: where it is and what it did").add_argument(
+        "pass_id", type=int
+    )
+    command(passes, "list", "the newest passes")
+
     users = command(commands, "users", "the people apps serve").add_subparsers(
         dest="action", required=True, metavar="ACTION"
     )
@@ -199,7 +215,7 @@ def memory_id(text: str) -> int:
 
 
 # Commands that read or change what a database holds: they never create one.
-_NEEDS_A_DATABASE = ("apps", "memories", "mcp", "token", "users")
+_NEEDS_A_DATABASE = ("apps", "consolidations", "memories", "mcp", "token", "users")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -306,6 +322,7 @@ async def _token(settings: Settings, args: argparse.Namespace) -> int:
 _COMMANDS: dict[str, Command] = {
     "migrate": _migrate,
     "apps": apps_command,
+    "consolidations": consolidations_command,
     "memories": memories_command,
     "users": users_command,
     "chat": _chat,

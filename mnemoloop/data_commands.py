@@ -1,18 +1,22 @@
-"""The commands that read and change data without a model: `apps`, `memories` and `users`
-(each answers in a line a thing, or JSON where it exports)."""
+"""The commands that read and change data without a model: `apps`, `memories`, `users` and
+`consolidations` (each answers in a line a thing, or JSON where it exports)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+import time
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 
+import anyio
 import msgspec
 
 from admin_api.replies import ExportOut, export_out
 from admin_api.schemas import ImportMemories, imported_memories, stored_time
+from loop.errors import ConsolidationNotFound
+from loop.jobs import ConsolidationPass
 from loop.llm import NoModelLoaded
 from loop.operations import validate_user_id
 from loop.service import Services, open_services
@@ -272,6 +276,47 @@ async def users_command(settings: Settings, args: argparse.Namespace) -> int:
         if not erased:
             print(f"nothing of {args.user_id!r} is kept", file=sys.stderr)
     return 0
+
+
+async def consolidations_command(settings: Settings, args: argparse.Namespace) -> int:
+    """Passes are run by the memory worker of `serve` (or `worker`), with its model: this
+    asks for one and follows it."""
+    async with admin_services(settings) as services:
+        passes = services.stores.consolidations
+        if args.action == "list":
+            for one in await passes.recent(20):
+                print(describe_pass(one))
+            return 0
+        if args.action == "show":
+            found = await passes.get(args.pass_id)
+            if found is None:
+                raise ConsolidationNotFound(args.pass_id)
+            print(describe_pass(found))
+            return 0
+        if args.app:
+            await services.stores.registry.require(args.app)
+        if args.user:
+            validate_user_id(args.user)
+        asked = await passes.request(args.app, args.user)
+        deadline = time.monotonic() + args.wait
+        while asked.status in ("pending", "running") and time.monotonic() < deadline:
+            await anyio.sleep(0.5)
+            asked = await passes.get(asked.id) or asked
+        print(describe_pass(asked))
+        if asked.status == "pending":
+            print("the memory worker of `mnemoloop serve` (or `worker`) runs it", file=sys.stderr)
+        return 0 if asked.status in ("pending", "running", "done") else 1
+
+
+def describe_pass(one: ConsolidationPass) -> str:
+    scope = ", ".join(part for part in (
+        f"app {one.app_id}" if one.app_id is not None else "",
+        f"user {one.user_id}" if one.user_id is not None else "",
+    ) if part) or "every space"
+    line = (f"pass {one.id} ({one.origin}, {scope}): {one.status}; {one.spaces} spaces,"
+            f" {one.pairs_asked} pairs asked, {one.changes} changed, {one.model_calls} model"
+            " calls")
+    return line + (f"; {one.error}" if one.error else "")
 
 
 async def _spaces_of(services: Services, app_id: str) -> list[str]:

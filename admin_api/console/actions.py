@@ -209,6 +209,23 @@ async def purge_profile(stores: Provided[Stores], user_id: UserPath) -> Redirect
     )
 
 
+@post("/consolidations", include_in_schema=False)
+async def request_consolidation(
+    request: Request[Any, Any, Any], stores: Provided[Stores]
+) -> Redirect:
+    """A consolidation pass over an app's spaces, a person's, both, or every space (the form's
+    `app` and `user`, each optional); back to the jobs page, which shows it."""
+    form = await request.form()
+    app_id = str(form.get("app") or "").strip() or None
+    user_id = str(form.get("user") or "").strip() or None
+    if app_id is not None:
+        await stores.registry.require(app_id)
+    if user_id is not None:
+        validate_user_id(user_id)
+    asked = await stores.consolidations.request(app_id, user_id)
+    return Redirect(f"/console/jobs?asked={asked.id}#passes", status_code=303)
+
+
 @post("/apps", include_in_schema=False)
 async def install(
     request: Request[Any, Any, Any], stores: Provided[Stores]

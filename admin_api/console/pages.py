@@ -35,6 +35,8 @@ NOTICES = {
     "profile-purged": "Profile erased: {n} memories.",
 }
 LIST_LIMIT = 200
+# Consolidation passes the jobs page shows.
+PASSES_SHOWN = 10
 HISTORY_LIMIT = 50
 
 AppFilter = Annotated[str | None, QueryParameter(name="app", max_length=64)]
@@ -176,6 +178,7 @@ async def jobs_page(
         statuses=JOB_STATUSES,
         app_id=app_id or "",
         status_filter=status or "",
+        passes=await stores.consolidations.recent(PASSES_SHOWN),
     )
 
 

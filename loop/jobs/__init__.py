@@ -1,4 +1,9 @@
-"""Memory jobs: their durable queue and the worker that runs them."""
+"""Memory jobs and consolidation passes: their durable queues and the worker that runs them."""
+from loop.jobs.consolidations import (
+    ConsolidationPass,
+    PassOrigin,
+    PassStatus,
+)
 from loop.jobs.store import (
     JOB_STATUSES,
     MemoryJob,
@@ -6,5 +11,8 @@ from loop.jobs.store import (
 
 __all__ = [
     "JOB_STATUSES",
+    "ConsolidationPass",
     "MemoryJob",
+    "PassOrigin",
+    "PassStatus",
 ]

@@ -8,6 +8,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from loop.conversations.store import ConversationStore
+from loop.jobs.consolidating import ConsolidationRunner
 from loop.jobs.record import ClaimedJobRecord
 from loop.jobs.store import ClaimedJob, JobStatus, MemoryJob, MemoryJobStore
 from loop.leases import while_renewing
@@ -39,6 +40,7 @@ class MemoryWorker:
         poll_interval: float = 0.5,
         recover_on_start: bool = True,
         keep_conversation_secrets: bool = False,
+        consolidation: ConsolidationRunner | None = None,
     ) -> None:
         self._jobs = jobs
         self._keep_secrets = keep_conversation_secrets
@@ -61,6 +63,10 @@ class MemoryWorker:
         # Erasing what the grace period no longer keeps: often enough that nothing outstays
         # it by much, never more than once a second.
         self._erase_every = min(60.0, max(agent.grace_seconds / 4, 1.0))
+        # Consolidation passes, run when no memory job waits (`loop.jobs.consolidating`).
+        self._consolidation = consolidation
+        self._next_pass_look = 0.0  # on anyio's clock
+        self._next_schedule_look = 0.0  # on anyio's clock
 
     async def run(self) -> None:
         # The only instance on its database takes back at once what it left `running`;
@@ -69,6 +75,8 @@ class MemoryWorker:
             recovered = await self._jobs.recover_interrupted()
             if recovered:
                 log.info("requeued %d memory jobs interrupted by a stop", recovered)
+            if self._consolidation is not None:
+                await self._consolidation.recover_interrupted()
         self.running = True
         try:
             await self._take_jobs_until_stopped()
@@ -112,13 +120,46 @@ class MemoryWorker:
             if resumed:
                 log.info("resumed %d deferred memory jobs", resumed)
         await self._fail_exhausted_now_and_then()
+        idle = True
         while len(self._running_apps) < self._max_concurrent and not self._stopping:
             claimed = await self.claim_next()
             if claimed is None:
                 break
+            idle = False
             self._running_apps.add(claimed.job.app_id)
             group.start_soon(self._run_and_release, claimed)
+        if idle and not self._running_apps:
+            await self._consolidate_when_idle(group)
         return self._poll_interval
+
+    async def _consolidate_when_idle(self, group: TaskGroup) -> None:
+        """With no memory job waiting or running: ask for the scheduled pass when it is due
+        (looked at once a minute), and run the next waiting pass (looked for every two
+        seconds), one at a time."""
+        runner = self._consolidation
+        if runner is None or runner.busy or self._stopping:
+            return
+        now = anyio.current_time()
+        if now >= self._next_schedule_look:
+            self._next_schedule_look = now + 60.0
+            await runner.request_scheduled_if_due()
+            self._next_pass_look = 0.0
+        if now < self._next_pass_look:
+            return
+        self._next_pass_look = now + 2.0
+        runner.busy = True
+        group.start_soon(self._run_consolidation, runner)
+
+    async def _run_consolidation(self, runner: ConsolidationRunner) -> None:
+        try:
+            await runner.run_next()
+        except MnemoloopError as error:
+            # Claiming or recording the pass failed (the database went away): a restart or
+            # the lease's end gives it to a worker again.
+            log.error("a consolidation pass could not be run or recorded: %s", error)
+            self._metrics.loop_errors.inc()
+        finally:
+            runner.busy = False
 
     async def _fail_exhausted_now_and_then(self) -> None:
         # A claim runs out a whole lease after it was taken or last renewed, so looking a few

@@ -34,6 +34,17 @@ class Metrics:
             "Deleted or expired memories erased by the worker once their grace period was over",
             registry=self.registry,
         )
+        self.consolidations = Counter(
+            "mnemoloop_consolidation_passes",
+            "Consolidation passes ended, by how they ended (done, failed, cancelled).",
+            ["status"],
+            registry=self.registry,
+        )
+        self.consolidation_changes = Counter(
+            "mnemoloop_consolidation_changes",
+            "Pairs of memories a consolidation pass merged or updated.",
+            registry=self.registry,
+        )
         self.loop_errors = Counter(
             "mnemoloop_background_errors",
             "Failures of the loop's or the memory worker's own work (not of one answer or job),"

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from loop.errors import AppAlreadyInstalled, AppNotFound, InvalidInput, MemoryCountChanged
+from loop.jobs.consolidations import ConsolidationStore
 from loop.jobs.store import MemoryJobStore
 from loop.storage import Engine
 from memory_agent import (
@@ -127,12 +128,15 @@ def hash_key(key: str) -> str:
 
 class AppRegistry:
     def __init__(
-        self, database: Engine, agent: MemorySubAgent, jobs: MemoryJobStore, clock: Clock
+        self, database: Engine, agent: MemorySubAgent, jobs: MemoryJobStore, clock: Clock,
+        passes: ConsolidationStore,
     ) -> None:
         self._db = database
         self._agent = agent
         self._jobs = jobs
         self._clock = clock
+        # Consolidation passes: a purge, an uninstall or an erasure cancels those it touches.
+        self._passes = passes
 
     async def install(self, app_id: str, name: str) -> InstalledApp:
         """Install, or re-install an uninstalled app (its memories come back), with a new key.
@@ -163,6 +167,8 @@ class AppRegistry:
                 " WHERE app_id = ?",
                 (now_text(self._clock), app_id),
             )
+            await self._passes.within(tx).cancel_for("cancelled: the app was uninstalled",
+                                                     app_id=app_id)
             purged = await self._purge(tx, app_id, confirmed_count) if purge_memories else 0
         if purge_memories:
             await self._db.checkpoint()
@@ -203,6 +209,10 @@ class AppRegistry:
             app_id, "cancelled: the memories it would write to were purged", user_id=user_id
         )
         await jobs.erase_steps(app_id, user_id=user_id)
+        await self._passes.within(tx).cancel_for(
+            "cancelled: the memories it would consolidate were purged", app_id=app_id,
+            user_id=user_id,
+        )
         return await self._agent.delete_app_memories(app_id, tx=tx, user_id=user_id)
 
     async def erase_user(self, user_id: str, *, app_id: str | None = None) -> list[ErasedFromApp]:
@@ -218,6 +228,9 @@ class AppRegistry:
                 # A first profile write may be under way: taking the person's row waits for it.
                 apps.append(PROFILE_APP)
             erased = [await self._erase_user_within(tx, user_id, app) for app in apps]
+            await self._passes.within(tx).cancel_for(
+                "cancelled: its person was erased", user_id=user_id, app_id=app_id
+            )
         await self._db.checkpoint()
         return [e for e in erased if not (e.is_profile and not e.memories)]
 
@@ -227,6 +240,9 @@ class AppRegistry:
         validate_user_id(user_id)
         async with self._db.transaction() as tx:
             erased = await self._erase_user_within(tx, user_id, PROFILE_APP)
+            await self._passes.within(tx).cancel_for(
+                "cancelled: its person was erased", user_id=user_id
+            )
         await self._db.checkpoint()
         return erased.memories
 

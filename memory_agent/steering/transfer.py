@@ -72,6 +72,30 @@ def check_room(app_id: str, importing: int, kept: int, limit: int) -> None:
     )
 
 
+async def import_into(
+    store: MemoryStore,
+    app_id: str,
+    prepared: Sequence[ImportedMemory],
+    *,
+    replacing: bool,
+    limit: int,
+    source: EventSource,
+    user_id: str = "",
+) -> int:
+    """Inside the caller's transaction: the space held, checked for room and pins (refused
+    whole, `MemoryImportRefused`), and `prepared` (`checked`) written; how many memories the
+    space holds after."""
+    await store.lock_space(app_id, user_id)
+    kept = 0 if replacing else await store.count(app_id, user_id=user_id)
+    check_room(app_id, len(prepared), kept, limit)
+    pins = 0 if replacing else await store.count_pinned(app_id, user_id)
+    check_pins(app_id, sum(m.pinned for m in prepared), pins, limit)
+    await write_imported(
+        store, app_id, prepared, replacing=replacing, source=source, user_id=user_id
+    )
+    return await store.count(app_id, user_id=user_id)
+
+
 async def write_imported(
     store: MemoryStore,
     app_id: str,

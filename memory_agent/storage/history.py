@@ -8,7 +8,14 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from memory_agent.core.ports import Clock, Row, SqlSession, in_space, now_text
-from memory_agent.models import MERGED, MemoryActor, MemoryEvent, MemoryEventKind, SpaceChange
+from memory_agent.models import (
+    CONSOLIDATED,
+    MERGED,
+    MemoryActor,
+    MemoryEvent,
+    MemoryEventKind,
+    SpaceChange,
+)
 
 if TYPE_CHECKING:
     from memory_agent.storage.store import EventSource
@@ -128,7 +135,9 @@ class MemoryHistory:
             )
         newest = sorted(rows, key=lambda row: -int(row[0]))[:limit]
         return [
-            SpaceChange(int(r[0]), str(r[1]), str(r[3]), merged=(r[2] or "").startswith(MERGED))
+            # An edit that folded a memory in, or any change of a consolidation pass.
+            SpaceChange(int(r[0]), str(r[1]), str(r[3]),
+                        merged=(r[2] or "").startswith((MERGED, CONSOLIDATED)))
             for r in newest
         ]
 

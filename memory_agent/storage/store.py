@@ -24,6 +24,7 @@ from memory_agent.models import (
     Sensitivity,
 )
 from memory_agent.storage import search
+from memory_agent.storage.consolidation import ConsolidationReads
 from memory_agent.storage.history import (
     MemoryHistory,
     injectable_condition,
@@ -77,7 +78,7 @@ def _state_condition(state: MemoryState, now: str) -> tuple[str, tuple[str, ...]
     return "", ()
 
 
-class MemoryStore(MemoryHistory, MemoryUse):
+class MemoryStore(MemoryHistory, MemoryUse, ConsolidationReads):
     def __init__(self, session: SqlSession, clock: Clock | None = None) -> None:
         self._db = session
         self._clock = clock or SystemClock()

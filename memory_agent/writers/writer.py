@@ -28,6 +28,7 @@ from memory_agent.core.kinds import BUNDLED_KINDS, Kinds
 from memory_agent.models import Memory
 from memory_agent.writers.asking import MemoryLimits, MemoryModel
 from memory_agent.writers.compaction import Compaction
+from memory_agent.writers.pairs import PairVerdict
 from memory_agent.writers.written import GroundingRecord, NothingToKeep, WrittenMemory
 
 WriterKind = Literal["model", "extractive"]
@@ -72,3 +73,12 @@ class MemoryWriter(ABC):
     @abstractmethod
     def compaction(self, limits: MemoryLimits) -> Compaction:
         """The writer's compaction of a space kept within `limits`."""
+
+    @abstractmethod
+    async def judge_pair(
+        self, older: Memory, newer: Memory, *, same_space: bool
+    ) -> PairVerdict:
+        """The consolidation's question (`writers.pairs`): keep both, merge them (only when
+        `same_space`) or update the older. Never raises for a model's failure: a pair the
+        writer cannot judge is kept."""
+

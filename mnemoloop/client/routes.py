@@ -60,6 +60,7 @@ from mnemoloop.client.calls import (
     route,
     segment,
 )
+from mnemoloop.client.consolidations import Consolidations
 
 DEFAULT_TIMEOUT = 30.0
 # How much longer than `wait` the client waits for the server's answer.
@@ -425,6 +426,7 @@ class _Api(Group[S]):
         self.conversations = Conversations(session)
         self.memories = Memories(session)
         self.users = Users(session)
+        self.consolidations = Consolidations(session)
 
     @route
     def health(self) -> Call[HealthOut]:

@@ -65,7 +65,7 @@ def assess(memories: Sequence[Candidate]) -> list[Assessment]:
             assessed.append(Assessment(memory, 0, 0, "it holds no fact"))
         elif newer and _superseded(memory.content, [m.content for m in newer]):
             assessed.append(Assessment(memory, 1, value, "a newer memory updates its facts"))
-        elif any(_repeats(memory.content, m.content) for m in newer):
+        elif any(repeats(memory.content, m.content) for m in newer):
             assessed.append(Assessment(memory, 2, value, "a newer memory repeats its facts"))
         else:
             assessed.append(Assessment(memory, 3, value, "it holds facts no other memory has"))
@@ -445,7 +445,8 @@ def _form(value: values.KeyedValue) -> tuple[str, str] | None:
     return None
 
 
-def _repeats(older: str, newer: str) -> bool:
+def repeats(older: str, newer: str) -> bool:
+    """Whether `newer` says every fact of `older`: all its values, and most of its words."""
     old_values = text.values(older)
     if old_values and not old_values <= text.values(newer):
         return False

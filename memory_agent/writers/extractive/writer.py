@@ -29,6 +29,7 @@ from memory_agent.core.sentences import ends_as_a_sentence
 from memory_agent.models import Memory
 from memory_agent.writers.answers import MAX_SENTENCES
 from memory_agent.writers.asking import MemoryLimits
+from memory_agent.writers.extractive import consolidation
 from memory_agent.writers.extractive.compaction import RetentionCompaction
 from memory_agent.writers.extractive.statements import (
     Statement,
@@ -40,6 +41,7 @@ from memory_agent.writers.extractive.statements import (
 )
 from memory_agent.writers.extractive.words import language, text
 from memory_agent.writers.extractive.words.expiry import remembered_until
+from memory_agent.writers.pairs import PairVerdict
 from memory_agent.writers.writer import MemoryWriter
 from memory_agent.writers.written import NothingToKeep, WrittenMemory
 
@@ -50,6 +52,12 @@ class ExtractiveWriter(MemoryWriter):
 
     def compaction(self, limits: MemoryLimits) -> RetentionCompaction:
         return RetentionCompaction(self._model, limits)
+
+    async def judge_pair(
+        self, older: Memory, newer: Memory, *, same_space: bool
+    ) -> PairVerdict:
+        """By the retention policy, no model call (`extractive.consolidation`)."""
+        return consolidation.judge(older, newer, same_space=same_space)
 
     async def write(
         self, messages: Sequence[ChatMessage], space: Sequence[Memory], now: datetime

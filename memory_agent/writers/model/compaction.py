@@ -69,7 +69,7 @@ class ModelCompaction(Compaction):
             return "it changed after the model read it"
         if len(claim.still_true) > self._limits.max_chars:
             return f"what still holds is over the {self._limits.max_chars}-character limit"
-        return _ungrounded(claim.still_true, memory.content)
+        return ungrounded(claim.still_true, memory.content)
 
     def checked(
         self, decision: CompactionDecision, candidates: Sequence[Candidate],
@@ -102,15 +102,15 @@ class ModelCompaction(Compaction):
             raise invalid(f"newContent is {len(content)} characters, the limit is "
                            f"{self._limits.max_chars}")
         new = by_id[NEW_MEMORY_ID].content
-        why = _ungrounded(content, f"{target.content}\n{new}")
+        why = ungrounded(content, f"{target.content}\n{new}")
         if why is not None:
             raise invalid(f"newContent: {why}")
-        if _ungrounded(new, content) is not None:
+        if ungrounded(new, content) is not None:
             raise invalid("newContent leaves out the new memory it folds in")
         return Step("edit", target.id, reason, content, NEW_MEMORY_ID)
 
 
-def _ungrounded(text: str, memories: str) -> str | None:
+def ungrounded(text: str, memories: str) -> str | None:
     """Why `text` is not what `memories` say (a sentence grounded in neither), or None."""
     for sentence in sentences_of(text):
         if not grounding.shares_enough(sentence, memories):

@@ -33,10 +33,11 @@ from memory_agent.core.unicode_forms import folded
 from memory_agent.models import Memory
 from memory_agent.writers.answers import MAX_SENTENCES
 from memory_agent.writers.asking import MemoryLimits, MemoryModel
-from memory_agent.writers.model import grounding, prompts
+from memory_agent.writers.model import consolidation, grounding, prompts
 from memory_agent.writers.model.answers import MemoryAnswer, memory_schema, parse_memory_answer
 from memory_agent.writers.model.compaction import ModelCompaction
 from memory_agent.writers.model.parts import MAX_PARTS, TranscriptPart, transcript_parts
+from memory_agent.writers.pairs import PairVerdict
 from memory_agent.writers.prompts import memory_line
 from memory_agent.writers.writer import MemoryWriter
 from memory_agent.writers.written import (
@@ -80,6 +81,14 @@ class ModelWriter(MemoryWriter):
 
     def compaction(self, limits: MemoryLimits) -> ModelCompaction:
         return ModelCompaction(self._model, limits)
+
+    async def judge_pair(
+        self, older: Memory, newer: Memory, *, same_space: bool
+    ) -> PairVerdict:
+        """The model's verdict, under its EDIT's rules (`model.consolidation`)."""
+        return await consolidation.judge(
+            self._model, self._limits, older, newer, same_space=same_space
+        )
 
     async def write(
         self, messages: Sequence[ChatMessage], space: Sequence[Memory], now: datetime

@@ -1,0 +1,216 @@
+"""One consolidation pass over a scope (every space, an app's, a person's, or one person's in
+one app), away from the hot path: the spaces are visited in groups (a person's spaces together,
+so that what their profile holds meets what their apps hold; each app's shared space alone),
+each group's pairs found (`pairs`), the writer asked about each (`MemoryWriter.judge_pair`:
+no lock, no transaction while a model thinks), and its verdict applied in a transaction of its
+own, only if both memories are still as the verdict saw them and the pass is still wanted (a
+purge, an uninstall or an erasure meanwhile says no). So an interrupted pass leaves every pair
+either consolidated or untouched, and a space never holds more than it did.
+
+Every change is in the history with `consolidated: ` leading its reason (the delta header
+names it ↔merged), decided by the model or by the writer's policy."""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+
+from memory_agent.consolidation.pairs import Pair, candidate_pairs, within_caps
+from memory_agent.core.ports import Clock, Database, SqlTransaction, format_timestamp, now_text
+from memory_agent.core.redaction import redact_text
+from memory_agent.models import CONSOLIDATED, DEFAULT_IMPORTANCE, Memory
+from memory_agent.storage.store import PROFILE_APP, EventSource, MemoryStore
+from memory_agent.writers.pairs import PairVerdict
+from memory_agent.writers.writer import MemoryWriter
+
+log = logging.getLogger("mnemoloop.memory")
+
+# A pair asked about is not asked again for this long (unless either text changes).
+RECHECK_AFTER = timedelta(days=14)
+# Pairs asked about per space and pass, by default.
+PAIRS_PER_SPACE = 5
+
+Wanted = Callable[[SqlTransaction], Awaitable[bool]]
+
+
+@dataclass
+class PassFigures:
+    """What a pass did: spaces visited, pairs asked about, changes applied, model calls."""
+
+    spaces: int = 0
+    pairs_asked: int = 0
+    changes: int = 0
+    model_calls: int = 0
+
+
+@dataclass(frozen=True)
+class Group:
+    """Spaces whose pairs are found together: `spaces` (app, user), and the pairs of spaces
+    (indexes) whose memories are compared with each other too."""
+
+    spaces: tuple[tuple[str, str], ...]
+    crossings: tuple[tuple[int, int], ...] = ()
+
+
+def groups_of(
+    spaces: Sequence[tuple[str, str]], shares_profile: Callable[[str], bool]
+) -> list[Group]:
+    """Each person's spaces as one group (their profile first, crossed with their spaces in
+    the apps that share it), and each app's shared space alone."""
+    by_person: dict[str, list[tuple[str, str]]] = {}
+    groups = []
+    for app_id, user_id in spaces:
+        if user_id == "":
+            groups.append(Group(((app_id, user_id),)))
+        else:
+            by_person.setdefault(user_id, []).append((app_id, user_id))
+    for _person, own in sorted(by_person.items()):
+        ordered = sorted(own, key=lambda space: space[0] != PROFILE_APP)
+        crossings = tuple(
+            (0, index) for index, (app_id, _) in enumerate(ordered)
+            if index and ordered[0][0] == PROFILE_APP and shares_profile(app_id)
+        )
+        groups.append(Group(tuple(ordered), crossings))
+    return groups
+
+
+class Consolidator:
+    def __init__(
+        self, database: Database, store: MemoryStore, writer: Callable[[], MemoryWriter],
+        clock: Clock,
+    ) -> None:
+        self._db = database
+        self._store = store
+        # The writer the agent writes with now (`auto` may choose it after the start).
+        self._writer = writer
+        self._clock = clock
+
+    async def spaces(
+        self, app_id: str | None, user_id: str | None
+    ) -> list[tuple[str, str]]:
+        """The spaces a pass over the scope visits: those of the app and the person when given
+        (and, for an app, the profiles of its users), each holding a memory."""
+        now = now_text(self._clock)
+        found = await self._store.spaces_holding(now, app_id, user_id)
+        if app_id is not None and app_id != PROFILE_APP:
+            users = {user for _, user in found if user}
+            found += [
+                space for space in await self._store.spaces_holding(now, PROFILE_APP, user_id)
+                if space[1] in users
+            ]
+        return sorted(set(found))
+
+    async def consolidate(
+        self, group: Group, figures: PassFigures, *, pairs_per_space: int, wanted: Wanted,
+    ) -> None:
+        """Ask about the group's pairs and apply each verdict (see the module)."""
+        figures.spaces += len(group.spaces)
+        memories = [
+            await self._store.list_oldest_first(app_id, user_id=user_id)
+            for app_id, user_id in group.spaces
+        ]
+        found = candidate_pairs(memories, group.crossings)
+        since = format_timestamp(self._clock.now() - RECHECK_AFTER)
+        known = await self._store.checked_since([pair.fingerprint for pair in found], since)
+        for pair in within_caps([p for p in found if p.fingerprint not in known],
+                                pairs_per_space):
+            writer = self._writer()
+            verdict = await writer.judge_pair(pair.older, pair.newer, same_space=pair.same_space)
+            figures.pairs_asked += 1
+            figures.model_calls += verdict.model_calls
+            applied = await self._db.run_transaction(
+                functools.partial(self._apply, pair=pair, verdict=verdict,
+                                  model=writer.model_name, wanted=wanted)
+            )
+            if applied:
+                figures.changes += 1
+                log.info("🧹 Consolidated memories %d and %d (%s, by %s): %s", pair.older.id,
+                         pair.newer.id, verdict.action, verdict.decided_by, verdict.reason)
+
+    async def forget_old_checks(self) -> int:
+        """Drop the records of pairs whose recheck period is over."""
+        cutoff = format_timestamp(self._clock.now() - RECHECK_AFTER)
+        async with self._db.transaction() as tx:
+            return await self._store.within(tx).forget_checks_before(cutoff)
+
+    async def _apply(
+        self, tx: SqlTransaction, *, pair: Pair, verdict: PairVerdict, model: str,
+        wanted: Wanted,
+    ) -> bool:
+        """Inside the pair's transaction: the pair recorded as asked, and the verdict applied
+        if the pass is still wanted and both memories are as the writer saw them."""
+        store = self._store.within(tx)
+        for space in sorted({(m.app_id, m.user_id) for m in (pair.older, pair.newer)}):
+            await store.lock_space(*space)
+        now = now_text(self._clock)
+        if not await wanted(tx):
+            return False
+        await store.record_check(pair.fingerprint, now, pair.older.app_id, pair.older.user_id)
+        if verdict.action == "keep":
+            return False
+        older = await store.get(pair.older.app_id, pair.older.id)
+        newer = await store.get(pair.newer.app_id, pair.newer.id)
+        if not (_unchanged(older, pair.older, now) and _unchanged(newer, pair.newer, now)):
+            return False
+        source = EventSource(now, model=model if verdict.decided_by == "model" else None)
+        reason = redact_text(verdict.reason)
+        content = redact_text(verdict.content) if verdict.content else None
+        if verdict.action == "merge" and content:
+            await self._merge(store, pair, content, reason, verdict, source)
+        elif content:
+            await self._rewrite(store, pair.older, content, source, verdict,
+                                f"{CONSOLIDATED}memory {pair.newer.id} updates it: {reason}")
+        else:
+            await self._delete(store, pair.older, source, verdict,
+                               f"{CONSOLIDATED}memory {pair.newer.id} updates it: {reason}")
+        return True
+
+    async def _merge(
+        self, store: MemoryStore, pair: Pair, content: str, reason: str,
+        verdict: PairVerdict, source: EventSource,
+    ) -> None:
+        older, newer = pair.older, pair.newer
+        related = list(older.metadata.get("relatedConversations", []))
+        related += [c for c in newer.metadata.get("relatedConversations", []) if c not in related]
+        metadata = {**older.metadata, "relatedConversations": related}
+        if "importance" in newer.metadata:
+            metadata["importance"] = max(
+                newer.importance, older.metadata.get("importance", DEFAULT_IMPORTANCE)
+            )
+        await self._rewrite(store, older, content, source, verdict,
+                            f"{CONSOLIDATED}merged memory {newer.id} into it: {reason}",
+                            metadata)
+        await self._delete(store, newer, source, verdict,
+                           f"{CONSOLIDATED}folded into memory {older.id}: {reason}")
+
+    async def _rewrite(
+        self, store: MemoryStore, memory: Memory, content: str, source: EventSource,
+        verdict: PairVerdict, reason: str, metadata: dict[str, object] | None = None,
+    ) -> None:
+        await store.update_content(memory.app_id, memory.id, content, updated_at=source.at,
+                                   metadata=metadata if metadata is not None else memory.metadata)
+        await store.record_event(memory.app_id, memory.id, "edited", verdict.decided_by, source,
+                                 reason=reason, before=memory.content, after=content,
+                                 user_id=memory.user_id)
+
+    async def _delete(
+        self, store: MemoryStore, memory: Memory, source: EventSource, verdict: PairVerdict,
+        reason: str,
+    ) -> None:
+        await store.delete(memory.app_id, memory.id)
+        await store.record_event(memory.app_id, memory.id, "deleted", verdict.decided_by,
+                                 source, reason=reason, before=memory.content,
+                                 user_id=memory.user_id)
+
+
+def _unchanged(now_: Memory | None, seen: Memory, now: str) -> bool:
+    """The memory is still live and as the writer saw it (its text, and how it is steered)."""
+    return (
+        now_ is not None and now_.state(now) == "live"
+        and (now_.updated_at, now_.content, now_.pinned, now_.private, now_.sensitivity,
+             now_.kind) == (seen.updated_at, seen.content, seen.pinned, seen.private,
+                            seen.sensitivity, seen.kind)
+    )

@@ -1,0 +1,127 @@
+"""Which pairs of memories a consolidation pass asks the writer about, found without a model:
+two memories whose texts share enough of their character trigrams (folded: case, compatibility
+forms, digits of every script and punctuation aside), which holds in any language and script,
+spaces between words or none. A trigram weighs less the more of the group's memories hold it
+("the user" is in most of them). The pairs that share the most are asked first, at most a cap
+per space and run, and a pair asked before (the same two texts) is not asked again until its
+recheck period is over. Two values of one thing ("lives in Lisbon", "now lives in Porto") share
+less than two wordings of one fact: the threshold lets both through, and the writer decides.
+
+A pair is two live memories a model may be shown and a reader may be given (public, neither
+pinned, which nothing may change, nor private), of one space, or one of a person's profile and
+one of their own memories in an app that shares the profile (what the profile holds, such an
+app reads anyway). Two texts that are the same in two spaces are a copy made on purpose (an
+app's memory and its profile part): not a pair."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from memory_agent.core.unicode_forms import folded
+from memory_agent.models import Memory
+
+# The weighted share of the lighter text's trigrams the other must hold. Among ten memories of
+# one person, two wordings of one fact share about 0.6, "lives in Lisbon, in Alfama" and "now
+# lives in Porto, in Ribeira" 0.25, most facts about different things under 0.2; some share as
+# much as two values of one thing do ("prefers email", "prefers window seats": 0.24), which
+# only the writer can tell apart.
+MIN_SHARE = 0.2
+
+
+@dataclass(frozen=True)
+class Pair:
+    older: Memory
+    newer: Memory
+    share: float
+
+    @property
+    def same_space(self) -> bool:
+        return (self.older.app_id, self.older.user_id) == (self.newer.app_id, self.newer.user_id)
+
+    @property
+    def fingerprint(self) -> str:
+        """The two texts', whichever order: a text that changes makes the pair a new one."""
+        texts = sorted((self.older.content, self.newer.content))
+        return hashlib.sha256("\0".join(texts).encode()).hexdigest()[:32]
+
+
+def consolidable(memory: Memory) -> bool:
+    return memory.sensitivity == "public" and not memory.private and not memory.pinned
+
+
+def trigrams(text: str) -> frozenset[str]:
+    flat = folded(text)
+    return frozenset(flat[i : i + 3] for i in range(max(len(flat) - 2, 1)))
+
+
+def share(
+    one: frozenset[str], other: frozenset[str], weight: Mapping[str, float] | None = None
+) -> float:
+    """The weighted share of the lighter text's trigrams the other holds (each weighs 1 when
+    no `weight` is given)."""
+    if weight is None:
+        shorter = min(len(one), len(other))
+        return len(one & other) / shorter if shorter else 0.0
+    lighter = min(sum(weight[t] for t in one), sum(weight[t] for t in other))
+    return sum(weight[t] for t in one & other) / lighter if lighter else 0.0
+
+
+def _weights(grams: Sequence[frozenset[str]]) -> dict[str, float]:
+    """Each trigram's weight in a group of memories: log(1 + memories / memories holding
+    it)."""
+    held = Counter(t for one in grams for t in one)
+    return {t: math.log(1 + len(grams) / n) for t, n in held.items()}
+
+
+def candidate_pairs(
+    spaces: Sequence[Sequence[Memory]], crossings: Iterable[tuple[int, int]],
+) -> list[Pair]:
+    """Every pair of `spaces` (each a space's memories) that shares enough: within each space,
+    and between the spaces of each `crossings` (indexes into `spaces`); the most alike first."""
+    kept = [[m for m in space if consolidable(m)] for space in spaces]
+    grams = {m.id: trigrams(m.content) for space in kept for m in space}
+    weight = _weights(list(grams.values()))
+    found: list[Pair] = []
+
+    def consider(one: Memory, other: Memory) -> None:
+        if one.content == other.content and (one.app_id, one.user_id) != (
+            other.app_id, other.user_id
+        ):
+            return
+        alike = share(grams[one.id], grams[other.id], weight)
+        if alike >= MIN_SHARE:
+            older, newer = sorted((one, other), key=lambda m: (m.updated_at, m.id))
+            found.append(Pair(older, newer, round(alike, 4)))
+
+    for space in kept:
+        for index, one in enumerate(space):
+            for other in space[index + 1 :]:
+                consider(one, other)
+    for first, second in crossings:
+        for one in kept[first]:
+            for other in kept[second]:
+                consider(one, other)
+    return sorted(found, key=lambda pair: (-pair.share, pair.older.id, pair.newer.id))
+
+
+def within_caps(pairs: Sequence[Pair], per_space: int) -> list[Pair]:
+    """The pairs in order, at most `per_space` charged to each space (a pair to both of its
+    spaces), and no memory in two pairs (the first change would make the second stale)."""
+    charged: dict[tuple[str, str], int] = {}
+    taken: set[int] = set()
+    chosen = []
+    for pair in pairs:
+        spaces = {(m.app_id, m.user_id) for m in (pair.older, pair.newer)}
+        if pair.older.id in taken or pair.newer.id in taken:
+            continue
+        if any(charged.get(space, 0) >= per_space for space in spaces):
+            continue
+        for space in spaces:
+            charged[space] = charged.get(space, 0) + 1
+        taken |= {pair.older.id, pair.newer.id}
+        chosen.append(pair)
+    return chosen

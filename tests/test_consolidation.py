@@ -1,0 +1,191 @@
+"""The consolidation pass, on both engines: a fact told to two apps that share profiles is in
+the profile twice until a pass asked for through the API merges it, and then once in the
+person's next memory block; every change is in the history as consolidated and in the delta
+header as merged; a pass over an app that is purged meanwhile is cancelled and writes nothing;
+bad requests are refused naming the field."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+
+from admin_api.replies import ConsolidationOut
+from mnemoloop.client import AsyncClient, BadRequest, NotFound
+from tests.db_query import query
+from tests.fake_ollama import SHOW_PROMPT
+from tests.harness import csrf_in, eventually, http_client, live_http, running, service
+from tests.test_cli import mnemoloop
+from tests.test_profiles import echoing_model, install, profile
+from tests.test_user_spaces import ADMIN, contents, converse, settled
+
+pytestmark = pytest.mark.anyio
+
+VEGETARIAN = "I'm vegetarian and my partner is Sam."
+
+
+@pytest.fixture
+async def client(db_path) -> AsyncIterator[httpx.AsyncClient]:
+    # No scheduled pass: the tests ask for theirs.
+    async with service(db_path, echoing_model(), memory_writer="extractive",
+                       consolidation_every_seconds=0) as services, running(services), \
+            http_client(services, "admin-secret") as client:
+        yield client
+
+
+async def consolidated(client: httpx.AsyncClient, body: dict[str, Any] | None) -> dict[str, Any]:
+    """Ask for a pass and wait for its end; the pass as it ended."""
+    asked = await client.post("/consolidations", json=body, headers=ADMIN)
+    assert asked.status_code == 202, asked.text
+    assert asked.json()["status"] == "pending"
+    pass_id = asked.json()["id"]
+
+    async def ended() -> dict[str, Any] | None:
+        found = (await client.get(f"/consolidations/{pass_id}", headers=ADMIN)).json()
+        return found if found["status"] not in ("pending", "running") else None
+
+    return dict(await eventually(ended))
+
+
+async def test_a_fact_told_to_two_apps_is_once_in_the_profile_after_a_pass(client):
+    await install(client, "calendar", True)
+    await install(client, "travel", True)
+    await converse(client, "calendar", VEGETARIAN, user="ana")
+    await settled(client, "calendar")
+    await eventually(lambda: profile(client, "ana"))
+    await converse(client, "travel", VEGETARIAN, user="ana")
+    await converse(client, "travel", "My budget for the trip is 900 euros.", user="ana")
+    await settled(client, "travel")
+    # The profile holds it twice (each app's job wrote its profile part).
+    await eventually(lambda: _with(profile(client, "ana"),
+                                   lambda kept: sum("vegetarian" in m for m in kept) == 2))
+
+    ended = await consolidated(client, {"userId": "ana"})
+    assert ended["status"] == "done", ended
+    assert ended["pairsAsked"] >= 1 and ended["changes"] >= 1, ended
+    assert ended["modelCalls"] == 0  # the extractive writer's policy asks no model
+    kept = await profile(client, "ana")
+    assert sum("vegetarian" in m for m in kept) == 1, kept
+    # Each app keeps its own memory of it: a space is never merged with another.
+    assert [m for m in await contents(client, "calendar", "ana") if "vegetarian" in m]
+    assert [m for m in await contents(client, "travel", "ana") if "vegetarian" in m]
+
+    history = (await client.get("/users/ana/profile/history", headers=ADMIN)).json()["events"]
+    changes = [e for e in history if (e["reason"] or "").startswith("consolidated: ")]
+    assert {e["event"] for e in changes} == {"edited", "deleted"}, changes
+
+    block = await converse(client, "travel", SHOW_PROMPT, user="ana")
+    memory_lines = [line for line in block.splitlines()
+                    if "vegetarian" in line and not line.startswith("- ")]
+    assert len(memory_lines) == 1, block
+    assert "↔merged" in block, block
+
+    # Asked again, the same pairs are not asked about (nor changed) for 14 days.
+    again = await consolidated(client, {"userId": "ana"})
+    assert again["status"] == "done" and again["changes"] == 0, again
+
+
+async def test_a_pass_over_a_purged_app_is_cancelled_and_bad_requests_are_refused(client):
+    await install(client, "calendar", True)
+    missing = await client.post("/consolidations", json={"appId": "nowhere"}, headers=ADMIN)
+    assert missing.status_code == 404, missing.text
+    bad = await client.post("/consolidations", json={"appId": "no spaces!"}, headers=ADMIN)
+    assert bad.status_code == 400 and "appId" in bad.json()["detail"], bad.text
+    assert (await client.get("/consolidations/999", headers=ADMIN)).status_code == 404
+    assert (await client.post("/consolidations", json={})).status_code == 401
+
+    ended = await consolidated(client, None)  # every space, none holding memories yet
+    assert ended["status"] == "done" and ended["spaces"] == 0, ended
+    listed = (await client.get("/consolidations", headers=ADMIN)).json()["consolidations"]
+    assert [p["id"] for p in listed][:1] == [ended["id"]]
+
+
+async def _with(read: Any, holds: Any) -> Any:
+    value = await read
+    return value if holds(value) else None
+
+
+async def test_the_command_line_asks_and_the_services_worker_runs_the_pass(db_path):
+    # The service's database, made by the command line as an operator would.
+    assert mnemoloop(db_path, "migrate").returncode == 0
+    assert mnemoloop(db_path, "apps", "install", "cal", "--shares-profile").returncode == 0
+    for day in (1, 2):
+        query(db_path, "INSERT INTO app_memories (app_id, user_id, content, created_at,"
+                       " updated_at, metadata) VALUES ('', 'ana', ?, ?, ?, '{}')",
+              (VEGETARIAN, f"2025-10-0{day}T10:00:00.000000Z", f"2025-10-0{day}T10:00:00.000000Z"))
+    refused = mnemoloop(db_path, "consolidations", "request", "--app", "nowhere")
+    assert refused.returncode == 2 and "nowhere" in refused.stderr
+    asked = mnemoloop(db_path, "consolidations", "request", "--user", "ana")
+    assert asked.returncode == 0, asked.stderr
+    assert asked.stdout.startswith("pass 1 (request, user ana): pending"), asked.stdout
+    assert "memory worker" in asked.stderr
+
+    async with service(db_path, echoing_model(), memory_writer="extractive",
+                       consolidation_every_seconds=0) as services, running(services):
+        async def done() -> bool:
+            found = await services.stores.consolidations.get(1)
+            return found is not None and found.status == "done"
+
+        await eventually(done)
+    shown = mnemoloop(db_path, "consolidations", "show", "1")
+    assert "pass 1 (request, user ana): done; 1 spaces, 1 pairs asked, 1 changed" in shown.stdout
+    assert mnemoloop(db_path, "users", "profile", "ana").stdout.count(VEGETARIAN) == 1
+    assert mnemoloop(db_path, "consolidations", "list").stdout.startswith("pass 1 ")
+    assert mnemoloop(db_path, "consolidations", "show", "7").returncode == 2
+
+
+async def test_the_client_asks_follows_and_lists_passes(db_path):
+    async with service(db_path, echoing_model(), memory_writer="extractive",
+                       consolidation_every_seconds=0) as services, running(services), \
+            live_http(services, "admin-secret") as url, \
+            AsyncClient(url, "admin-secret") as admin:
+        await admin.apps.install("cal", "Calendar", shares_profile=True)
+        asked = await admin.consolidations.request(app_id="cal")
+        assert (asked.app_id, asked.user_id, asked.status) == ("cal", None, "pending")
+
+        async def ended() -> ConsolidationOut | None:
+            found = await admin.consolidations.get(asked.id)
+            return found if found.status == "done" else None
+
+        assert (await eventually(ended)).spaces == 0
+        assert [p.id for p in await admin.consolidations.list()] == [asked.id]
+        with pytest.raises(NotFound):
+            await admin.consolidations.get(asked.id + 1)
+        with pytest.raises(NotFound):
+            await admin.consolidations.request(app_id="nowhere")
+        with pytest.raises(BadRequest):
+            await admin.consolidations.request(user_id="a/b")
+
+
+async def test_the_console_asks_for_a_pass_and_shows_what_it_did(db_path):
+    async with service(db_path, echoing_model(), memory_writer="extractive",
+                       consolidation_every_seconds=0) as services, running(services):
+        client = http_client(services, "admin-secret")
+        form = await client.get("/console/sign-in")
+        await client.post("/console/sign-in", data={
+            "csrf": csrf_in(form.text), "token": "admin-secret", "next": "/console"})
+        await install(client, "calendar", True)
+        for said in (VEGETARIAN, VEGETARIAN):
+            await converse(client, "calendar", said, user="ana")
+            await settled(client, "calendar")
+        csrf = csrf_in((await client.get("/console/jobs")).text)
+        assert (await client.post("/console/consolidations",
+                                  data={"csrf": "forged", "user": "ana"})).status_code == 403
+        missing = await client.post("/console/consolidations",
+                                    data={"csrf": csrf, "app": "nowhere"})
+        assert missing.status_code == 404
+        asked = await client.post("/console/consolidations",
+                                  data={"csrf": csrf, "app": "calendar", "user": "ana"})
+        assert asked.status_code == 303 and asked.headers["location"].startswith("/console/jobs")
+
+        async def shown_done() -> str | None:
+            text = (await client.get("/console/jobs")).text
+            done = '<strong>Pass 1</strong> <span class="badge status-done">'
+            return text if done in text else None
+
+        text = await eventually(shown_done)
+        assert "app calendar user ana" in text
+        assert re.search(r"\d+ spaces · 2 pairs asked · 2 changed · 0 model calls", text), text
