@@ -250,6 +250,21 @@ class JobsOut(Reply):
     jobs: list[JobOut]
 
 
+class LinkOut(Reply):
+    """A memory linked to another: the two share much of their text (`strength`, 0-1)."""
+
+    memory_id: int
+    type: str
+    strength: float
+    content: str
+    user_id: str
+
+
+class LinksOut(Reply):
+    memory_id: int
+    links: list[LinkOut]
+
+
 class ConsolidationOut(Reply):
     """A consolidation pass: its scope (null: every app, every person), how it was asked
     for, where it is, and what it did."""

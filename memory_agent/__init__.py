@@ -5,9 +5,11 @@ import from here only, never from the rooms inside (a contract of `lint-imports`
 The rooms: `core/` (what the host and the agent share: the chat-model seam, the database and
 clock ports, errors, redaction), `storage/` (memories, their history and search), `recall/`
 (the memory block and the delta header), `steering/` (pins, expiry, deletes, import and
-export), `writers/` (the two writers behind one seam: `model/` and `extractive/`, whose
-words are in `extractive/words/`), `job/` (one memory job, from a conversation to its
-commit) and `agent.py` (the sub-agent the host holds).
+export), `links/` (how alike two memories are, and the links between them), `writers/` (the
+two writers behind one seam: `model/` and `extractive/`, whose words are in
+`extractive/words/`), `job/` (one memory job, from a conversation to its commit),
+`consolidation/` (the pass that merges and updates memories saying the same thing) and
+`agent.py` with `reads.py` (the sub-agent the host holds).
 """
 from memory_agent.agent import (
     MemorySubAgent,

@@ -31,6 +31,7 @@ from typing import Any
 import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_consolidation import bench_consolidation
 from bench_dialects import bench_dialects
 from bench_query import bench_query
 from bench_recall import bench_profiles, bench_retrieval, bench_spaces, retrieval_latencies
@@ -464,7 +465,7 @@ def main() -> None:
         tmp = Path(folder)
         benches = (bench_retrieval, bench_spaces, bench_profiles, bench_query, bench_jobs,
                    bench_overhead, bench_context, bench_http, bench_dialects, bench_postgres,
-                   bench_model, bench_energy)
+                   bench_model, bench_energy, bench_consolidation)
         for bench in benches:
             if args.only and bench.__name__ != args.only:
                 continue

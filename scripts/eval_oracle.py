@@ -8,7 +8,9 @@ states none. It names as updated each memory shown that holds a fact the convers
 the update of, with that memory's other sentences as what still holds. It answers the
 compaction prompt by deleting a memory that holds no labelled fact or only superseded values,
 else by merging the new memory into the shortest memory it fits beside, else by deleting the
-memory with the fewest facts. It shows whether the pipeline lets a good model's work through:
+memory with the fewest facts. Asked about a pair (the consolidation), it updates the older
+memory when the newer gives the update of its facts, merges two that hold the same facts,
+and keeps the rest. It shows whether the pipeline lets a good model's work through:
 what it loses, the checks cost.
 
 A long conversation read in parts is answered part by part (the facts whose turns the part
@@ -83,6 +85,8 @@ class OracleModel(ChatModel):
             answer = "Sure."
         elif is_memory_answer(json_schema):
             answer = self._write(prompt)
+        elif is_pair_question(json_schema):
+            answer = self._judge(prompt)
         else:
             answer = self._decide(prompt)
         return ChatReply(answer, usage=TokenUsage(len(prompt) // 4, len(answer) // 4))
@@ -130,6 +134,24 @@ class OracleModel(ChatModel):
             self._turns if turns is None else turns,
             key=lambda turn: fact.matches_in(turn), default="",
         )
+
+    def _judge(self, prompt: str) -> str:
+        """The consolidation's question: the older memory's facts all updated by the newer
+        one's (update: what else it says still holds), or one's facts all the other's (merge:
+        the one that holds more, with the other's sentences it lacks), else keep."""
+        (_, older), (_, newer) = sorted(_memories(prompt).items())[:2]
+        old = {f.id for f in self._facts.values() if f.held_by(older)}
+        new = {f.id for f in self._facts.values() if f.held_by(newer)}
+        updated = {self._facts[f].supersedes for f in new} & old
+        if old and updated:
+            rest = [s for s in _sentences(older)
+                    if not any(self._facts[f].held_by(s) for f in updated)]
+            return _verdict("update", " ".join(rest), "the newer memory updates it")
+        if "merge" in prompt and old and (old <= new or new <= old):
+            wider, other = (newer, older) if old <= new else (older, newer)
+            merged = " ".join([wider, *(s for s in _sentences(other) if s not in wider)])
+            return _verdict("merge", merged, "both say the same facts")
+        return _verdict("keep", "", "they say different things")
 
     def _decide(self, prompt: str) -> str:
         memories = _memories(prompt)
@@ -214,6 +236,12 @@ def _has_digit(word: str) -> bool:
     return any(char.isdigit() for char in word)
 
 
+def is_pair_question(json_schema: JsonSchema) -> bool:
+    """The call is the consolidation's question about two memories (keep, merge, update)."""
+    action = json_schema.get("properties", {}).get("action", {})
+    return "keep" in action.get("enum", ())
+
+
 def is_memory_answer(json_schema: JsonSchema) -> bool:
     """The call asks for a memory (the model writer's creation prompt), not a decision."""
     return "sentences" in json_schema.get("properties", {})
@@ -263,3 +291,7 @@ def _decision(action: str, target: int, reason: str, content: str | None = None)
     if content is not None:
         decision["newContent"] = content
     return json.dumps(decision)
+
+
+def _verdict(action: str, content: str, reason: str) -> str:
+    return json.dumps({"action": action, "newContent": content, "reason": reason})

@@ -30,7 +30,8 @@ TIMED_MODEL_SECONDS = 0.05
 def scripted_answer(messages: Sequence[ChatMessage]) -> str:
     """A memory of the conversation's note (each sentence with the words it rests on: the
     user's and the assistant's first lines, quoted whole as models quote them), a delete of
-    the first memory shown, or "Noted."."""
+    the first memory shown, a merge of two memories of one space (the consolidation's
+    question), or "Noted."."""
     prompt = messages[0].content
     if prompt.startswith("You are a memory creation assistant."):
         note = re.search(r"note (\d+)", prompt)
@@ -42,6 +43,14 @@ def scripted_answer(messages: Sequence[ChatMessage]) -> str:
             {"text": f"The user asked to remember note {number}.", "quote": asked},
             {"text": "It was kept.", "quote": answered.group(1) if answered else asked},
         ], "updates": []})
+    if prompt.startswith("You keep a memory store tidy."):
+        # The consolidation's question: two memories of one space merged whole (both texts,
+        # so the merge keeps every fact), else kept.
+        lines = re.findall(r"^\[id=\d+\] \(created [^)]*\) (.*)$", prompt, re.MULTILINE)
+        if '"merge"' in prompt and len(lines) == 2:
+            return json.dumps({"action": "merge", "newContent": " ".join(lines),
+                               "reason": "they say the same"})
+        return json.dumps({"action": "keep", "newContent": "", "reason": "different"})
     if prompt.startswith("You are a memory management assistant."):
         first = re.search(r"\[id=(\d+)\]", prompt)
         return json.dumps({"action": "delete", "targetMemoryId": int(first.group(1)) if first

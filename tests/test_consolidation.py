@@ -158,6 +158,8 @@ async def test_the_client_asks_follows_and_lists_passes(db_path):
             await admin.consolidations.request(app_id="nowhere")
         with pytest.raises(BadRequest):
             await admin.consolidations.request(user_id="a/b")
+        with pytest.raises(NotFound):
+            await admin.memories.links("cal", 12345)
 
 
 async def test_the_console_asks_for_a_pass_and_shows_what_it_did(db_path):

@@ -121,12 +121,13 @@ async def test_the_model_writers_grounded_merge_is_applied_and_recorded(database
     verdict("merge", "The user loves opera and lives in Oslo."),  # grounded in neither
     verdict("merge", "The user is vegetarian."),  # leaves out the partner
     verdict("update", "The user collects stamps."),  # not what the older memory says
+    verdict("merge", "The user is vegetarian and her partner Sam is 31."),  # a number lost
     "not a verdict at all",
 ])
 async def test_a_verdict_that_would_lose_or_invent_something_keeps_both(database, clock, answer):
     await install_app(database, "app")
     agent = MemorySubAgent(database, pair_model(lambda call: answer), clock=clock)
-    await stored(agent, "app", "ana", "The user is vegetarian and her partner is Sam.",
+    await stored(agent, "app", "ana", "The user is vegetarian and her partner Sam is 34.",
                  "The user's partner is called Sam; she is vegetarian.")
     figures = await run_pass(agent)
     assert (figures.pairs_asked, figures.changes) == (1, 0)

@@ -39,6 +39,7 @@ def test_fresh_database_gets_every_table_and_a_record(db_path):
         "memory_injections",
         "consolidations",
         "consolidation_checks",
+        "relations",
         "schema_migrations",
     } <= tables(db_path)
     with sqlite3.connect(db_path) as connection:
@@ -51,7 +52,7 @@ def test_fresh_database_gets_every_table_and_a_record(db_path):
         (12, "reply_writer"), (13, "many_client_conversations"), (14, "tool_turns"),
         (15, "profiles"),
         (16, "model_calibrations"), (17, "memory_use"), (18, "sensitivity"), (19, "decay"),
-        (20, "kinds"), (21, "consolidation"),
+        (20, "kinds"), (21, "consolidation"), (22, "relations"),
     ]
 
 
@@ -71,7 +72,7 @@ def test_history_migration_keeps_existing_jobs_and_allows_cancelled(db_path, tmp
             "INSERT INTO memory_jobs (app_id, conversation_id, status, attempts, created_at,"
             " updated_at) VALUES ('a', 'c', 'pending', 0, 't', 't');"
         )
-    assert [m.version for m in apply_migrations(db_path)] == list(range(2, 22))
+    assert [m.version for m in apply_migrations(db_path)] == list(range(2, 23))
     with sqlite3.connect(db_path) as connection:
         assert connection.execute("SELECT conversation_id, status FROM memory_jobs").fetchall() == [
             ("c", "pending")

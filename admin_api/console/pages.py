@@ -94,9 +94,15 @@ async def app_page(
     histories = await stores.agent.latest_history_of(
         app_id, [memory.id for memory in memories], HISTORY_LIMIT
     )
+    listed = {memory.id for memory in memories}
+    links = {
+        memory_id: [other for other in linked if other in listed]
+        for memory_id, linked in (await stores.agent.linked_ids(sorted(listed))).items()
+    }
     return page(
         request,
         "app.html",
+        links=links,
         app=app,
         cap=stores.agent.memory_limit,
         memories=memories,

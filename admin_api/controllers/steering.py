@@ -12,7 +12,7 @@ from litestar.params import FromPath, JSONBody
 from admin_api.auth import admin_or_own_app, key_app
 from admin_api.dependencies import Provided
 from admin_api.readers import readable, require_readable
-from admin_api.replies import MemoryOut, memory_out, problems
+from admin_api.replies import LinkOut, LinksOut, MemoryOut, memory_out, problems
 from admin_api.schemas import (
     MemoryId,
     OptionalBodyOperation,
@@ -48,6 +48,33 @@ class SteeringController(Controller):
         if memory is None or not readable(app, key_app(request), [memory]):
             raise MemoryNotFound(app_id, memory_id)
         return memory_out(memory, now_text(clock))
+
+    @get(
+        "/links",
+        summary="The memories this one is linked to, the strongest link first",
+        description=(
+            "Links are written when a memory is created, merged or consolidated, to the"
+            " memories of its space it shares the most with (`strength`, 0-1: the share of"
+            " its text they hold, rarer parts weighing more); at most three, each at least"
+            " 0.3. A link goes with either memory. Only live memories the caller may read are"
+            " given."
+        ),
+        responses=problems(400, 401, 403, 404),
+    )
+    async def get_links(
+        self, app_id: FromPath[str], memory_id: MemoryId, request: Request[Any, Any, Any],
+        stores: Provided[Stores],
+    ) -> LinksOut:
+        app = await stores.registry.require(app_id)
+        memory = await stores.agent.get_memory(app_id, memory_id)
+        if memory is None or not readable(app, key_app(request), [memory]):
+            raise MemoryNotFound(app_id, memory_id)
+        links = await stores.agent.links_of(app_id, memory_id)
+        shown = {m.id for m in readable(app, key_app(request), [m for m, _, _ in links])}
+        return LinksOut(memory_id, [
+            LinkOut(m.id, kind, strength, m.content, m.user_id)
+            for m, kind, strength in links if m.id in shown
+        ])
 
     @patch(
         "/",

@@ -343,8 +343,9 @@ class CentralLoop:
             calls = recall_calls(reply.tool_calls)
             if not calls:
                 break
+            related = await self._agent.linked_ids([memory.id for memory in prompt.shown])
             more, recalled, room = recall_turns(
-                reply.text, calls, prompt.shown, room, self._budget.message_tokens)
+                reply.text, calls, prompt.shown, room, self._budget.message_tokens, related)
             context = [*context, *more]
             shown += [memory for memory in recalled if memory not in shown]
             if said[-1]:

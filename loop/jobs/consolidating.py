@@ -1,10 +1,10 @@
 """Runs consolidation passes (`loop.jobs.consolidations`) for the memory worker, at low
 priority: a pass starts only when no memory job is waiting and energy is above the memory
-floor, visits one group of spaces at a time (waiting between groups while energy is low), and
-renews its lease as memory jobs do. The schedule asks for a pass over every space once per
-`every_seconds` (0: never), the first when the worker first looks.
-Whatever a pass meets (a model that fails, a database that goes away) is its status and
-error, a log line and a metric; it never stops the worker."""
+floor, visits one group of spaces at a time (resting after each, `REST_FACTOR` times as long
+as it took, and waiting while energy is low), and renews its lease as memory jobs do. The
+schedule asks for a pass over every space once per `every_seconds` (0: never), the first when
+the worker first looks. Whatever a pass meets (a model that fails, a database that goes
+away) is its status and error, a log line and a metric; it never stops the worker."""
 
 from __future__ import annotations
 
@@ -32,6 +32,10 @@ log = logging.getLogger("mnemoloop.worker")
 
 # How long a pass waits, between groups, for energy to come back above the memory floor.
 _ENERGY_WAIT_SECONDS = 5.0
+# After each group of spaces, a pass rests this many times as long as the group took: it
+# shares the event loop, the database's threads and the interpreter lock with the turns
+# being answered, and a daily pass has time to spare.
+REST_FACTOR = 3.0
 
 
 class ConsolidationRunner:
@@ -46,6 +50,7 @@ class ConsolidationRunner:
         clock: Clock,
         pairs_per_space: int,
         every_seconds: float,
+        rest_factor: float = REST_FACTOR,
     ) -> None:
         self._passes = passes
         self._agent = agent
@@ -55,6 +60,7 @@ class ConsolidationRunner:
         self._clock = clock
         self._pairs_per_space = pairs_per_space
         self._every = every_seconds
+        self._rest = rest_factor
         # A pass is running (or starting) here: the worker starts no other.
         self.busy = False
 
@@ -109,11 +115,13 @@ class ConsolidationRunner:
                     status, error = "cancelled", None
                     break
                 await self._wait_for_energy()
+                started = anyio.current_time()
                 await self._agent.consolidate(
                     group, figures, pairs_per_space=self._pairs_per_space,
                     wanted=lambda tx: self._held_within(tx, held),
                 )
                 await self._passes.record_progress(held, figures)
+                await anyio.sleep((anyio.current_time() - started) * self._rest)
             await self._agent.forget_old_checks()
         except MnemoloopError as failure:
             status, error = "failed", f"{type(failure).__name__}: {failure}"

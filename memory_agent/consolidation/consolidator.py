@@ -21,6 +21,7 @@ from datetime import timedelta
 from memory_agent.consolidation.pairs import Pair, candidate_pairs, within_caps
 from memory_agent.core.ports import Clock, Database, SqlTransaction, format_timestamp, now_text
 from memory_agent.core.redaction import redact_text
+from memory_agent.links.linking import link_in_space
 from memory_agent.models import CONSOLIDATED, DEFAULT_IMPORTANCE, Memory
 from memory_agent.storage.store import PROFILE_APP, EventSource, MemoryStore
 from memory_agent.writers.pairs import PairVerdict
@@ -166,6 +167,13 @@ class Consolidator:
         else:
             await self._delete(store, pair.older, source, verdict,
                                f"{CONSOLIDATED}memory {pair.newer.id} updates it: {reason}")
+            return True
+        # The memory rewritten, linked anew to the memories of its space.
+        older = pair.older
+        kept = await store.list_oldest_first(older.app_id, user_id=older.user_id)
+        await link_in_space(
+            store, [older.id], {m.id: m.content for m in kept if m.shown_to_models}, now
+        )
         return True
 
     async def _merge(

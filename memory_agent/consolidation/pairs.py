@@ -1,8 +1,6 @@
 """Which pairs of memories a consolidation pass asks the writer about, found without a model:
-two memories whose texts share enough of their character trigrams (folded: case, compatibility
-forms, digits of every script and punctuation aside), which holds in any language and script,
-spaces between words or none. A trigram weighs less the more of the group's memories hold it
-("the user" is in most of them). The pairs that share the most are asked first, at most a cap
+two memories whose texts share enough (`links.likeness`: weighted character trigrams, in any
+language and script). The pairs that share the most are asked first, at most a cap
 per space and run, and a pair asked before (the same two texts) is not asked again until its
 recheck period is over. Two values of one thing ("lives in Lisbon", "now lives in Porto") share
 less than two wordings of one fact: the threshold lets both through, and the writer decides.
@@ -16,12 +14,10 @@ app's memory and its profile part): not a pair."""
 from __future__ import annotations
 
 import hashlib
-import math
-from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from memory_agent.core.unicode_forms import folded
+from memory_agent.links.likeness import share, trigrams, weights
 from memory_agent.models import Memory
 
 # The weighted share of the lighter text's trigrams the other must hold. Among ten memories of
@@ -53,30 +49,6 @@ def consolidable(memory: Memory) -> bool:
     return memory.sensitivity == "public" and not memory.private and not memory.pinned
 
 
-def trigrams(text: str) -> frozenset[str]:
-    flat = folded(text)
-    return frozenset(flat[i : i + 3] for i in range(max(len(flat) - 2, 1)))
-
-
-def share(
-    one: frozenset[str], other: frozenset[str], weight: Mapping[str, float] | None = None
-) -> float:
-    """The weighted share of the lighter text's trigrams the other holds (each weighs 1 when
-    no `weight` is given)."""
-    if weight is None:
-        shorter = min(len(one), len(other))
-        return len(one & other) / shorter if shorter else 0.0
-    lighter = min(sum(weight[t] for t in one), sum(weight[t] for t in other))
-    return sum(weight[t] for t in one & other) / lighter if lighter else 0.0
-
-
-def _weights(grams: Sequence[frozenset[str]]) -> dict[str, float]:
-    """Each trigram's weight in a group of memories: log(1 + memories / memories holding
-    it)."""
-    held = Counter(t for one in grams for t in one)
-    return {t: math.log(1 + len(grams) / n) for t, n in held.items()}
-
-
 def candidate_pairs(
     spaces: Sequence[Sequence[Memory]], crossings: Iterable[tuple[int, int]],
 ) -> list[Pair]:
@@ -84,7 +56,7 @@ def candidate_pairs(
     and between the spaces of each `crossings` (indexes into `spaces`); the most alike first."""
     kept = [[m for m in space if consolidable(m)] for space in spaces]
     grams = {m.id: trigrams(m.content) for space in kept for m in space}
-    weight = _weights(list(grams.values()))
+    weight = weights(list(grams.values()))
     found: list[Pair] = []
 
     def consider(one: Memory, other: Memory) -> None:

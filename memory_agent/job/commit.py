@@ -1,5 +1,5 @@
 """Applying one memory job's writes inside its transaction: the new memory, the compaction
-steps, and a history event for every change."""
+steps, a history event for every change, and the links of the memories written or merged."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Any
 
 from memory_agent.core.kinds import KEPT_BEFORE
 from memory_agent.core.redaction import redact_text
+from memory_agent.links.linking import link_in_space
 from memory_agent.models import (
     DEFAULT_IMPORTANCE,
     MERGED,
@@ -85,10 +86,18 @@ async def apply_write(
             user_id=user_id,
         )
         write.new_id = memory.id
+        write.content[memory.id] = content
     outcomes = []
     for decided in steps:
         apply = _delete if decided.step.action == "delete" else _edit
         outcomes.append(await apply(write, decided))
+    # The new memory, and each memory a step merged another into, linked to the memories of
+    # the space it shares most with.
+    merged = [o.target_memory_id for o in outcomes if o.folded_memory_id is not None]
+    await link_in_space(
+        store, [*([memory.id] if memory is not None else []), *merged],
+        {i: text for i, text in write.content.items() if i not in write.unshown}, source.at,
+    )
     return memory, outcomes
 
 

@@ -31,6 +31,7 @@ from memory_agent.storage.history import (
     live_condition,
     returned_condition,
 )
+from memory_agent.storage.relations import MemoryRelations
 from memory_agent.storage.usage import MemoryUse
 
 # The app id of every person's profile space (no app can have it): the person's memories that
@@ -78,7 +79,7 @@ def _state_condition(state: MemoryState, now: str) -> tuple[str, tuple[str, ...]
     return "", ()
 
 
-class MemoryStore(MemoryHistory, MemoryUse, ConsolidationReads):
+class MemoryStore(MemoryHistory, MemoryUse, ConsolidationReads, MemoryRelations):
     def __init__(self, session: SqlSession, clock: Clock | None = None) -> None:
         self._db = session
         self._clock = clock or SystemClock()

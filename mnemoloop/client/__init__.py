@@ -17,8 +17,8 @@ Answers are decoded into the API's own models (`admin_api.schemas`)::
 iterator). Every answer that is not 2xx raises `ApiError` (a subclass for common statuses).
 
 Each method describes its request once, as a `Call` (`calls.py`); the groups of routes and the
-two clients are in `routes.py`, the errors in `errors.py`, a streamed reply's events in
-`events.py`.
+two clients are in `routes.py` (the people's routes in `people.py`, the consolidation passes'
+in `consolidations.py`), the errors in `errors.py`, a streamed reply's events in `events.py`.
 """
 
 from mnemoloop.client.errors import (

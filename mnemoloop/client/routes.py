@@ -16,7 +16,6 @@ from admin_api.replies import (
     ConversationCreatedOut,
     ConversationOut,
     EnergyOut,
-    ErasedUserOut,
     ExportOut,
     HealthOut,
     HistoryOut,
@@ -24,10 +23,10 @@ from admin_api.replies import (
     InstalledAppOut,
     JobOut,
     JobsOut,
+    LinksOut,
     MemoriesOut,
     MemoryOut,
     PostedOut,
-    ProfileErasedOut,
     PurgedOut,
     QueryOut,
     SpaceOut,
@@ -61,6 +60,7 @@ from mnemoloop.client.calls import (
     segment,
 )
 from mnemoloop.client.consolidations import Consolidations
+from mnemoloop.client.people import Users
 
 DEFAULT_TIMEOUT = 30.0
 # How much longer than `wait` the client waits for the server's answer.
@@ -202,6 +202,12 @@ class Memories(Group[S]):
         return Call("GET", f"{_memories(app_id)}/{memory_id}", decoded_as(MemoryOut))
 
     @route
+    def links(self, app_id: str, memory_id: int) -> Call[LinksOut]:
+        """The memories this one is linked to (they share much of their text), the strongest
+        link first."""
+        return Call("GET", f"{_memories(app_id)}/{int(memory_id)}/links", decoded_as(LinksOut))
+
+    @route
     def steer(
         self,
         app_id: str,
@@ -339,58 +345,6 @@ class Memories(Group[S]):
             path = f"{_memories(app_id)}/{memory_id}/history"
             params = query_params(since=since, limit=limit)
         return Call("GET", path, decoded_as(HistoryOut), params)
-
-
-class Users(Group[S]):
-    """The people apps serve: erasing one from every app (an app's key: from its own)."""
-
-    @route
-    def erase(self, user_id: str) -> Call[ErasedUserOut]:
-        """Erase the user's memory spaces, conversations and their history; answers what
-        went, per app."""
-        return Call("DELETE", f"/users/{segment(user_id)}/memories", decoded_as(ErasedUserOut))
-
-    @route
-    def profile(self, user_id: str, query: str | None = None) -> Call[MemoryList]:
-        """A person's profile memories, newest first (with `query`, those matching it, best
-        first): the facts about them every app sharing profiles reads (admin token)."""
-        return Call(
-            "GET", f"/users/{segment(user_id)}/profile",
-            picked(MemoriesOut, lambda out: out.memories), query_params(q=query),
-        )
-
-    @route
-    def profile_history(
-        self, user_id: str, *, since: int | None = None, limit: int | None = None
-    ) -> Call[HistoryOut]:
-        """Every change to a person's profile, oldest first: which app's conversation wrote
-        each memory, and every merge and delete."""
-        return Call(
-            "GET", f"/users/{segment(user_id)}/profile/history", decoded_as(HistoryOut),
-            query_params(since=since, limit=limit),
-        )
-
-    @route
-    def export_profile(self, user_id: str) -> Call[ExportOut]:
-        """A person's profile as a document `import_profile` takes back."""
-        return Call("GET", f"/users/{segment(user_id)}/profile/export", decoded_as(ExportOut))
-
-    @route
-    def import_profile(
-        self, user_id: str, document: ExportOut | ImportMemories, *, replace: bool = False
-    ) -> Call[ImportedOut]:
-        """Store the memories of an export in a person's profile, all or none; refused
-        (`Conflict`) past the profile's cap; `replace` deletes its memories first."""
-        params = query_params(replace="true" if replace else None)
-        path = f"/users/{segment(user_id)}/profile/import"
-        return Call("POST", path, decoded_as(ImportedOut), params, body=document)
-
-    @route
-    def erase_profile(self, user_id: str) -> Call[ProfileErasedOut]:
-        """Erase a person's profile in every app (their apps' own memories stay)."""
-        return Call(
-            "DELETE", f"/users/{segment(user_id)}/profile", decoded_as(ProfileErasedOut)
-        )
 
 
 class _AppChange(msgspec.Struct, rename="camel", omit_defaults=True):

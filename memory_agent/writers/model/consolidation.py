@@ -1,10 +1,10 @@
 """The model writer's answer to the consolidation question (`writers.pairs`): the model says
 keep, merge or update, and its text is applied only under the rules of its EDIT
 (`model.compaction`): a merge is within the length limit, every sentence of it is grounded in
-the two memories, and it keeps nearly all of each (`MERGE_KEEPS`); what an update leaves of
-the older memory is grounded in it. Anything else (a failed call, an answer that is not the
-verdict, a text that breaks a rule) keeps both memories, with why. Nothing here reads a word of
-any language."""
+the two memories, and it keeps nearly all of each (`MERGE_KEEPS`) and every number; what an
+update leaves of the older memory is grounded in it. Anything else (a failed call, an answer
+that is not the verdict, a text that breaks a rule) keeps both memories, with why. Nothing here
+reads a word of any language."""
 
 from __future__ import annotations
 
@@ -13,9 +13,11 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError
 
+from memory_agent.core import patterns as re
 from memory_agent.core.chat_model import ChatMessage
 from memory_agent.core.errors import ChatModelError, InvalidCompactionDecision
 from memory_agent.core.sentences import sentences_of
+from memory_agent.core.unicode_forms import folded
 from memory_agent.models import Memory
 from memory_agent.writers.answers import Strict, first_error, json_object, strip_reasoning
 from memory_agent.writers.asking import MemoryLimits, MemoryModel
@@ -30,6 +32,7 @@ log = logging.getLogger("mnemoloop.memory")
 # trigrams in the merged text (a rewording keeps about 0.8; a merge that drops a clause, 0.5),
 # where the EDIT of compaction asks for `grounding.MIN_TRIGRAM_SHARE`.
 MERGE_KEEPS = 0.7
+_DIGITS = re.compile(r"\d+")
 
 PAIR_PROMPT = """\
 You keep a memory store tidy. Two memories may say the same thing, or the same thing's old \
@@ -132,8 +135,18 @@ def _refused(
     why = ungrounded(content, f"{older.content}\n{newer.content}")
     if why is not None:
         return f"newContent: {why}"
+    merged_numbers = _numbers(content)
     for memory in (older, newer):
         for sentence in sentences_of(memory.content):
             if not grounding.shares_enough(sentence, content, MERGE_KEEPS):
                 return f"newContent leaves out some of memory {memory.id}"
+        lost = _numbers(memory.content) - merged_numbers
+        if lost:
+            return f"newContent leaves out {sorted(lost)[0]} of memory {memory.id}"
     return None
+
+
+def _numbers(text: str) -> set[str]:
+    """The numbers a text gives, in any script's digits: a merge keeps every one (a price, a
+    date, a code), which trigrams alone would let one digit of go."""
+    return set(_DIGITS.findall(folded(text)))
