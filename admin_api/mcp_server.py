@@ -45,6 +45,8 @@ from memory_agent import (
 
 ADMIN_TOOLS = frozenset({"list_apps"})
 MAX_TURNS = 200
+# Linked memories `recall` gives after the one asked for by id.
+RELATED_RECALLED = 2
 MAX_TURN_CHARS = 32_000
 # A request to /mcp may carry a whole transcript; nothing larger is read.
 MAX_REQUEST_BYTES = 1024 * 1024
@@ -136,7 +138,8 @@ def build_mcp_server(stores: Stores, find_caller: FindCaller) -> FastMCP[Any]:
         the user's space with `user_id`, else of the app's shared space; with `user_id` in an
         app that shares its users' profiles, the person's profile memories after them (marked
         `"profile": true`). With `memory_id`, that memory whole (one a conversation's memory
-        block shows as a digest or a stub), when it is live in one of those spaces. Private
+        block shows as a digest or a stub), when it is live in one of those spaces, then up to two
+        memories of its space it is linked to (marked `"related": true`). Private
         memories are never given to a model, here either; nor a kind the app's key may not
         read."""
         caller = await find_caller(ctx)
@@ -153,7 +156,11 @@ def build_mcp_server(stores: Stores, find_caller: FindCaller) -> FastMCP[Any]:
                 whole = await _one_whole([*spaces, *shared], memory_id)
                 if not readable(record, caller.app_id, [whole]):
                     raise MemoryNotFound(app, memory_id)
-                return [_recalled(whole)]
+                # Then up to two memories of its space it is linked to (`"related": true`).
+                linked = [m for m, _, _ in await agent.links_of(whole.app_id, whole.id)
+                          if m.user_id == whole.user_id and not m.private]
+                related = readable(record, caller.app_id, linked)[:RELATED_RECALLED]
+                return [_recalled(whole), *({**_recalled(m), "related": True} for m in related)]
             found: list[dict[str, Any]] = []
             for holder, user in spaces:
                 if query is not None:

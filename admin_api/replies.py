@@ -279,6 +279,9 @@ class ConsolidationOut(Reply):
     finished_at: str | None
     spaces: int
     pairs_asked: int
+    # Pairs the writer could not judge (the model failed; `error` says why): asked again by
+    # the next pass.
+    pairs_unjudged: int
     changes: int
     model_calls: int
     error: str | None
@@ -410,7 +413,8 @@ def job_out(j: MemoryJob) -> JobOut:
 def consolidation_out(p: ConsolidationPass) -> ConsolidationOut:
     return ConsolidationOut(
         p.id, p.app_id, p.user_id, p.origin, p.status, p.requested_at, p.started_at,
-        p.finished_at, p.spaces, p.pairs_asked, p.changes, p.model_calls, p.error,
+        p.finished_at, p.spaces, p.pairs_asked, p.pairs_unjudged, p.changes, p.model_calls,
+        p.error,
     )
 
 

@@ -1,17 +1,39 @@
-"""Keeping a claim alive while its work runs."""
+"""Claims under a lease: the stores of work an instance claims for a while (`LeasedStore`), and
+keeping a claim alive while its work runs (`while_renewing`)."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from datetime import timedelta
+from typing import Self, TypeVar
 
 import anyio
 
-from memory_agent import MnemoloopError
+from memory_agent import Clock, MnemoloopError, SqlSession, format_timestamp
 
 log = logging.getLogger("mnemoloop.loop")
 T = TypeVar("T")
+
+
+class LeasedStore:
+    """A store of work that an instance (`owner`) claims under a lease of `lease_seconds`,
+    renewed while the work runs; a claim whose lease ran out may be taken by another."""
+
+    def __init__(
+        self, session: SqlSession, clock: Clock, *, owner: str = "", lease_seconds: float = 30.0
+    ) -> None:
+        self._db = session
+        self._clock = clock
+        self.owner = owner
+        self.lease_seconds = lease_seconds
+
+    def within(self, tx: SqlSession) -> Self:
+        """The same store, its statements inside `tx`."""
+        return type(self)(tx, self._clock, owner=self.owner, lease_seconds=self.lease_seconds)
+
+    def _lease_end(self) -> str:
+        return format_timestamp(self._clock.now() + timedelta(seconds=self.lease_seconds))
 
 
 async def while_renewing(

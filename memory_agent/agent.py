@@ -32,6 +32,7 @@ from memory_agent.job.creation import (
     MemoryCreation,
     MemoryCreationRequest,
 )
+from memory_agent.links.likeness import trigrams
 from memory_agent.models import (
     ImportedMemory,
     Memory,
@@ -150,12 +151,16 @@ class MemorySubAgent(MemoryReads):
     # -- consolidation ----------------------------------------------------------------------
 
     async def consolidation_groups(
-        self, app_id: str | None, user_id: str | None, shares_profile: Callable[[str], bool]
+        self, app_id: str | None, user_id: str | None, shares_profile: Callable[[str], bool],
+        visited: Callable[[str], bool] = lambda app_id: True,
     ) -> list[Group]:
         """The groups of spaces a consolidation pass over the scope visits (an app's, a
-        person's, or both; None: all), each person's profile crossed with their spaces in the
-        apps that `shares_profile` says share it (`consolidation.consolidator`)."""
-        return groups_of(await self._consolidator.spaces(app_id, user_id), shares_profile)
+        person's, or both; None: all), of the apps `visited` says, each person's profile
+        crossed with their spaces in the apps that `shares_profile` says share it
+        (`consolidation.consolidator`)."""
+        return groups_of(
+            await self._consolidator.spaces(app_id, user_id), shares_profile, visited
+        )
 
     async def consolidate(
         self, group: Group, figures: PassFigures, *, pairs_per_space: int, wanted: Wanted
@@ -269,6 +274,8 @@ class MemorySubAgent(MemoryReads):
             )
         await store.erase_history_text(app_id, user_id=user_id)
         await store.forget_checks_of(app_id, user_id)
+        # No text of what went stays in this process either.
+        trigrams.cache_clear()
         await store.compact_search_index()
         return sum(not retired for _, _, retired in deleted)
 
@@ -285,6 +292,7 @@ class MemorySubAgent(MemoryReads):
         # A pair with a profile memory is kept with the other memory's space: a profile's
         # erasure takes the person's records in every app.
         await store.forget_checks_of(None if app_id == PROFILE_APP else app_id, user_id)
+        trigrams.cache_clear()
         await store.compact_search_index()
         return erased
 

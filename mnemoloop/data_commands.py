@@ -314,8 +314,9 @@ def describe_pass(one: ConsolidationPass) -> str:
         f"user {one.user_id}" if one.user_id is not None else "",
     ) if part) or "every space"
     line = (f"pass {one.id} ({one.origin}, {scope}): {one.status}; {one.spaces} spaces,"
-            f" {one.pairs_asked} pairs asked, {one.changes} changed, {one.model_calls} model"
-            " calls")
+            f" {one.pairs_asked} pairs asked"
+            + (f" ({one.pairs_unjudged} not judged)" if one.pairs_unjudged else "")
+            + f", {one.changes} changed, {one.model_calls} model calls")
     return line + (f"; {one.error}" if one.error else "")
 
 

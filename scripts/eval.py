@@ -243,7 +243,7 @@ async def consolidate(
     """A consolidation pass over the app's spaces once its conversations are written, as
     the service's worker runs it; the memories after it in `run.consolidated`."""
 
-    async def wanted(tx: SqlTransaction) -> bool:
+    async def wanted(tx: SqlTransaction, spaces: object) -> bool:
         return True
 
     for group in await agent.consolidation_groups(app_id, None, lambda app: True):

@@ -2,7 +2,8 @@
 the profile twice until a pass asked for through the API merges it, and then once in the
 person's next memory block; every change is in the history as consolidated and in the delta
 header as merged; a pass over an app that is purged meanwhile is cancelled and writes nothing;
-bad requests are refused naming the field."""
+bad requests are refused naming the field; a change needs its pass still held and its apps
+still installed (and sharing, where it touches a profile)."""
 
 from __future__ import annotations
 
@@ -88,7 +89,44 @@ async def test_a_fact_told_to_two_apps_is_once_in_the_profile_after_a_pass(clien
     assert again["status"] == "done" and again["changes"] == 0, again
 
 
-async def test_a_pass_over_a_purged_app_is_cancelled_and_bad_requests_are_refused(client):
+async def test_a_purge_cancels_the_apps_pass_and_a_change_needs_its_pass_and_apps(db_path):
+    # The worker is not running: the passes wait.
+    async with service(db_path, echoing_model(), memory_writer="extractive",
+                       consolidation_every_seconds=0) as services:
+        client = http_client(services, "admin-secret")
+        await install(client, "cal", True)
+        asked = (await client.post("/consolidations", json={"appId": "cal"},
+                                   headers=ADMIN)).json()
+        assert (await client.delete("/apps/cal/memories", headers=ADMIN)).status_code == 200
+        ended = (await client.get(f"/consolidations/{asked['id']}", headers=ADMIN)).json()
+        assert ended["status"] == "cancelled" and "purged" in ended["error"], ended
+
+        # Inside each change's transaction: the pass still held, its apps installed, and an
+        # app crossed with a person's profile still sharing it.
+        passes = services.stores.consolidations
+        await passes.request(None, None)
+        held = await passes.claim_next()
+        assert held is not None
+
+        async def allowed(*spaces: tuple[str, str]) -> bool:
+            async with services.database.transaction() as tx:
+                return await passes.within(tx).change_allowed(held, spaces)
+
+        assert await allowed(("", "ana"), ("cal", "ana"))
+        await client.patch("/apps/cal", json={"sharesProfile": False}, headers=ADMIN)
+        assert not await allowed(("", "ana"), ("cal", "ana"))
+        assert await allowed(("cal", "ana")) and await allowed(("", "ana"))
+        assert (await client.delete("/apps/cal", headers=ADMIN)).status_code == 200
+        assert not await allowed(("cal", "ana"))
+        assert not await allowed(("nowhere", ""))
+        erasing = await passes.request(None, "ana")
+        assert (await client.delete("/users/ana/memories", headers=ADMIN)).status_code == 200
+        assert (await passes.get(erasing.id)).status == "cancelled"  # type: ignore[union-attr]
+        await passes.cancel_for("an operator's test", app_id=None)
+        assert not await allowed(("", "ana"))  # no longer held
+
+
+async def test_bad_requests_are_refused_and_a_pass_over_nothing_is_done(client):
     await install(client, "calendar", True)
     missing = await client.post("/consolidations", json={"appId": "nowhere"}, headers=ADMIN)
     assert missing.status_code == 404, missing.text

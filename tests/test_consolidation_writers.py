@@ -21,6 +21,7 @@ from memory_agent import (
 from memory_agent.consolidation.pairs import candidate_pairs
 from memory_agent.core.errors import ChatModelResponseError
 from tests.conftest import install_app
+from tests.db_query import query
 from tests.fakes import FunctionModel, ModelCall
 
 pytestmark = pytest.mark.anyio
@@ -54,7 +55,7 @@ async def run_pass(
 ) -> PassFigures:
     figures = PassFigures()
 
-    async def wanted(tx: object) -> bool:
+    async def wanted(tx: object, spaces: object) -> bool:
         return True
 
     for group in await agent.consolidation_groups(app_id, user_id, lambda app: shares):
@@ -147,7 +148,53 @@ async def test_a_failing_model_keeps_both_and_the_pass_goes_on(database, clock):
                  "Ben lives in Oslo, by the fjord.")
     figures = await run_pass(agent)
     assert (figures.pairs_asked, figures.changes, figures.model_calls) == (2, 0, 2)
+    assert figures.unjudged == 2 and "500" in (figures.last_failure or "")
     assert len(await texts(agent, "app", "ana")) == 2
+    # Not judged is not checked: the next pass asks again.
+    assert (await run_pass(agent)).pairs_asked == 2
+
+
+async def test_the_model_writer_never_merges_two_kinds_or_two_expiries(database, clock):
+    await install_app(database, "app")
+    merged = "The user is vegetarian and her partner is Sam."
+    agent = MemorySubAgent(database, pair_model(lambda call: verdict("merge", merged)),
+                           clock=clock)
+    await agent.import_memories("app", [
+        ImportedMemory(merged, "2025-10-01T09:00:00.000000Z", kind="preference"),
+        ImportedMemory("The user's partner is Sam; she is vegetarian.",
+                       "2025-10-02T09:00:00.000000Z", kind="profile"),
+    ], user_id="ana")
+    await agent.import_memories("app", [
+        ImportedMemory(merged, "2025-10-01T09:00:00.000000Z"),
+        ImportedMemory("The user's partner is Sam; she is vegetarian.",
+                       "2025-10-02T09:00:00.000000Z", expires_at="2099-01-01T00:00:00Z"),
+    ], user_id="ben")
+    figures = await run_pass(agent)
+    assert (figures.pairs_asked, figures.changes) == (2, 0)
+    assert len(await texts(agent, "app", "ana")) == len(await texts(agent, "app", "ben")) == 2
+
+
+async def test_a_person_erased_while_the_model_decides_is_not_written_back(
+    database, clock, db_path
+):
+    await install_app(database, "app")
+    agent: MemorySubAgent
+
+    async def erase_then_merge(call: ModelCall) -> str:
+        async with database.transaction() as tx:
+            await agent.lock_space("", "ana", tx=tx)
+            await agent.erase_space("", "ana", tx=tx)
+            await tx.execute("DELETE FROM profiles WHERE user_id = 'ana'")
+        return verdict("merge", "The user is vegetarian and her partner is Sam.")
+
+    agent = MemorySubAgent(database, FunctionModel(erase_then_merge), clock=clock)
+    await stored(agent, "", "ana", "The user is vegetarian and her partner is Sam.",
+                 "The user's partner is Sam; she is vegetarian.")
+    figures = await run_pass(agent)
+    assert (figures.pairs_asked, figures.changes) == (1, 0)
+    assert await texts(agent, "", "ana") == []
+    assert query(db_path, "SELECT COUNT(*) FROM profiles WHERE user_id = 'ana'") == [(0,)]
+    assert query(db_path, "SELECT COUNT(*) FROM consolidation_checks") == [(0,)]
 
 
 async def test_an_update_crosses_from_an_app_into_the_profile_only_where_it_is_shared(

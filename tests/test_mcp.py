@@ -88,19 +88,24 @@ async def test_stdio_tools_are_scoped_to_the_keys_app(db_path):
     peanut = add_memory(db_path, "cal", "The user's daughter Mia has a peanut allergy.")
     add_memory(db_path, "cal", "The user plays tennis on Saturdays.")
     zoe = add_memory(db_path, "notes", "The user's daughter Zoe plays the violin.")
+    pen = add_memory(db_path, "cal", "Mia carries an EpiPen to school.")
+    query(db_path, "INSERT INTO relations (from_id, to_id, type, strength, created_at)"
+                   " VALUES (?, ?, 'related', 0.5, ?)", (peanut, pen, STAMP))
 
     with anyio.fail_after(60):
         async with stdio_session(db_path, key) as session:
             assert {t.name for t in (await session.list_tools()).tools} == APP_TOOLS
             # One memory whole, as a block's digest or stub names it; never another app's.
             whole = payload(await session.call_tool("recall", {"memory_id": peanut}))
-            assert [m["content"] for m in whole] == [
-                "The user's daughter Mia has a peanut allergy."]
+            # Then the memory of its space it is linked to.
+            assert [(m["content"], m.get("related")) for m in whole] == [
+                ("The user's daughter Mia has a peanut allergy.", None),
+                ("Mia carries an EpiPen to school.", True)]
             assert "not found" in error_text(
                 await session.call_tool("recall", {"memory_id": zoe}))
 
             everything = payload(await session.call_tool("recall", {}))
-            assert len(everything) == 2 and "Zoe" not in json.dumps(everything)
+            assert len(everything) == 3 and "Zoe" not in json.dumps(everything)
             found = payload(await session.call_tool("recall", {"query": "peanut allergies"}))
             assert [m["id"] for m in found] == [peanut]
             asked = payload(await session.call_tool(
@@ -136,7 +141,12 @@ async def test_stdio_tools_are_scoped_to_the_keys_app(db_path):
                 "tag_memory_relevant", {"memory_id": tennis}))
             query(db_path, "UPDATE app_memories SET private = 1 WHERE id = ?", (tennis,))
             # A private memory is never given to a model: not by recall either.
-            assert [m["id"] for m in payload(await session.call_tool("recall", {}))] == [peanut]
+            assert [m["id"] for m in payload(await session.call_tool("recall", {}))] == [
+                pen, peanut]
+            query(db_path, "UPDATE app_memories SET private = 1 WHERE id = ?", (pen,))
+            # Nor as a memory linked to the one recalled.
+            assert [m["id"] for m in payload(await session.call_tool(
+                "recall", {"memory_id": peanut}))] == [peanut]
             tennis_history = payload(await session.call_tool(
                 "memory_history", {"memory_id": tennis}))
             assert [(e["event"], e["actor"]) for e in tennis_history] == [
@@ -182,7 +192,7 @@ async def test_stdio_tools_are_scoped_to_the_keys_app(db_path):
     assert rows == [("ended", "mcp", "pending", 2)]
     # The forgotten memory stays, deleted, until its grace period ends.
     assert query(db_path, "SELECT app_id, deleted_at IS NOT NULL FROM app_memories"
-                          " ORDER BY id") == [("cal", 1), ("cal", 0), ("notes", 0)]
+                          " ORDER BY id") == [("cal", 1), ("cal", 0), ("notes", 0), ("cal", 0)]
 
 
 def test_stdio_without_a_valid_token_serves_nothing(db_path):

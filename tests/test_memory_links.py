@@ -5,9 +5,6 @@ the block a recalled one is linked to."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
-import httpx
 import pytest
 
 from loop.conversations.recall_tool import recall_turns
@@ -22,14 +19,16 @@ from memory_agent import (
 )
 from memory_agent.core.tokens import estimate_tokens
 from memory_agent.links.linking import MIN_LINK, links_for
+from tests import test_consolidation
 from tests.conftest import install_app
 from tests.db_query import query
 from tests.fakes import memory_model
-from tests.harness import csrf_in, http_client, running, service
-from tests.test_profiles import echoing_model
+from tests.harness import csrf_in
 from tests.test_user_spaces import ADMIN, converse, settled
 
 pytestmark = pytest.mark.anyio
+# The consolidation tests' service: the extractive writer, no scheduled pass.
+client = test_consolidation.client
 
 SAM = "The user's partner is Sam, a nurse at the Lisbon hospital."
 SAM_AGAIN = "Sam, the user's partner, works nights at the Lisbon hospital."
@@ -80,7 +79,7 @@ async def test_a_memory_a_consolidation_pass_merges_into_is_linked_anew(database
     assert await agent.links_of("app", sam.id) == []
     figures = PassFigures()
 
-    async def wanted(tx: object) -> bool:
+    async def wanted(tx: object, spaces: object) -> bool:
         return True
 
     for group in await agent.consolidation_groups("app", None, lambda app: True):
@@ -88,14 +87,6 @@ async def test_a_memory_a_consolidation_pass_merges_into_is_linked_anew(database
     assert figures.changes == 1  # the repeat folded into the first
     assert repeated.id not in [m.id for m in await agent.list_memories("app")]
     assert [m.id for m, _, _ in await agent.links_of("app", sam.id)] == [again.id]
-
-
-@pytest.fixture
-async def client(db_path) -> AsyncIterator[httpx.AsyncClient]:
-    async with service(db_path, echoing_model(), memory_writer="extractive",
-                       consolidation_every_seconds=0) as services, running(services), \
-            http_client(services, "admin-secret") as client:
-        yield client
 
 
 async def test_the_api_gives_a_memorys_links_to_who_may_read_them(client):

@@ -24,7 +24,6 @@ from memory_agent import (
     MemorySubAgent,
     MnemoloopError,
     PassFigures,
-    SqlTransaction,
     format_timestamp,
 )
 
@@ -69,11 +68,8 @@ class ConsolidationRunner:
         `every_seconds` (stored times sort as the times do)."""
         if self._every <= 0:
             return None
-        last = await self._passes.last_scheduled_at()
         due = format_timestamp(self._clock.now() - timedelta(seconds=self._every))
-        if last is not None and last > due:
-            return None
-        return await self._passes.request(None, None, "schedule")
+        return await self._passes.request_scheduled(due)
 
     async def recover_interrupted(self) -> None:
         recovered = await self._passes.recover_interrupted()
@@ -100,17 +96,16 @@ class ConsolidationRunner:
             apps = {app.app_id: app for app in await self._registry.list()}
 
             def shares_profile(app_id: str) -> bool:
-                app = apps.get(app_id)
-                return app is not None and app.installed and app.shares_profile
+                return app_id in apps and apps[app_id].installed and apps[app_id].shares_profile
+
+            def installed(app_id: str) -> bool:
+                # An uninstalled app's memories wait for it to come back.
+                return app_id == PROFILE_APP or (app_id in apps and apps[app_id].installed)
 
             groups = await self._agent.consolidation_groups(
-                held.app_id, held.user_id, shares_profile
+                held.app_id, held.user_id, shares_profile, installed
             )
             for group in groups:
-                # An uninstalled app's memories wait for it to come back.
-                if any(app != PROFILE_APP and not (app in apps and apps[app].installed)
-                       for app, _ in group.spaces):
-                    continue
                 if not await self._passes.still_held(held):
                     status, error = "cancelled", None
                     break
@@ -118,10 +113,16 @@ class ConsolidationRunner:
                 started = anyio.current_time()
                 await self._agent.consolidate(
                     group, figures, pairs_per_space=self._pairs_per_space,
-                    wanted=lambda tx: self._held_within(tx, held),
+                    wanted=lambda tx, spaces: self._passes.within(tx).change_allowed(
+                        held, spaces),
                 )
                 await self._passes.record_progress(held, figures)
+                # What its model calls spent, before it looks at the energy again.
+                await self._charge()
                 await anyio.sleep((anyio.current_time() - started) * self._rest)
+            if figures.unjudged and status == "done":
+                error = (f"{figures.unjudged} pairs were not judged (the next pass asks again):"
+                         f" {figures.last_failure}")
             await self._agent.forget_old_checks()
         except MnemoloopError as failure:
             status, error = "failed", f"{type(failure).__name__}: {failure}"
@@ -130,7 +131,7 @@ class ConsolidationRunner:
             log.exception("consolidation pass %d failed unexpectedly", held.id)
             status, error = "failed", f"{type(failure).__name__}: {failure}"
         finally:
-            await self._energy.charge("memory", self._agent.get_energy_consumed_since_last_poll())
+            await self._charge()
         if status != "cancelled" and not await self._passes.finish(held, status, figures, error):
             status = "cancelled"  # a purge or an erasure ended it meanwhile
         self._metrics.consolidations.labels(status=status).inc()
@@ -140,8 +141,8 @@ class ConsolidationRunner:
                  figures.changes, figures.model_calls)
         return status
 
-    async def _held_within(self, tx: SqlTransaction, held: ConsolidationPass) -> bool:
-        return await self._passes.within(tx).still_held(held)
+    async def _charge(self) -> None:
+        await self._energy.charge("memory", self._agent.get_energy_consumed_since_last_poll())
 
     async def _wait_for_energy(self) -> None:
         while True:

@@ -5,11 +5,12 @@ cancels the passes of that app or person, and a pass no longer held writes nothi
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any, Literal
 
-from memory_agent import Clock, PassFigures, SqlSession, format_timestamp, now_text
+from loop.leases import LeasedStore
+from memory_agent import PROFILE_APP, PassFigures, now_text
 
 PassStatus = Literal["pending", "running", "done", "failed", "cancelled"]
 PassOrigin = Literal["request", "schedule"]
@@ -32,6 +33,8 @@ class ConsolidationPass:
     attempts: int
     spaces: int
     pairs_asked: int
+    # Pairs the writer could not judge (the model failed): asked again by the next pass.
+    pairs_unjudged: int
     changes: int
     model_calls: int
     error: str | None
@@ -41,33 +44,13 @@ class ConsolidationPass:
         return cls(
             int(row["id"]), row["app_id"], row["user_id"], row["origin"], row["status"],
             row["requested_at"], row["started_at"], row["finished_at"], int(row["attempts"]),
-            int(row["spaces"]), int(row["pairs_asked"]), int(row["changes"]),
+            int(row["spaces"]), int(row["pairs_asked"]), int(row["pairs_unjudged"]),
+            int(row["changes"]),
             int(row["model_calls"]), row["error"],
         )
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id, "appId": self.app_id, "userId": self.user_id,
-            "origin": self.origin, "status": self.status, "requestedAt": self.requested_at,
-            "startedAt": self.started_at, "finishedAt": self.finished_at,
-            "spaces": self.spaces, "pairsAsked": self.pairs_asked, "changes": self.changes,
-            "modelCalls": self.model_calls, "error": self.error,
-        }
 
-
-class ConsolidationStore:
-    def __init__(
-        self, session: SqlSession, clock: Clock, *, owner: str = "", lease_seconds: float = 30.0
-    ) -> None:
-        self._db = session
-        self._clock = clock
-        self.owner = owner
-        self.lease_seconds = lease_seconds
-
-    def within(self, tx: SqlSession) -> ConsolidationStore:
-        return ConsolidationStore(tx, self._clock, owner=self.owner,
-                                  lease_seconds=self.lease_seconds)
-
+class ConsolidationStore(LeasedStore):
     async def request(
         self, app_id: str | None, user_id: str | None, origin: PassOrigin = "request"
     ) -> ConsolidationPass:
@@ -88,11 +71,15 @@ class ConsolidationStore:
         )
         return [ConsolidationPass.from_row(row) for row in rows]
 
-    async def last_scheduled_at(self) -> str | None:
-        row = await self._db.fetch_one(
-            "SELECT MAX(requested_at) FROM consolidations WHERE origin = 'schedule'"
+    async def request_scheduled(self, due: str) -> ConsolidationPass | None:
+        """A scheduled pass over every space, unless one was asked for after `due`."""
+        rows = await self._db.execute_returning(
+            "INSERT INTO consolidations (app_id, user_id, origin, requested_at)"
+            " SELECT NULL, NULL, 'schedule', ? WHERE NOT EXISTS (SELECT 1 FROM consolidations"
+            " WHERE origin = 'schedule' AND requested_at > ?) RETURNING *",
+            (now_text(self._clock), due),
         )
-        return str(row[0]) if row and row[0] is not None else None
+        return ConsolidationPass.from_row(rows[0]) if rows else None
 
     async def claim_next(self) -> ConsolidationPass | None:
         """Take the oldest pass whose claim ran out, else the oldest pending one, under this
@@ -132,12 +119,32 @@ class ConsolidationStore:
         )
         return row is not None
 
+    async def change_allowed(
+        self, held: ConsolidationPass, spaces: Sequence[tuple[str, str]]
+    ) -> bool:
+        """Inside a change's transaction: this claim still holds the pass, every app of
+        `spaces` is installed, and where a person's profile is among them, shares it."""
+        if not await self.still_held(held):
+            return False
+        apps = sorted({app for app, _ in spaces if app != PROFILE_APP})
+        if not apps:
+            return True
+        rows = await self._db.fetch_all(
+            f"SELECT app_id, installed, shares_profile FROM apps"
+            f" WHERE app_id IN ({','.join('?' * len(apps))})",
+            apps,
+        )
+        found = {str(row[0]): (bool(row[1]), bool(row[2])) for row in rows}
+        crossing = any(app == PROFILE_APP for app, _ in spaces)
+        return all(app in found and found[app][0] and (found[app][1] or not crossing)
+                   for app in apps)
+
     async def record_progress(self, held: ConsolidationPass, figures: PassFigures) -> None:
         await self._db.execute(
-            "UPDATE consolidations SET spaces = ?, pairs_asked = ?, changes = ?,"
-            f" model_calls = ? WHERE {_HELD}",
-            (figures.spaces, figures.pairs_asked, figures.changes, figures.model_calls,
-             held.id, held.attempts),
+            "UPDATE consolidations SET spaces = ?, pairs_asked = ?, pairs_unjudged = ?,"
+            f" changes = ?, model_calls = ? WHERE {_HELD}",
+            (figures.spaces, figures.pairs_asked, figures.unjudged, figures.changes,
+             figures.model_calls, held.id, held.attempts),
         )
 
     async def finish(
@@ -147,10 +154,11 @@ class ConsolidationStore:
         """End the pass as `status` with what it did, if this claim still holds it."""
         ended = await self._db.execute(
             "UPDATE consolidations SET status = ?, finished_at = ?, spaces = ?,"
-            f" pairs_asked = ?, changes = ?, model_calls = ?, error = ?, {_RELEASE}"
-            f" WHERE {_HELD}",
+            " pairs_asked = ?, pairs_unjudged = ?, changes = ?, model_calls = ?, error = ?,"
+            f" {_RELEASE} WHERE {_HELD}",
             (status, now_text(self._clock), figures.spaces, figures.pairs_asked,
-             figures.changes, figures.model_calls, error, held.id, held.attempts),
+             figures.unjudged, figures.changes, figures.model_calls, error, held.id,
+             held.attempts),
         )
         return ended == 1
 
@@ -178,5 +186,3 @@ class ConsolidationStore:
             " WHERE status = 'running'"
         )
 
-    def _lease_end(self) -> str:
-        return format_timestamp(self._clock.now() + timedelta(seconds=self.lease_seconds))

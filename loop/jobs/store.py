@@ -17,11 +17,10 @@ from datetime import timedelta
 from typing import Any, Literal
 
 from loop.backoff import backoff_seconds
+from loop.leases import LeasedStore
 from memory_agent import (
     ChatMessage,
-    Clock,
     CompactionOutcome,
-    SqlSession,
     format_timestamp,
     in_space,
     now_text,
@@ -115,19 +114,7 @@ _RELEASE = "lease_owner = NULL, lease_until = NULL"
 _HELD = "status = 'running' AND id = ? AND attempts = ?"
 
 
-class MemoryJobStore:
-    def __init__(
-        self, session: SqlSession, clock: Clock, *, owner: str = "", lease_seconds: float = 30.0
-    ) -> None:
-        self._db = session
-        self._clock = clock
-        self.owner = owner
-        self.lease_seconds = lease_seconds
-
-    def within(self, tx: SqlSession) -> MemoryJobStore:
-        """The same store, its statements inside `tx`."""
-        return MemoryJobStore(tx, self._clock, owner=self.owner, lease_seconds=self.lease_seconds)
-
+class MemoryJobStore(LeasedStore):
     async def recover_interrupted(self) -> int:
         """At the start of the only instance on a database (SQLite): jobs it left `running`
         go back to `pending` at once, not after their lease (`failed` once interrupted
@@ -207,8 +194,6 @@ class MemoryJobStore:
         )
         return renewed == 1
 
-    def _lease_end(self) -> str:
-        return format_timestamp(self._clock.now() + timedelta(seconds=self.lease_seconds))
 
     async def mark_done(
         self,

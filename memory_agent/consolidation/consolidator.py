@@ -34,7 +34,9 @@ RECHECK_AFTER = timedelta(days=14)
 # Pairs asked about per space and pass, by default.
 PAIRS_PER_SPACE = 5
 
-Wanted = Callable[[SqlTransaction], Awaitable[bool]]
+# Inside a change's transaction: whether the host still wants a change to these spaces (the
+# pass is still held; their apps are installed, and one crossed with a profile shares it).
+Wanted = Callable[[SqlTransaction, Sequence[tuple[str, str]]], Awaitable[bool]]
 
 
 @dataclass
@@ -45,6 +47,10 @@ class PassFigures:
     pairs_asked: int = 0
     changes: int = 0
     model_calls: int = 0
+    # Pairs the writer could not judge (the model failed or gave no verdict): asked again by
+    # the next pass, and the last reason why.
+    unjudged: int = 0
+    last_failure: str | None = None
 
 
 @dataclass(frozen=True)
@@ -57,13 +63,17 @@ class Group:
 
 
 def groups_of(
-    spaces: Sequence[tuple[str, str]], shares_profile: Callable[[str], bool]
+    spaces: Sequence[tuple[str, str]], shares_profile: Callable[[str], bool],
+    visited: Callable[[str], bool] = lambda app_id: True,
 ) -> list[Group]:
     """Each person's spaces as one group (their profile first, crossed with their spaces in
-    the apps that share it), and each app's shared space alone."""
+    the apps that share it), and each app's shared space alone; only the spaces of the apps
+    `visited` says (and profiles)."""
     by_person: dict[str, list[tuple[str, str]]] = {}
     groups = []
     for app_id, user_id in spaces:
+        if app_id != PROFILE_APP and not visited(app_id):
+            continue
         if user_id == "":
             groups.append(Group(((app_id, user_id),)))
         else:
@@ -118,10 +128,18 @@ class Consolidator:
         known = await self._store.checked_since([pair.fingerprint for pair in found], since)
         for pair in within_caps([p for p in found if p.fingerprint not in known],
                                 pairs_per_space):
+            if not await self._still_there(pair):
+                continue  # deleted, changed or erased since the group was read
             writer = self._writer()
             verdict = await writer.judge_pair(pair.older, pair.newer, same_space=pair.same_space)
             figures.pairs_asked += 1
             figures.model_calls += verdict.model_calls
+            if not verdict.judged:
+                figures.unjudged += 1
+                figures.last_failure = verdict.reason
+                log.warning("🧹 Memories %d and %d were not judged: %s", pair.older.id,
+                            pair.newer.id, verdict.reason)
+                continue
             applied = await self._db.run_transaction(
                 functools.partial(self._apply, pair=pair, verdict=verdict,
                                   model=writer.model_name, wanted=wanted)
@@ -137,24 +155,38 @@ class Consolidator:
         async with self._db.transaction() as tx:
             return await self._store.within(tx).forget_checks_before(cutoff)
 
+    async def _still_there(self, pair: Pair) -> bool:
+        """Both memories are still live and as the group's read found them: no text of a
+        memory deleted or erased meanwhile goes to a model."""
+        now = now_text(self._clock)
+        for memory in (pair.older, pair.newer):
+            if not _unchanged(await self._store.get(memory.app_id, memory.id), memory, now):
+                return False
+        return True
+
     async def _apply(
         self, tx: SqlTransaction, *, pair: Pair, verdict: PairVerdict, model: str,
         wanted: Wanted,
     ) -> bool:
-        """Inside the pair's transaction: the pair recorded as asked, and the verdict applied
-        if the pass is still wanted and both memories are as the writer saw them."""
+        """Inside the pair's transaction: if both memories are still as the writer saw them
+        and the host still wants the change, the pair recorded as asked and the verdict
+        applied. Nothing is written of a memory gone meanwhile (a purge, an erasure)."""
         store = self._store.within(tx)
-        for space in sorted({(m.app_id, m.user_id) for m in (pair.older, pair.newer)}):
-            await store.lock_space(*space)
+        # In the order every writer takes them: apps, then the person's profile (whose row
+        # is not made here: a person erased meanwhile stays erased).
+        spaces = sorted({(m.app_id, m.user_id) for m in (pair.older, pair.newer)},
+                        key=lambda space: (space[0] == PROFILE_APP, space))
+        for space in spaces:
+            await store.lock_space(*space, create=False)
         now = now_text(self._clock)
-        if not await wanted(tx):
-            return False
-        await store.record_check(pair.fingerprint, now, pair.older.app_id, pair.older.user_id)
-        if verdict.action == "keep":
-            return False
         older = await store.get(pair.older.app_id, pair.older.id)
         newer = await store.get(pair.newer.app_id, pair.newer.id)
         if not (_unchanged(older, pair.older, now) and _unchanged(newer, pair.newer, now)):
+            return False
+        if not await wanted(tx, spaces):
+            return False
+        await store.record_check(pair.fingerprint, now, *pair.kept_with)
+        if verdict.action == "keep" or (verdict.action == "merge" and not pair.mergeable):
             return False
         source = EventSource(now, model=model if verdict.decided_by == "model" else None)
         reason = redact_text(verdict.reason)
@@ -215,10 +247,12 @@ class Consolidator:
 
 
 def _unchanged(now_: Memory | None, seen: Memory, now: str) -> bool:
-    """The memory is still live and as the writer saw it (its text, and how it is steered)."""
+    """The memory is still live and as the writer saw it (its text, its metadata, and how it
+    is steered)."""
     return (
         now_ is not None and now_.state(now) == "live"
         and (now_.updated_at, now_.content, now_.pinned, now_.private, now_.sensitivity,
-             now_.kind) == (seen.updated_at, seen.content, seen.pinned, seen.private,
-                            seen.sensitivity, seen.kind)
+             now_.kind, now_.expires_at, now_.metadata)
+        == (seen.updated_at, seen.content, seen.pinned, seen.private, seen.sensitivity,
+            seen.kind, seen.expires_at, seen.metadata)
     )

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from memory_agent.links.likeness import share, trigrams, weights
 from memory_agent.models import Memory
+from memory_agent.storage.store import PROFILE_APP
 
 # The weighted share of the lighter text's trigrams the other must hold. Among ten memories of
 # one person, two wordings of one fact share about 0.6, "lives in Lisbon, in Alfama" and "now
@@ -39,10 +40,26 @@ class Pair:
         return (self.older.app_id, self.older.user_id) == (self.newer.app_id, self.newer.user_id)
 
     @property
+    def mergeable(self) -> bool:
+        """Whether the two may become one: of one space, one kind and one expiry (a reader
+        allowed one kind must not get the other's text; a lasting fact must not expire with
+        the memory it went into)."""
+        return (self.same_space and self.older.kind == self.newer.kind
+                and self.older.expires_at == self.newer.expires_at)
+
+    @property
     def fingerprint(self) -> str:
-        """The two texts', whichever order: a text that changes makes the pair a new one."""
-        texts = sorted((self.older.content, self.newer.content))
-        return hashlib.sha256("\0".join(texts).encode()).hexdigest()[:32]
+        """The two memories' spaces and texts, whichever order: a text that changes makes the
+        pair a new one, and the same texts in another person's spaces are another pair."""
+        sides = sorted(f"{m.app_id}\0{m.user_id}\0{m.content}" for m in (self.older, self.newer))
+        return hashlib.sha256("\0\0".join(sides).encode()).hexdigest()[:32]
+
+    @property
+    def kept_with(self) -> tuple[str, str]:
+        """The space its record is kept with (so that a purge or an erasure takes it): the
+        app's, where one memory is of an app, else the profile's."""
+        app = next((m for m in (self.older, self.newer) if m.app_id != PROFILE_APP), self.older)
+        return app.app_id, app.user_id
 
 
 def consolidable(memory: Memory) -> bool:

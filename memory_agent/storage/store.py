@@ -99,12 +99,20 @@ class MemoryStore(MemoryHistory, MemoryUse, ConsolidationReads, MemoryRelations)
             f"SELECT app_id FROM apps WHERE app_id = ?{self._db.dialect.lock_rows}", (app_id,)
         )
 
-    async def lock_space(self, app_id: str, user_id: str) -> None:
+    async def lock_space(self, app_id: str, user_id: str, *, create: bool = True) -> None:
         """Inside a transaction: hold what serialises writes to the space: the app's row, or
         for a person's profile (which many apps write) the person's `profiles` row, made on
-        their first profile write."""
+        their first profile write (`create`; else held only if it is there: a write that
+        changes only what the profile holds never makes it again after an erasure)."""
         if app_id != PROFILE_APP:
             await self.lock_app(app_id)
+            return
+        if not create:
+            if self._db.dialect.lock_rows:
+                await self._db.fetch_one(
+                    f"SELECT user_id FROM profiles WHERE user_id = ?{self._db.dialect.lock_rows}",
+                    (user_id,),
+                )
             return
         while True:
             await self._db.execute(

@@ -28,7 +28,14 @@ class PairVerdict:
     content: str | None = None
     # Model calls the verdict took.
     model_calls: int = 0
+    # False when the writer could not judge (the model failed, or gave no verdict): the pair
+    # is kept, and asked again by the next pass.
+    judged: bool = True
 
 
 def keep(reason: str, decided_by: DecidedBy, model_calls: int = 0) -> PairVerdict:
     return PairVerdict("keep", reason, decided_by, model_calls=model_calls)
+
+
+def unjudged(reason: str, model_calls: int = 1) -> PairVerdict:
+    return PairVerdict("keep", reason, "policy", model_calls=model_calls, judged=False)

@@ -16,6 +16,7 @@ CREATE TABLE consolidations (
   attempts INTEGER NOT NULL DEFAULT 0,
   spaces INTEGER NOT NULL DEFAULT 0,
   pairs_asked INTEGER NOT NULL DEFAULT 0,
+  pairs_unjudged INTEGER NOT NULL DEFAULT 0,
   changes INTEGER NOT NULL DEFAULT 0,
   model_calls INTEGER NOT NULL DEFAULT 0,
   error TEXT

@@ -12,7 +12,7 @@ from memory_agent.writers.steps import Candidate
 
 
 def judge(older: Memory, newer: Memory, *, same_space: bool) -> PairVerdict:
-    if same_space and older.kind == newer.kind:
+    if same_space and older.kind == newer.kind and older.expires_at == newer.expires_at:
         # The one that holds the other's every fact stays, as the older memory's text.
         if retention.repeats(older.content, newer.content):
             return PairVerdict("merge", f"memory {newer.id} repeats every fact of it",

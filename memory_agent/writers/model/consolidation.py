@@ -23,7 +23,7 @@ from memory_agent.writers.answers import Strict, first_error, json_object, strip
 from memory_agent.writers.asking import MemoryLimits, MemoryModel
 from memory_agent.writers.model import grounding
 from memory_agent.writers.model.compaction import ungrounded
-from memory_agent.writers.pairs import PairVerdict, keep
+from memory_agent.writers.pairs import PairVerdict, keep, unjudged
 from memory_agent.writers.prompts import memory_line
 
 log = logging.getLogger("mnemoloop.memory")
@@ -96,16 +96,15 @@ async def judge(
             messages, pair_schema(merge=same_space, max_chars=limits.max_chars)
         )
     except ChatModelError as error:
-        return keep(f"kept: the model could not be asked ({error})", "policy", 1)
+        return unjudged(f"the model could not be asked ({error})")
     if reply.truncated:
-        return keep("kept: the model's answer was cut off at the token limit", "policy", 1)
+        return unjudged("the model's answer was cut off at the token limit")
     try:
         answer = PairAnswer.model_validate(json_object(reply.text, InvalidCompactionDecision))
     except InvalidCompactionDecision as error:
-        return keep(f"kept: the model's answer is not a verdict ({error.reason})", "policy", 1)
+        return unjudged(f"the model's answer is not a verdict ({error.reason})")
     except ValidationError as error:
-        return keep(f"kept: the model's answer is not a verdict ({first_error(error)})",
-                    "policy", 1)
+        return unjudged(f"the model's answer is not a verdict ({first_error(error)})")
     reason = " ".join(answer.reason.split())[:300] or "(no reason given)"
     content = " ".join(strip_reasoning(answer.new_content).split())
     why = _refused(answer.action, content, older, newer, same_space, limits.max_chars)
@@ -130,6 +129,10 @@ def _refused(
         return ungrounded(content, older.content) if content else None
     if not same_space:
         return "memories of two spaces are not merged"
+    if older.kind != newer.kind:
+        return f"a memory of kind {newer.kind} is not merged into one of kind {older.kind}"
+    if older.expires_at != newer.expires_at:
+        return "memories that expire at different times are not merged"
     if not content:
         return "a merge needs the merged text"
     why = ungrounded(content, f"{older.content}\n{newer.content}")
