@@ -61,7 +61,10 @@ ADMIN_TOKEN = "bench-token"
 
 
 def settings(db: Path, **overrides: Any) -> Settings:
-    return Settings(db=db, llm="local", admin_token=ADMIN_TOKEN, **overrides)
+    # No scheduled consolidation pass beside what a figure measures (`bench_consolidation`
+    # measures the pass).
+    return Settings(**{"db": db, "llm": "local", "admin_token": ADMIN_TOKEN,
+                       "consolidation_every_seconds": 0, **overrides})
 
 
 # -- memory jobs -------------------------------------------------------------------------------

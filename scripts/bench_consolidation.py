@@ -64,7 +64,7 @@ async def _edges(db: Path, users: int, samples: int) -> dict[str, Any]:
 async def _pass_and_hot_path(db: Path, users: int, samples: int) -> dict[str, Any]:
     model = ScriptedModel()
     async with open_services(
-        settings(db, memory_writer="model", energy_capacity=1e9, consolidation_every_seconds=0),
+        settings(db, memory_writer="model", energy_capacity=1e9),
         chat_model=model, memory_model=model,
     ) as services:
         app = await services.stores.registry.require("app0")

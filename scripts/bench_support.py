@@ -180,7 +180,9 @@ def worker(db: str) -> None:
 
     async def run() -> None:
         model = ScriptedModel(seconds=TIMED_MODEL_SECONDS)
-        settings = Settings(db=db, llm="local", energy_capacity=1e12)
+        # Memory jobs only: the daily consolidation pass is `bench_consolidation`'s figure.
+        settings = Settings(db=db, llm="local", energy_capacity=1e12,
+                            consolidation_every_seconds=0)
         async with open_services(settings, chat_model=model, memory_model=model) as services:
             worker = services.worker
             async with anyio.create_task_group() as group:

@@ -28,11 +28,15 @@ pytestmark = pytest.mark.anyio
 VEGETARIAN = "I'm vegetarian and my partner is Sam."
 
 
+def extractive_service(db_path: Any, **overrides: Any) -> Any:
+    """The service with the extractive writer (its memories are the users' statements)."""
+    return service(db_path, echoing_model(), memory_writer="extractive", **overrides)
+
+
 @pytest.fixture
 async def client(db_path) -> AsyncIterator[httpx.AsyncClient]:
-    # No scheduled pass: the tests ask for theirs.
-    async with service(db_path, echoing_model(), memory_writer="extractive",
-                       consolidation_every_seconds=0) as services, running(services), \
+    # No scheduled pass (the harness's default): the tests ask for theirs.
+    async with extractive_service(db_path) as services, running(services), \
             http_client(services, "admin-secret") as client:
         yield client
 
@@ -91,8 +95,7 @@ async def test_a_fact_told_to_two_apps_is_once_in_the_profile_after_a_pass(clien
 
 async def test_a_purge_cancels_the_apps_pass_and_a_change_needs_its_pass_and_apps(db_path):
     # The worker is not running: the passes wait.
-    async with service(db_path, echoing_model(), memory_writer="extractive",
-                       consolidation_every_seconds=0) as services:
+    async with extractive_service(db_path) as services:
         client = http_client(services, "admin-secret")
         await install(client, "cal", True)
         asked = (await client.post("/consolidations", json={"appId": "cal"},
@@ -161,8 +164,7 @@ async def test_the_command_line_asks_and_the_services_worker_runs_the_pass(db_pa
     assert asked.stdout.startswith("pass 1 (request, user ana): pending"), asked.stdout
     assert "memory worker" in asked.stderr
 
-    async with service(db_path, echoing_model(), memory_writer="extractive",
-                       consolidation_every_seconds=0) as services, running(services):
+    async with extractive_service(db_path) as services, running(services):
         async def done() -> bool:
             found = await services.stores.consolidations.get(1)
             return found is not None and found.status == "done"
@@ -176,8 +178,7 @@ async def test_the_command_line_asks_and_the_services_worker_runs_the_pass(db_pa
 
 
 async def test_the_client_asks_follows_and_lists_passes(db_path):
-    async with service(db_path, echoing_model(), memory_writer="extractive",
-                       consolidation_every_seconds=0) as services, running(services), \
+    async with extractive_service(db_path) as services, running(services), \
             live_http(services, "admin-secret") as url, \
             AsyncClient(url, "admin-secret") as admin:
         await admin.apps.install("cal", "Calendar", shares_profile=True)
@@ -201,8 +202,7 @@ async def test_the_client_asks_follows_and_lists_passes(db_path):
 
 
 async def test_the_console_asks_for_a_pass_and_shows_what_it_did(db_path):
-    async with service(db_path, echoing_model(), memory_writer="extractive",
-                       consolidation_every_seconds=0) as services, running(services):
+    async with extractive_service(db_path) as services, running(services):
         client = http_client(services, "admin-secret")
         form = await client.get("/console/sign-in")
         await client.post("/console/sign-in", data={
@@ -229,3 +229,19 @@ async def test_the_console_asks_for_a_pass_and_shows_what_it_did(db_path):
         text = await eventually(shown_done)
         assert "app calendar user ana" in text
         assert re.search(r"\d+ spaces · 2 pairs asked · 2 changed · 0 model calls", text), text
+
+
+async def test_the_worker_asks_for_the_scheduled_pass_at_its_first_look_and_runs_it(db_path):
+    async with extractive_service(db_path, consolidation_every_seconds=3600) as services, \
+            running(services):
+        passes = services.stores.consolidations
+
+        async def scheduled_done() -> bool:
+            found = await passes.recent(5)
+            return [(p.origin, p.status, p.app_id, p.user_id) for p in found] == [
+                ("schedule", "done", None, None)]
+
+        await eventually(scheduled_done)
+        # Asked for once an interval, whoever looks.
+        assert await passes.request_scheduled(due="2000-01-01T00:00:00.000000Z") is None
+        assert len(await passes.recent(5)) == 1
