@@ -210,6 +210,7 @@ async def open_services(
                 metrics=metrics, clock=clock,
                 pairs_per_space=settings.consolidation_pairs_per_space,
                 every_seconds=settings.consolidation_every_seconds,
+                rest_factor=settings.consolidation_rest_factor,
             ),
         )
         writer_choice = MemoryWriterChoice(settings, database, clock, agent, memory_model)

@@ -87,6 +87,9 @@ class Settings(BaseSettings):
     # about per space.
     consolidation_every_seconds: Annotated[float, Field(ge=0, le=366 * 24 * 3600)] = 86400.0
     consolidation_pairs_per_space: Annotated[int, Field(ge=1, le=1000)] = 5
+    # After each group of spaces, a pass rests this many times as long as the group took (99:
+    # it works 1 % of the time, beside the turns being answered).
+    consolidation_rest_factor: Annotated[float, Field(ge=0, le=10_000)] = 99.0
     # The kinds of memory and the agents' allow-lists (a TOML file shaped as
     # memory_agent/core/kinds.toml, which is the default).
     memory_kinds: Path | None = None

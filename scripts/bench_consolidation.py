@@ -1,13 +1,19 @@
-"""The benchmark's consolidation figures: a pass over every space of a database of one app's
-users, each with memories of their own, a profile and the app's shared ones, with an instant
-model writer (`ScriptedModel` merges two memories of one space whole); how long it takes, and
-the p99 of a turn's memory block built meanwhile on the same event loop, beside it built with
-no pass running; and how long linking a memory to those of its space takes (`edge_write_ms`,
-p50 and p99, a transaction each)."""
+"""The benchmark's consolidation figures, on one app's users, each with memories of their own,
+a profile and the app's shared ones, with an instant model writer (`ScriptedModel` merges two
+memories of one space whole):
+
+- `consolidation_work_s`: a pass over every space that never rests (its work alone), with the
+  p99 of a turn's memory block built meanwhile on the same event loop;
+- the same p99 while a pass runs as the worker runs it, resting `REST_FACTOR` times as long as
+  each group took (sampled for a while, then the pass is stopped; a whole pass at that pace
+  takes about `consolidation_work_s` × (1 + `REST_FACTOR`), `consolidation_pass_s`), beside it
+  with no pass running;
+- `edge_write_ms`: linking a memory to those of its space, as a memory job does (p50, p99)."""
 
 from __future__ import annotations
 
 import random
+import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -17,7 +23,7 @@ from bench_recall import settings
 from bench_support import percentile, seed_profiles
 from scripted_models import ScriptedModel
 
-from loop.jobs.consolidating import ConsolidationRunner
+from loop.jobs.consolidating import REST_FACTOR, ConsolidationRunner
 from loop.service import Services, open_services
 from loop.storage import database_for
 from memory_agent import SqlTransaction
@@ -29,11 +35,110 @@ STAMP = "2025-11-01T10:00:00.000000Z"
 
 def bench_consolidation(tmp: Path, quick: bool) -> dict[str, Any]:
     users = 2_000 if quick else 10_000
-    db = tmp / f"consolidation-{users}.db"
-    seed_profiles(db, users=users, per_user=3, shared=5)
-    figures = anyio.run(_pass_and_hot_path, db, users, 2_000 if quick else 10_000)
-    figures.update(anyio.run(_edges, db, users, 500 if quick else 2_000))
+    seeded = tmp / f"consolidation-{users}.db"
+    seed_profiles(seeded, users=users, per_user=3, shared=5)
+    paced = tmp / f"consolidation-{users}-paced.db"
+    shutil.copy(seeded, paced)
+    samples = 2_000 if quick else 10_000
+    figures = anyio.run(_whole_pass, seeded, users, samples)
+    figures.update(anyio.run(_paced_pass, paced, users, 20.0 if quick else 60.0))
+    figures["consolidation_pass_s"] = round(figures["consolidation_work_s"] * (1 + REST_FACTOR))
+    figures.update(anyio.run(_edges, seeded, users, 500 if quick else 2_000))
     return figures
+
+
+async def _whole_pass(db: Path, users: int, samples: int) -> dict[str, Any]:
+    async with _services(db) as services:
+        block = _block_timer(services, users)
+        quiet = [await block() for _ in range(samples)]
+        during: list[float] = []
+        asked = await services.stores.consolidations.request(None, None)
+        started = time.perf_counter()
+        await _sampling_while(_runner(services, rest_factor=0.0).run_next(), block, during)
+        work = time.perf_counter() - started
+        ended = await services.stores.consolidations.get(asked.id)
+        assert ended is not None and ended.status == "done", ended
+    return {
+        "consolidation_spaces": ended.spaces,
+        "consolidation_work_s": round(work, 2),
+        "consolidation_pairs_asked": ended.pairs_asked,
+        "consolidation_changes": ended.changes,
+        "consolidation_model_calls": ended.model_calls,
+        # Quiet, and while a pass that never rests runs.
+        "consolidation_block_p99_ms": [_p99_ms(quiet), _p99_ms(during)],
+    }
+
+
+async def _paced_pass(db: Path, users: int, seconds: float) -> dict[str, Any]:
+    async with _services(db) as services:
+        block = _block_timer(services, users)
+        quiet: list[float] = []
+        with anyio.move_on_after(seconds / 3):
+            while True:
+                quiet.append(await block())
+                await anyio.sleep(0.001)
+        during: list[float] = []
+        await services.stores.consolidations.request(None, None)
+        with anyio.move_on_after(seconds):
+            await _sampling_while(_runner(services, rest_factor=REST_FACTOR).run_next(),
+                                  block, during)
+    return {
+        "consolidation_rest_factor": REST_FACTOR,
+        # Quiet, and while a pass runs at the worker's pace.
+        "consolidation_paced_block_p99_ms": [_p99_ms(quiet), _p99_ms(during)],
+        "consolidation_paced_samples": [len(quiet), len(during)],
+    }
+
+
+async def _sampling_while(work: Any, block: Any, timings: list[float]) -> None:
+    """Run `work`, timing a turn's block now and then (as conversations arrive) until it
+    ends."""
+    done = anyio.Event()
+
+    async def run() -> None:
+        await work
+        done.set()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(run)
+        while not done.is_set():
+            timings.append(await block())
+            await anyio.sleep(0.001)
+
+
+def _block_timer(services: Services, users: int) -> Any:
+    rng = random.Random(1)
+
+    async def block_seconds() -> float:
+        app = await services.stores.registry.require("app0")
+        user_id = f"user{rng.randrange(users)}"
+        started = time.perf_counter()
+        await services.central.contexts.build(
+            app, [], user_id=user_id, conversation_id=f"now-{user_id}")
+        return time.perf_counter() - started
+
+    return block_seconds
+
+
+def _services(db: Path) -> Any:
+    model = ScriptedModel()
+    return open_services(settings(db, memory_writer="model", energy_capacity=1e9),
+                         chat_model=model, memory_model=model)
+
+
+def _runner(services: Services, *, rest_factor: float) -> ConsolidationRunner:
+    """The worker's runner of passes, as `open_services` builds it (5 pairs per space)."""
+    stores = services.stores
+    return ConsolidationRunner(
+        passes=stores.consolidations, agent=stores.agent, registry=stores.registry,
+        energy=stores.energy, metrics=services.metrics, clock=services.clock,
+        pairs_per_space=services.settings.consolidation_pairs_per_space, every_seconds=0,
+        rest_factor=rest_factor,
+    )
+
+
+def _p99_ms(timings: list[float]) -> float:
+    return round(percentile(timings, 99) * 1000, 3)
 
 
 async def _edges(db: Path, users: int, samples: int) -> dict[str, Any]:
@@ -59,62 +164,3 @@ async def _edges(db: Path, users: int, samples: int) -> dict[str, Any]:
         "edge_write_ms": [round(percentile(timings, 50) * 1000, 3),
                           round(percentile(timings, 99) * 1000, 3)],
     }
-
-
-async def _pass_and_hot_path(db: Path, users: int, samples: int) -> dict[str, Any]:
-    model = ScriptedModel()
-    async with open_services(
-        settings(db, memory_writer="model", energy_capacity=1e9),
-        chat_model=model, memory_model=model,
-    ) as services:
-        app = await services.stores.registry.require("app0")
-        rng = random.Random(1)
-
-        async def block_seconds() -> float:
-            user_id = f"user{rng.randrange(users)}"
-            started = time.perf_counter()
-            await services.central.contexts.build(
-                app, [], user_id=user_id, conversation_id=f"now-{user_id}")
-            return time.perf_counter() - started
-
-        quiet = [await block_seconds() for _ in range(samples)]
-        runner = _runner(services)
-        asked = await services.stores.consolidations.request(None, None)
-        during: list[float] = []
-        async with anyio.create_task_group() as group:
-            done = anyio.Event()
-
-            async def run_pass() -> None:
-                started = time.perf_counter()
-                await runner.run_next()
-                timings["pass_s"] = time.perf_counter() - started
-                done.set()
-
-            timings: dict[str, float] = {}
-            group.start_soon(run_pass)
-            while not done.is_set():
-                during.append(await block_seconds())
-                # The loop serves a turn now and then, as conversations arrive.
-                await anyio.sleep(0.001)
-        ended = await services.stores.consolidations.get(asked.id)
-        assert ended is not None and ended.status == "done", ended
-    return {
-        "consolidation_spaces": ended.spaces,
-        "consolidation_pass_s": round(timings["pass_s"], 2),
-        "consolidation_pairs_asked": ended.pairs_asked,
-        "consolidation_changes": ended.changes,
-        "consolidation_model_calls": ended.model_calls,
-        "consolidation_block_p99_ms": [round(percentile(quiet, 99) * 1000, 3),
-                                       round(percentile(during, 99) * 1000, 3)],
-        "consolidation_block_samples": [len(quiet), len(during)],
-    }
-
-
-def _runner(services: Services) -> ConsolidationRunner:
-    """The worker's runner of passes, as `open_services` builds it (5 pairs per space)."""
-    stores = services.stores
-    return ConsolidationRunner(
-        passes=stores.consolidations, agent=stores.agent, registry=stores.registry,
-        energy=stores.energy, metrics=services.metrics, clock=services.clock,
-        pairs_per_space=services.settings.consolidation_pairs_per_space, every_seconds=0,
-    )

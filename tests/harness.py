@@ -30,8 +30,10 @@ def http_client(services: Services, admin_token: str | None = None) -> AsyncClie
 
 def settings_for(db: Path, **overrides: Any) -> Settings:
     """The settings of a test's service. No scheduled consolidation pass unless a test asks
-    for one: a pass at the worker's first look would change what a test seeds meanwhile."""
-    return Settings(**{"db": db, "llm": "local", "consolidation_every_seconds": 0, **overrides})
+    for one (a pass at the worker's first look would change what a test seeds meanwhile), and
+    a pass never rests between groups (its pace is `bench.py`'s figure)."""
+    return Settings(**{"db": db, "llm": "local", "consolidation_every_seconds": 0,
+                       "consolidation_rest_factor": 0, **overrides})
 
 
 @asynccontextmanager

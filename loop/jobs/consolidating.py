@@ -31,10 +31,12 @@ log = logging.getLogger("mnemoloop.worker")
 
 # How long a pass waits, between groups, for energy to come back above the memory floor.
 _ENERGY_WAIT_SECONDS = 5.0
-# After each group of spaces, a pass rests this many times as long as the group took: it
-# shares the event loop, the database's threads and the interpreter lock with the turns
-# being answered, and a daily pass has time to spare.
-REST_FACTOR = 3.0
+# After each group of spaces, a pass rests this many times as long as the group took
+# (`MNEMOLOOP_CONSOLIDATION_REST_FACTOR`): it shares the event loop, the database's threads
+# and the interpreter lock with the turns being answered, whose p99 doubles when it works a
+# quarter of the time (`bench.py`, bench_consolidation); working 1 % of the time, a daily
+# pass over 20,000 spaces still ends within two hours.
+REST_FACTOR = 99.0
 
 
 class ConsolidationRunner:
