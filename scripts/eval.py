@@ -44,7 +44,6 @@ from loop.llm import budgets, choose_window, open_chat_model
 from loop.settings import load_settings
 from loop.storage import SqliteDatabase
 from memory_agent import (
-    PAIRS_PER_SPACE,
     ChatMessage,
     ChatModel,
     ChatReply,
@@ -53,12 +52,12 @@ from memory_agent import (
     MemorySubAgent,
     MnemoloopError,
     PassFigures,
-    SqlTransaction,
     ToolSpec,
     memory_writer_for,
 )
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from eval_consolidation import consolidate, consolidation_figures
 from eval_oracle import OracleModel, is_memory_answer, is_pair_question, oracle_facts
 
 DEFAULT_STORIES = Path(__file__).with_name("eval_stories.json")
@@ -235,53 +234,6 @@ async def run_app(
                 outcomes["invalid:" + (detail[0] if detail else "?")] += 1
     run.final = [m.content for m in await agent.list_memories(app["appId"])]
     return run
-
-
-async def consolidate(
-    agent: MemorySubAgent, app_id: str, run: AppRun, passes: PassFigures
-) -> None:
-    """A consolidation pass over the app's spaces once its conversations are written, as
-    the service's worker runs it; the memories after it in `run.consolidated`."""
-
-    async def wanted(tx: SqlTransaction, spaces: object) -> bool:
-        return True
-
-    for group in await agent.consolidation_groups(app_id, None, lambda app: True):
-        await agent.consolidate(group, passes, pairs_per_space=PAIRS_PER_SPACE, wanted=wanted)
-    run.consolidated = [m.content for m in await agent.list_memories(app_id)]
-
-
-def consolidation_figures(runs: Sequence[AppRun], passes: PassFigures) -> dict[str, Any]:
-    """What one pass over each app's space did: pairs asked, changes, model calls (each per
-    space too), recall after it beside before, and the key facts held by two memories of
-    the same space (so given twice in one memory block) before and after."""
-    after = score(runs, lambda run: run.consolidated)
-    spaces = max(passes.spaces, 1)
-    return {
-        "spaces": passes.spaces,
-        "pairs_asked": passes.pairs_asked,
-        "changes": passes.changes,
-        "model_calls": passes.model_calls,
-        "pairs_per_space": round(passes.pairs_asked / spaces, 2),
-        "model_calls_per_space": round(passes.model_calls / spaces, 2),
-        "memories_before": sum(len(run.final) for run in runs),
-        "memories_after": sum(len(run.consolidated) for run in runs),
-        "recall_after": after["recall"],
-        "update_recall_after": after["update_recall"],
-        "stale_rate_after": after["stale_rate"],
-        "facts_twice_before": _held_twice(runs, lambda run: run.final),
-        "facts_twice_after": _held_twice(runs, lambda run: run.consolidated),
-    }
-
-
-def _held_twice(runs: Sequence[AppRun], final_of: Any) -> int:
-    """Key facts (not old values) that two or more memories of one space hold."""
-    return sum(
-        1
-        for run in runs
-        for fact in run.facts.values()
-        if fact.kind != "superseded" and sum(fact.held_by(t) for t in final_of(run)) >= 2
-    )
 
 
 def score(runs: Sequence[AppRun], final_of: Any) -> dict[str, Any]:
@@ -486,7 +438,7 @@ async def evaluate(args: argparse.Namespace) -> dict[str, Any]:
         },
         "model_calls_per_conversation": round(model.calls / max(conversations, 1), 3),
         "tokens_per_conversation": round(model.tokens / max(conversations, 1), 1),
-        "consolidation": consolidation_figures(runs, passes),
+        "consolidation": consolidation_figures(runs, passes, score),
         "wall_time_s": round(wall, 1),
     }
 
