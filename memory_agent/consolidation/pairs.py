@@ -17,7 +17,7 @@ import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from memory_agent.links.likeness import share, trigrams, weights
+from memory_agent.links.likeness import Likeness
 from memory_agent.models import Memory
 from memory_agent.storage.store import PROFILE_APP
 
@@ -72,8 +72,7 @@ def candidate_pairs(
     """Every pair of `spaces` (each a space's memories) that shares enough: within each space,
     and between the spaces of each `crossings` (indexes into `spaces`); the most alike first."""
     kept = [[m for m in space if consolidable(m)] for space in spaces]
-    grams = {m.id: trigrams(m.content) for space in kept for m in space}
-    weight = weights(list(grams.values()))
+    likeness = Likeness({m.id: m.content for space in kept for m in space})
     found: list[Pair] = []
 
     def consider(one: Memory, other: Memory) -> None:
@@ -81,7 +80,7 @@ def candidate_pairs(
             other.app_id, other.user_id
         ):
             return
-        alike = share(grams[one.id], grams[other.id], weight)
+        alike = likeness.share(one.id, other.id)
         if alike >= MIN_SHARE:
             older, newer = sorted((one, other), key=lambda m: (m.updated_at, m.id))
             found.append(Pair(older, newer, round(alike, 4)))

@@ -32,13 +32,17 @@ def weights(grams: Sequence[frozenset[str]]) -> dict[str, float]:
     return {t: math.log(1 + len(grams) / n) for t, n in held.items()}
 
 
-def share(
-    one: frozenset[str], other: frozenset[str], weight: Mapping[str, float] | None = None
-) -> float:
-    """The weighted share of the lighter text's trigrams the other holds (each weighs 1 when
-    no `weight` is given)."""
-    if weight is None:
-        shorter = min(len(one), len(other))
-        return len(one & other) / shorter if shorter else 0.0
-    lighter = min(sum(weight[t] for t in one), sum(weight[t] for t in other))
-    return sum(weight[t] for t in one & other) / lighter if lighter else 0.0
+class Likeness:
+    """How alike the texts of a group are, two at a time: each text's trigrams, and their
+    weights in the group, summed once for the whole group."""
+
+    def __init__(self, texts: Mapping[int, str]) -> None:
+        self._grams = {i: trigrams(text) for i, text in texts.items()}
+        self._weight = weights(list(self._grams.values()))
+        self._mass = {i: sum(self._weight[t] for t in g) for i, g in self._grams.items()}
+
+    def share(self, one: int, other: int) -> float:
+        """The weighted share of the lighter text's trigrams the other holds."""
+        lighter = min(self._mass[one], self._mass[other])
+        shared = self._grams[one] & self._grams[other]
+        return sum(self._weight[t] for t in shared) / lighter if lighter else 0.0

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from memory_agent.links.likeness import trigrams, weights
+from memory_agent.links.likeness import Likeness
 from memory_agent.storage.store import MemoryStore
 
 # A memory linked to: every linked pair shares at least this much (two memories about one
@@ -21,18 +21,8 @@ def links_for(memory_id: int, space: Mapping[int, str]) -> list[tuple[int, float
     each link's strength."""
     if memory_id not in space or len(space) < 2:
         return []
-    grams = {i: trigrams(text) for i, text in space.items()}
-    weight = weights(list(grams.values()))
-    # `likeness.share` for each other memory, with each text's weight summed once (this runs
-    # in every memory job's transaction).
-    mass = {i: sum(weight[t] for t in g) for i, g in grams.items()}
-    mine = grams[memory_id]
-    scored = []
-    for i, theirs in grams.items():
-        lighter = min(mass[memory_id], mass[i])
-        if i != memory_id and lighter:
-            strength = round(sum(weight[t] for t in mine & theirs) / lighter, 4)
-            scored.append((strength, i))
+    likeness = Likeness(space)
+    scored = [(round(likeness.share(memory_id, i), 4), i) for i in space if i != memory_id]
     scored.sort(reverse=True)
     return [(i, strength) for strength, i in scored[:MAX_LINKS] if strength >= MIN_LINK]
 
