@@ -21,6 +21,7 @@ from admin_api.controllers.history import HistoryController
 from admin_api.controllers.kinds import list_kinds
 from admin_api.controllers.memories import MemoriesController
 from admin_api.controllers.operations import OperationsController, health, home
+from admin_api.controllers.proposals import ProposalsController
 from admin_api.controllers.steering import SteeringController
 from admin_api.controllers.users import ProfilesController, SpacesController
 from admin_api.dependencies import dependencies
@@ -63,6 +64,7 @@ def create_app(services: Services, admin_token: AdminToken | str | None = None) 
             SteeringController,
             SpacesController,
             ProfilesController,
+            ProposalsController,
         ],
         security=[{"bearer": []}],
     )

@@ -31,6 +31,8 @@ from memory_agent import (
     MemoryNotFound,
     MemorySteeringRefused,
     MnemoloopError,
+    ProposalNotFound,
+    ProposalNotPending,
     StorageError,
 )
 
@@ -47,6 +49,8 @@ DOMAIN_STATUS: dict[type[MnemoloopError], int] = {
     ConversationNotFound: 404,
     ConsolidationNotFound: 404,
     MemoryNotFound: 404,
+    ProposalNotFound: 404,
+    ProposalNotPending: 409,
     AppNotInstalled: 409,
     AppAlreadyInstalled: 409,
     ConversationEnded: 409,

@@ -22,7 +22,14 @@ from pydantic import BaseModel, Field
 
 from admin_api.auth import TokenOwner, token_owner
 from admin_api.readers import kinds_allowed, readable, readable_events, require_readable
-from admin_api.replies import job_out, memory_event_out, memory_out, query_cost, query_out
+from admin_api.replies import (
+    job_out,
+    memory_event_out,
+    memory_out,
+    proposal_out,
+    query_cost,
+    query_out,
+)
 from admin_api.schemas import QueryFilters, QueryMemories, memory_query
 from loop.operations import MAX_USER_ID, AdminToken, AppRegistry, validate_user_id
 from loop.service import Stores
@@ -40,6 +47,7 @@ from memory_agent import (
     MemoryChange,
     MemoryNotFound,
     MnemoloopError,
+    ProposalStatus,
     format_memories_for_context,
 )
 
@@ -360,6 +368,48 @@ def build_mcp_server(stores: Stores, find_caller: FindCaller) -> FastMCP[Any]:
                 user_id=None if user_id is None else _space(user_id), for_a_model=True,
             ))
         return [_builtins(memory_event_out(event)) for event in events]
+
+    @server.tool()
+    async def profile_proposals(
+        ctx: Context[Any, Any, Any],
+        user_id: Annotated[str, Field(min_length=1, max_length=MAX_USER_ID)],
+        status: ProposalStatus | None = "pending",
+    ) -> list[dict[str, Any]]:
+        """The changes proposed to a sensitive fact of the person's profile (their name,
+        city, health...), newest first; by default those waiting for their answer. Show them
+        to the person, and relay their answer with `answer_profile_proposal`. An app's key
+        reaches them only when the app shares its users' profiles."""
+        await _relaying(await find_caller(ctx))
+        async with _tool_errors():
+            found = await agent.proposals.proposals(_space(user_id), status)
+        return [_builtins(proposal_out(p)) for p in found]
+
+    @server.tool()
+    async def answer_profile_proposal(
+        ctx: Context[Any, Any, Any],
+        user_id: Annotated[str, Field(min_length=1, max_length=MAX_USER_ID)],
+        proposal_id: MemoryIdArgument,
+        decision: Literal["accept", "decline"],
+    ) -> dict[str, Any]:
+        """The person's own answer to a pending proposal: `accept` writes it into their
+        profile now, `decline` writes nothing. Relay only what the person said."""
+        caller = await find_caller(ctx)
+        await _relaying(caller)
+        async with _tool_errors():
+            answered = await agent.proposals.answer(
+                _space(user_id), proposal_id, accept=decision == "accept",
+                through="mcp" if caller.is_admin else f"app:{caller.app_id} (mcp)",
+            )
+        return _builtins(proposal_out(answered))
+
+    async def _relaying(caller: Caller) -> None:
+        """Only the admin, or an app that shares its users' profiles, sees proposals."""
+        if caller.app_id is None:
+            return
+        async with _tool_errors():
+            record = await registry.require(caller.app_id)
+        if not record.shares_profile:
+            raise ToolError(f"the app {caller.app_id!r} does not share people's profiles")
 
     @server.tool()
     async def list_apps(ctx: Context[Any, Any, Any]) -> list[dict[str, Any]]:

@@ -12,6 +12,7 @@ from memory_agent import (
     PROFILE_APP,
     Memory,
     MemoryEvent,
+    ProfileProposal,
     QueryAnswer,
     estimate_tokens,
     neutralise,
@@ -291,6 +292,34 @@ class ConsolidationsOut(Reply):
     consolidations: list[ConsolidationOut]
 
 
+class ProposalOut(Reply):
+    """A change proposed to a sensitive fact of a person's profile, waiting for their answer
+    (or answered): never injected while it waits; it lapses after 7 days."""
+
+    id: int
+    user_id: str
+    # The app whose conversation (or memories, for a consolidation) proposed it.
+    app_id: str
+    origin: str
+    # The sensitive fields it speaks of ("unread language": one the service cannot read).
+    fields: list[str]
+    # The profile's text as proposed (null: a fact removed), and the texts it replaces.
+    content: str | None
+    before: str | None
+    status: str
+    proposed_at: str
+    lapses_at: str
+    decided_at: str | None
+    # Who answered: api, client, cli, console, mcp, app:<id>, or lapsed.
+    decided_through: str | None
+    # The profile memory the accepted change wrote or went into.
+    memory_id: int | None
+
+
+class ProposalsOut(Reply):
+    proposals: list[ProposalOut]
+
+
 class MemoryEventOut(Reply):
     id: int
     memory_id: int
@@ -415,6 +444,13 @@ def consolidation_out(p: ConsolidationPass) -> ConsolidationOut:
         p.id, p.app_id, p.user_id, p.origin, p.status, p.requested_at, p.started_at,
         p.finished_at, p.spaces, p.pairs_asked, p.pairs_unjudged, p.changes, p.model_calls,
         p.error,
+    )
+
+
+def proposal_out(p: ProfileProposal) -> ProposalOut:
+    return ProposalOut(
+        p.id, p.user_id, p.app_id, p.origin, list(p.fields), p.content, p.before, p.status,
+        p.proposed_at, p.lapses_at, p.decided_at, p.decided_through, p.memory_id,
     )
 
 

@@ -132,6 +132,15 @@ class RequestConsolidation(Body):
     user_id: UserIdText | None = None
 
 
+class AnswerProposal(Body):
+    # The proposal answered, and the person's answer.
+    id: Annotated[int, msgspec.Meta(ge=1, le=MAX_MEMORY_ID)]
+    decision: Literal["accept", "decline"]
+    # Who relays the answer, when not the caller itself (the client, the CLI, the console
+    # say so; an app's key answers as that app whatever it says).
+    through: Annotated[str, msgspec.Meta(pattern=r"^(api|client|cli|console|mcp)$")] = "api"
+
+
 class OpenConversation(Body):
     # The user whose memory space the conversation reads and writes; none: the app's shared.
     user_id: UserIdText | None = None

@@ -151,6 +151,7 @@ async def open_services(
             grace_seconds=settings.memory_grace_seconds,
             writer=memory_writer_for(settings.memory_writer, memory_model),
             kinds=settings.kinds,
+            sensitive_fields=settings.sensitive,
         )
         energy = EnergyBudget(
             database,

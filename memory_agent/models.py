@@ -247,3 +247,36 @@ class SpaceChange:
     content: str
     # An edit that folded another memory in (compaction's EDIT), not an update.
     merged: bool = False
+
+
+ProposalStatus = Literal["pending", "accepted", "declined", "lapsed", "superseded"]
+PROPOSAL_STATUSES: tuple[ProposalStatus, ...] = (
+    "pending", "accepted", "declined", "lapsed", "superseded",
+)
+
+
+@dataclass(frozen=True)
+class ProfileProposal:
+    """A change to a sensitive fact of a person's profile, waiting for their answer
+    (`memory_agent.consent`): never injected while it waits."""
+
+    id: int
+    user_id: str
+    # The app whose conversation (or whose memories, for a consolidation) it came from.
+    app_id: str
+    origin: Literal["memory", "consolidation"]
+    # The sensitive fields it speaks of (or `consent.UNREAD`).
+    fields: tuple[str, ...]
+    # The profile's text as proposed (None: a fact removed).
+    content: str | None
+    # The profile's texts it changes or replaces, if any.
+    before: str | None
+    status: ProposalStatus
+    proposed_at: str
+    lapses_at: str
+    decided_at: str | None = None
+    # Who answered: api, client, cli, console, mcp, an app ("app:<id>"), or "lapsed".
+    decided_through: str | None = None
+    # The profile memory the accepted change wrote or changed.
+    memory_id: int | None = None
+    conversation_id: str | None = None

@@ -23,6 +23,7 @@ from loop.storage import (
 )
 from memory_agent import (
     MAX_MEMORY_ID,
+    PROPOSAL_STATUSES,
     MnemoloopError,
 )
 from mnemoloop.data_commands import (
@@ -187,6 +188,16 @@ def build_parser() -> argparse.ArgumentParser:
     restore.add_argument("user_id")
     restore.add_argument("file", help="the export's JSON file, or - for standard input")
     restore.add_argument("--replace", action="store_true", help="delete the profile first")
+    proposed = command(users, "proposals",
+                       "changes proposed to a person's sensitive profile facts, newest first")
+    proposed.add_argument("user_id")
+    proposed.add_argument("--status", choices=PROPOSAL_STATUSES,
+                          help="only those of this status (e.g. pending)")
+    for answer, what in (("accept", "write it into the profile now"),
+                         ("decline", "write nothing")):
+        answered = command(users, answer, f"the person's answer to a pending proposal: {what}")
+        answered.add_argument("user_id")
+        answered.add_argument("proposal_id", type=int)
     return parser
 
 

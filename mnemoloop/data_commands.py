@@ -27,7 +27,9 @@ from memory_agent import (
     MemoryChange,
     MemoryEvent,
     MemoryNotFound,
+    MemorySubAgent,
     MnemoloopError,
+    ProfileProposal,
     now_text,
 )
 
@@ -258,6 +260,8 @@ async def users_command(settings: Settings, args: argparse.Namespace) -> int:
             print(f"imported {len(document.memories)} memories into the profile of"
                   f" {args.user_id}; it holds {count}")
             return 0
+        if args.action in ("proposals", "accept", "decline"):
+            return await _proposals(agent, args)
         if args.action == "forget-profile":
             count = await services.stores.registry.erase_profile(args.user_id)
             print(f"profile of {args.user_id}: erased {count} memories")
@@ -276,6 +280,31 @@ async def users_command(settings: Settings, args: argparse.Namespace) -> int:
         if not erased:
             print(f"nothing of {args.user_id!r} is kept", file=sys.stderr)
     return 0
+
+
+async def _proposals(agent: MemorySubAgent, args: argparse.Namespace) -> int:
+    """A person's proposals listed, or one answered (through the CLI, as its record says)."""
+    if args.action == "proposals":
+        found = await agent.proposals.proposals(args.user_id, args.status)
+        if not found:
+            print(f"no proposals for the profile of {args.user_id!r}", file=sys.stderr)
+        for proposal in found:
+            print(describe_proposal(proposal))
+        return 0
+    answered = await agent.proposals.answer(
+        args.user_id, args.proposal_id, accept=args.action == "accept", through="cli"
+    )
+    print(describe_proposal(answered))
+    return 0
+
+
+def describe_proposal(one: ProfileProposal) -> str:
+    change = f"{one.before!r} -> {one.content!r}" if one.before else repr(one.content)
+    answered = f" by {one.decided_through} at {one.decided_at}" if one.decided_at else (
+        f" until {one.lapses_at}"
+    )
+    return (f"proposal {one.id} ({', '.join(one.fields)}; from {one.app_id}, {one.origin}):"
+            f" {one.status}{answered}: {change}")
 
 
 async def consolidations_command(settings: Settings, args: argparse.Namespace) -> int:

@@ -208,7 +208,14 @@ async def test_an_update_crosses_from_an_app_into_the_profile_only_where_it_is_s
     )], user_id="ana")
     assert (await run_pass(agent, user_id="ana", shares=False)).pairs_asked == 0
     figures = await run_pass(agent, user_id="ana")
-    assert (figures.pairs_asked, figures.changes) == (1, 1)
+    # The profile's city is a sensitive fact: its change waits for the person's consent.
+    assert (figures.pairs_asked, figures.changes) == (1, 0)
+    [held] = await agent.proposals.proposals("ana", "pending")
+    assert (held.origin, held.fields, held.app_id) == ("consolidation", ("city",), "app")
+    assert held.content is None and held.before == "The user lives in Lisbon, in Alfama."
+    assert await texts(agent, "", "ana") == ["The user lives in Lisbon, in Alfama."]
+    accepted = await agent.proposals.answer("ana", held.id, accept=True, through="api")
+    assert accepted.status == "accepted"
     assert await texts(agent, "", "ana") == []  # the profile's stale city went
     assert await texts(agent, "app", "ana") == ["The user now lives in Porto, in Ribeira."]
 

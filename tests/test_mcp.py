@@ -29,7 +29,8 @@ from tests.test_cli import mnemoloop
 pytestmark = pytest.mark.anyio
 STAMP = "2025-10-10T10:00:00.000000Z"
 APP_TOOLS = {"recall", "query", "remember", "forget", "memory_history",
-             "tag_memory_relevant", "tag_memory_irrelevant", "pin_memory"}
+             "tag_memory_relevant", "tag_memory_irrelevant", "pin_memory",
+             "profile_proposals", "answer_profile_proposal"}
 
 
 def install(db: Path | str, app_id: str) -> str:

@@ -40,6 +40,7 @@ def test_fresh_database_gets_every_table_and_a_record(db_path):
         "consolidations",
         "consolidation_checks",
         "relations",
+        "profile_proposals",
         "schema_migrations",
     } <= tables(db_path)
     with sqlite3.connect(db_path) as connection:
@@ -53,6 +54,7 @@ def test_fresh_database_gets_every_table_and_a_record(db_path):
         (15, "profiles"),
         (16, "model_calibrations"), (17, "memory_use"), (18, "sensitivity"), (19, "decay"),
         (20, "kinds"), (21, "consolidation"), (22, "relations"),
+        (23, "profile_proposals"),
     ]
 
 
@@ -72,7 +74,7 @@ def test_history_migration_keeps_existing_jobs_and_allows_cancelled(db_path, tmp
             "INSERT INTO memory_jobs (app_id, conversation_id, status, attempts, created_at,"
             " updated_at) VALUES ('a', 'c', 'pending', 0, 't', 't');"
         )
-    assert [m.version for m in apply_migrations(db_path)] == list(range(2, 23))
+    assert [m.version for m in apply_migrations(db_path)] == list(range(2, 24))
     with sqlite3.connect(db_path) as connection:
         assert connection.execute("SELECT conversation_id, status FROM memory_jobs").fetchall() == [
             ("c", "pending")

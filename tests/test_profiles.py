@@ -79,16 +79,17 @@ async def test_a_fact_told_to_one_app_follows_the_person_to_the_apps_that_share(
     await settled(client, "notes")
     assert not [f for f in await profile(client, "ana") if "penicillin" in f]
 
-    # Its own cap (3 here) and compaction, like a space.
-    for said in ("I live in Lisbon.", "My timezone is Europe/Lisbon.",
-                 "I prefer to be contacted by email.", "My daughter Lia is 6."):
+    # Its own cap (3 here) and compaction, like a space (facts that need no consent:
+    # test_consent.py holds those that do).
+    for said in ("I prefer window seats.", "My timezone is Europe/Lisbon.",
+                 "I prefer replies in the evening.", "My daughter Lia is 6."):
         await converse(client, "travel", said, user="ana")
     await settled(client, "travel")
     assert len(await profile(client, "ana")) == 3
     history = (await client.get("/users/ana/profile/history", headers=ADMIN)).json()["events"]
     assert any("from the app travel" in (e["reason"] or "") for e in history)
-    found = await client.get("/users/ana/profile", params={"q": "email"}, headers=ADMIN)
-    assert [m for m in found.json()["memories"] if "email" in m["content"]]
+    found = await client.get("/users/ana/profile", params={"q": "evening"}, headers=ADMIN)
+    assert [m for m in found.json()["memories"] if "evening" in m["content"]]
 
     # Exported, erased, and imported back, within its cap.
     exported = await client.get("/users/ana/profile/export", headers=ADMIN)

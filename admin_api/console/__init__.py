@@ -44,6 +44,7 @@ def console_routes() -> list[Router]:
             actions.profile_sharing,
             actions.confirm_profile_purge,
             actions.purge_profile,
+            actions.answer_proposal,
             actions.request_consolidation,
             sign_out,
         ],

@@ -16,7 +16,13 @@ from admin_api.dependencies import Provided
 from loop.errors import AppNotInstalled, InvalidInput, MemoryCountChanged
 from loop.operations import MAX_USER_ID, validate_user_id
 from loop.service import Stores
-from memory_agent import MAX_MEMORY_ID, PROFILE_APP, MemoryChange, MemoryNotFound
+from memory_agent import (
+    MAX_MEMORY_ID,
+    PROFILE_APP,
+    MemoryChange,
+    MemoryNotFound,
+    ProposalNotPending,
+)
 
 
 def _back_to_app(app_id: str, done: str, n: int, user: str = "") -> Redirect:
@@ -205,6 +211,30 @@ async def purge_profile(stores: Provided[Stores], user_id: UserPath) -> Redirect
     erased = await stores.registry.erase_profile(user_id)
     return Redirect(
         f"/console/users/{quote(user_id, safe='')}/profile?done=profile-purged&n={erased}",
+        status_code=303,
+    )
+
+
+@post("/users/{user_id:str}/profile/proposals/{proposal_id:int}", include_in_schema=False)
+async def answer_proposal(
+    request: Request[Any, Any, Any], stores: Provided[Stores], user_id: UserPath,
+    proposal_id: Annotated[int, PathParameter(ge=1, le=MAX_MEMORY_ID)],
+) -> Redirect:
+    """The person's answer to a pending proposal, relayed by the operator (`decision`:
+    accept or decline); back to the profile, which says what came of it."""
+    validate_user_id(user_id)
+    decision = (await request.form()).get("decision")
+    if decision not in ("accept", "decline"):
+        raise InvalidInput("decision: accept or decline")
+    try:
+        await stores.agent.proposals.answer(
+            user_id, proposal_id, accept=decision == "accept", through="console"
+        )
+        done = "proposal-accepted" if decision == "accept" else "proposal-declined"
+    except ProposalNotPending:
+        done = "proposal-not-pending"
+    return Redirect(
+        f"/console/users/{quote(user_id, safe='')}/profile?done={done}&n={proposal_id}",
         status_code=303,
     )
 

@@ -33,7 +33,13 @@ NOTICES = {
     "sharing-on": "It now shares its users' profiles: it reads and writes them.",
     "sharing-off": "It no longer shares its users' profiles.",
     "profile-purged": "Profile erased: {n} memories.",
+    "proposal-accepted": "Proposal {n} accepted: the profile holds it now.",
+    "proposal-declined": "Proposal {n} declined: nothing was written.",
+    "proposal-not-pending": "Proposal {n} was no longer pending (answered, lapsed or"
+    " superseded); nothing was changed.",
 }
+# Answered proposals the profile page shows, besides every pending one.
+ANSWERED_SHOWN = 10
 LIST_LIMIT = 200
 # Consolidation passes the jobs page shows.
 PASSES_SHOWN = 10
@@ -160,6 +166,10 @@ async def profile_page(
         q=q or "",
         search_error=search_error,
         done=NOTICES[done].format(n=n) if done in NOTICES else None,
+        fields=agent.sensitive_fields.fields,
+        pending=await agent.proposals.proposals(user_id, "pending"),
+        answered=[p for p in await agent.proposals.proposals(user_id, limit=ANSWERED_SHOWN * 5)
+                  if p.status != "pending"][:ANSWERED_SHOWN],
     )
 
 

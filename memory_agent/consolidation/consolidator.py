@@ -17,7 +17,9 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
+from memory_agent.consent.holding import Consent
 from memory_agent.consolidation.pairs import Pair, candidate_pairs, within_caps
 from memory_agent.core.ports import Clock, Database, SqlTransaction, format_timestamp, now_text
 from memory_agent.core.redaction import redact_text
@@ -91,13 +93,15 @@ def groups_of(
 class Consolidator:
     def __init__(
         self, database: Database, store: MemoryStore, writer: Callable[[], MemoryWriter],
-        clock: Clock,
+        clock: Clock, consent: Consent | None = None,
     ) -> None:
         self._db = database
         self._store = store
         # The writer the agent writes with now (`auto` may choose it after the start).
         self._writer = writer
         self._clock = clock
+        # A change to a sensitive profile fact waits for the person (None: none does).
+        self._consent = consent
 
     async def spaces(
         self, app_id: str | None, user_id: str | None
@@ -164,9 +168,28 @@ class Consolidator:
                 return False
         return True
 
+    async def apply_accepted(self, tx: SqlTransaction, change: dict[str, Any]) -> int | None:
+        """Inside the answer's transaction: a held change the person accepted, applied if
+        both memories are still as the writer saw them. The memory it kept (None: they
+        changed meanwhile, and nothing was)."""
+        store = self._store.within(tx)
+        now = now_text(self._clock)
+        found = []
+        for app_id, memory_id, updated_at in (change["older"], change["newer"]):
+            memory = await store.get(app_id, memory_id)
+            if memory is None or memory.state(now) != "live" or memory.updated_at != updated_at:
+                return None
+            found.append(memory)
+        applied = await self._apply(
+            tx, pair=Pair(found[0], found[1], change["share"]),
+            verdict=PairVerdict(**change["verdict"]), model=change["model"],
+            wanted=_always, hold=False,
+        )
+        return found[0].id if applied else None
+
     async def _apply(
         self, tx: SqlTransaction, *, pair: Pair, verdict: PairVerdict, model: str,
-        wanted: Wanted,
+        wanted: Wanted, hold: bool = True,
     ) -> bool:
         """Inside the pair's transaction: if both memories are still as the writer saw them
         and the host still wants the change, the pair recorded as asked and the verdict
@@ -191,6 +214,8 @@ class Consolidator:
         source = EventSource(now, model=model if verdict.decided_by == "model" else None)
         reason = redact_text(verdict.reason)
         content = redact_text(verdict.content) if verdict.content else None
+        if hold and await self._held(store, pair, verdict, content, model):
+            return False
         if verdict.action == "merge" and content:
             await self._merge(store, pair, content, reason, verdict, source)
         elif content:
@@ -206,6 +231,36 @@ class Consolidator:
         await link_in_space(
             store, [older.id], {m.id: m.content for m in kept if m.shown_to_models}, now
         )
+        return True
+
+    async def _held(
+        self, store: MemoryStore, pair: Pair, verdict: PairVerdict, content: str | None,
+        model: str,
+    ) -> bool:
+        """The change filed as the person's proposal instead, when it rewrites or removes a
+        profile memory and a text it reads or writes there speaks of a sensitive field."""
+        older, newer = pair.older, pair.newer
+        changed = [older] + ([newer] if verdict.action == "merge" else [])
+        in_profile = [m for m in changed if m.app_id == PROFILE_APP]
+        if self._consent is None or not in_profile:
+            return False
+        writes = [content] if older.app_id == PROFILE_APP else []
+        fields = self._consent.touched([*writes, *(m.content for m in in_profile)])
+        if not fields:
+            return False
+        proposal = await self._consent.propose(
+            store, user_id=older.user_id, app_id=pair.kept_with[0], origin="consolidation",
+            fields=fields, content=content, before=[m.content for m in in_profile],
+            change={
+                "older": [older.app_id, older.id, older.updated_at],
+                "newer": [newer.app_id, newer.id, newer.updated_at],
+                "share": pair.share, "model": model,
+                "verdict": {"action": verdict.action, "reason": verdict.reason,
+                            "decided_by": verdict.decided_by, "content": content},
+            },
+        )
+        log.info("🧹 Memories %d and %d: the change waits for the person's consent"
+                 " (profile proposal %d)", older.id, newer.id, proposal)
         return True
 
     async def _merge(
@@ -244,6 +299,11 @@ class Consolidator:
         await store.record_event(memory.app_id, memory.id, "deleted", verdict.decided_by,
                                  source, reason=reason, before=memory.content,
                                  user_id=memory.user_id)
+
+
+async def _always(tx: SqlTransaction, spaces: Sequence[tuple[str, str]]) -> bool:
+    """A change the person accepted is wanted (a purge or an erasure took the proposal)."""
+    return True
 
 
 def _unchanged(now_: Memory | None, seen: Memory, now: str) -> bool:

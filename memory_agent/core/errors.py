@@ -77,6 +77,17 @@ class MemoryNotFound(MnemoloopError):
         self.memory_id = memory_id
 
 
+class ProposalNotFound(MnemoloopError):
+    def __init__(self, user_id: str, proposal_id: int) -> None:
+        super().__init__(f"no proposal {proposal_id} for the profile of user {user_id!r}")
+        self.user_id = user_id
+        self.proposal_id = proposal_id
+
+
+class ProposalNotPending(MnemoloopError):
+    """An answer to a proposal already answered, lapsed or superseded; nothing was changed."""
+
+
 class MemoryWriteRefused(MnemoloopError):
     """The job's commit guard refused the write: the job was cancelled, or taken over by
     another instance, meanwhile."""

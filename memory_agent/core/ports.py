@@ -54,6 +54,17 @@ def in_space(user_id: str | None) -> tuple[str, tuple[str, ...]]:
     return ("", ()) if user_id is None else (" AND user_id = ?", (user_id,))
 
 
+def of_app_and_user(app_id: str | None, user_id: str | None) -> tuple[str, list[str]]:
+    """The condition (with its parameters) that keeps the rows of an app, of a person, of
+    both, or (neither given) every row."""
+    condition, params = "1 = 1", []
+    for column, value in (("app_id", app_id), ("user_id", user_id)):
+        if value is not None:
+            condition += f" AND {column} = ?"
+            params.append(value)
+    return condition, params
+
+
 class SqlSession(Protocol):
     """Statements on the database: on the database itself each statement is its own
     transaction; inside `Database.transaction()` they share one."""

@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
-from typing import Protocol, TypeVar
+from typing import Any
 
+from memory_agent.consent.holding import Consent
 from memory_agent.core.chat_model import ChatMessage
 from memory_agent.core.energy import EnergyMeter
 from memory_agent.core.errors import MemoryWriteRefused, MnemoloopError
@@ -30,13 +31,21 @@ from memory_agent.core.ports import (
     Clock,
     Database,
     SqlTransaction,
-    TransactionBody,
     format_timestamp,
     now_text,
 )
 from memory_agent.core.redaction import redact_json, redact_text
 from memory_agent.job.commit import apply_write
-from memory_agent.models import CompactionOutcome, Memory
+from memory_agent.job.held import decided_steps, held_as_proposal
+from memory_agent.job.outcome import (
+    Allowed,
+    CommitCheck,
+    JobRecord,
+    MemoryCreated,
+    decision_fingerprint,
+    fate_of_new,
+)
+from memory_agent.models import Memory, ProfileProposal
 from memory_agent.storage.store import PROFILE_APP, EventSource, MemoryStore
 from memory_agent.writers.asking import MemoryLimits
 from memory_agent.writers.compaction import Compaction
@@ -73,36 +82,6 @@ class MemoryCreationRequest:
     expires_at: str | None = None
 
 
-@dataclass(frozen=True)
-class MemoryCreated:
-    """What a memory job did: the memory written (None when there was nothing worth keeping,
-    or the new memory was deleted or folded into another), and the compaction steps."""
-
-    memory: Memory | None
-    compactions: list[CompactionOutcome]
-    note: str
-    # The text written for the conversation, even if compaction then deleted or folded it.
-    content: str | None = None
-
-
-class JobRecord(Protocol):
-    """The host's record of one memory job, written in the transactions that write its
-    memory: so a memory is written once, with its job done, or not at all."""
-
-    async def done(self, tx: SqlTransaction, result: MemoryCreated, energy_units: int) -> bool:
-        """Inside the memory's transaction: the job done with what it wrote, and
-        `energy_units` (what its model calls cost so far) spent. False when the job is no
-        longer held (a purge cancelled it, another instance took it over): nothing is
-        written then."""
-        ...
-
-    async def copies_wanted(self, tx: SqlTransaction) -> bool:
-        """Inside the transaction of a copy written after the job's own memory (the app's
-        shared space, the person's profile): whether the job is still done and its app
-        installed (a purge or an erasure meanwhile says no)."""
-        ...
-
-
 @dataclass
 class AgentStats:
     """Running counts for metrics; never reset."""
@@ -134,6 +113,7 @@ class MemoryCreation:
         *,
         limits: MemoryLimits,
         profile_limits: MemoryLimits,
+        consent: Consent | None = None,
     ) -> None:
         self._db = database
         self._store = store
@@ -144,6 +124,8 @@ class MemoryCreation:
         self._meter = meter
         self._limits = limits
         self._profile_limits = profile_limits
+        # The profile's changes to sensitive facts wait for the person (None: none do).
+        self._consent = consent
         self.stats = AgentStats()
 
     def use_writer(self, writer: MemoryWriter) -> None:
@@ -161,7 +143,7 @@ class MemoryCreation:
         `MemoryWriteRefused` is raised); then its copies. Raises `ChatModelError`,
         `InvalidMemoryText` or `StorageError` when no memory could be written; every failure
         is logged here once."""
-        commit = _Commit(record=record, meter=self._meter)
+        commit = CommitCheck(record=record, meter=self._meter)
         try:
             # The model never reads a secret, and what it writes is checked again.
             messages = [
@@ -277,7 +259,7 @@ class MemoryCreation:
         memory it copies is gone) and a failure are logged, the failure counted too."""
         try:
             result = await self._store_with_compaction(
-                request, written, compaction, _Commit(allowed=allowed)
+                request, written, compaction, CommitCheck(allowed=allowed)
             )
         except MemoryWriteRefused:
             log.info("📝 %s of the memory of %s was not written: its memory or job is gone",
@@ -295,7 +277,7 @@ class MemoryCreation:
         request: MemoryCreationRequest,
         written: WrittenMemory,
         compaction: Compaction,
-        commit: _Commit,
+        commit: CommitCheck,
     ) -> MemoryCreated:
         # Most writes fit under the cap: one transaction reads the space's memories and
         # writes. When they do not, the writer decides on what that transaction read (no lock
@@ -310,7 +292,9 @@ class MemoryCreation:
             ) -> MemoryCreated | list[Memory]:
                 current = await self._current_memories(tx, request)
                 steps = compaction.steps_if_they_fit(current, written)
-                if steps is None and decided and _fingerprint(current) == _fingerprint(decided[0]):
+                if steps is None and decided and (
+                    decision_fingerprint(current) == decision_fingerprint(decided[0])
+                ):
                     steps = decided[1]
                 if steps is None:
                     return current  # decide (again) on these
@@ -350,8 +334,22 @@ class MemoryCreation:
         written: WrittenMemory,
         current: list[Memory],
         steps: list[DecidedStep],
-        commit: _Commit,
+        commit: CommitCheck,
+        *,
+        hold: bool = True,
     ) -> MemoryCreated:
+        if hold and request.app_id == PROFILE_APP and self._consent is not None:
+            proposal = await held_as_proposal(
+                self._consent, self._store.within(tx), request, written, current, steps,
+                kind=self._writer.kinds.of(written.kind), model=self._writer.model_name,
+            )
+            if proposal is not None:
+                held = MemoryCreated(
+                    None, [], f"waits for the person's consent (profile proposal {proposal})",
+                    written.content,
+                )
+                await commit.check(tx, held)
+                return held
         memory, outcomes = await apply_write(
             self._store.within(tx),
             app_id=request.app_id,
@@ -369,12 +367,42 @@ class MemoryCreation:
             expires_at=request.expires_at,
             kind=self._writer.kinds.of(written.kind),
         )
-        note = f"memory {memory.id} written" if memory else _fate_of_new(outcomes)
+        note = f"memory {memory.id} written" if memory else fate_of_new(outcomes)
         if written.note:
             note += f"; {written.note}"
         result = MemoryCreated(memory, outcomes, note, written.content)
         await commit.check(tx, result)
         return result
+
+    async def apply_proposal(
+        self, tx: SqlTransaction, proposal: ProfileProposal, change: dict[str, Any],
+        through: str,
+    ) -> int | None:
+        """Inside the answer's transaction: an accepted proposal written into the profile as
+        the job would have (its decision, when the profile is as it saw it; else the writer's
+        fallback keeps the cap). The memory it wrote or went into."""
+        request = MemoryCreationRequest(
+            app_id=PROFILE_APP, conversation_id=proposal.conversation_id or "", messages=(),
+            user_id=proposal.user_id,
+            from_app=f"{proposal.app_id}; proposal {proposal.id}, accepted through {through}",
+        )
+        written = WrittenMemory(proposal.content or "", change["source"], asked_model=False,
+                                kind=change["kind"])
+        current = await self._current_memories(tx, request)
+        steps = decided_steps(change, current)
+        if steps is None:
+            steps = self._profiles.steps_if_they_fit(current, written)
+        if steps is None:
+            steps = self._profiles.fallback(
+                current, written, "the profile changed between the proposal and its answer"
+            )
+        result = await self._apply(tx, request, written, current, steps, CommitCheck(),
+                                   hold=False)
+        self._log_created(request, result)
+        if result.memory is not None:
+            return result.memory.id
+        return next((o.target_memory_id for o in result.compactions
+                     if o.folded_memory_id == NEW_MEMORY_ID), None)
 
     def _log_created(self, request: MemoryCreationRequest, result: MemoryCreated) -> None:
         if result.memory is not None:
@@ -403,55 +431,3 @@ class MemoryCreation:
                 outcome.decided_by,
                 f": {outcome.fallback_reason}" if outcome.fallback_reason else "",
             )
-
-
-Allowed = Callable[[SqlTransaction], Awaitable[bool]]
-T = TypeVar("T")
-
-
-class _Commit:
-    """What a memory's transaction checks before it commits: the job's record (the job done,
-    its energy spent) for the job's own memory, or whether a copy is still wanted. Energy
-    taken from the meter for a transaction that then rolls back goes back to it."""
-
-    def __init__(
-        self, *, record: JobRecord | None = None, meter: EnergyMeter | None = None,
-        allowed: Allowed | None = None,
-    ) -> None:
-        self._record = record
-        self._meter = meter
-        self._allowed = allowed
-        self._taken = 0
-
-    async def check(self, tx: SqlTransaction, result: MemoryCreated) -> None:
-        if self._record is not None:
-            self._taken = self._meter.take() if self._meter is not None else 0
-            held = await self._record.done(tx, result, self._taken)
-        else:
-            held = self._allowed is None or await self._allowed(tx)
-        if not held:
-            raise MemoryWriteRefused(
-                "the memory job is no longer held (cancelled or taken over); nothing was written"
-            )
-
-    async def run(self, database: Database, body: TransactionBody[T]) -> T:
-        try:
-            return await database.run_transaction(body)
-        except Exception:
-            if self._taken and self._meter is not None:
-                self._meter.give_back(self._taken)
-            self._taken = 0
-            raise
-
-
-def _fingerprint(memories: Sequence[Memory]) -> list[tuple[object, ...]]:
-    """What a decision depends on: each memory's version, and how it is steered (a pin or a
-    new importance meanwhile makes the decision stale too)."""
-    return [(m.id, m.updated_at, m.pinned, m.private, m.importance) for m in memories]
-
-
-def _fate_of_new(outcomes: Sequence[CompactionOutcome]) -> str:
-    for outcome in outcomes:
-        if outcome.action == "edit" and outcome.folded_memory_id == NEW_MEMORY_ID:
-            return f"folded into memory {outcome.target_memory_id}"
-    return "the new memory was the one compaction deleted"

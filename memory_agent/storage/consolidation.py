@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from memory_agent.core.ports import SqlSession
+from memory_agent.core.ports import SqlSession, of_app_and_user
 from memory_agent.storage.history import live_condition
 
 
@@ -58,11 +58,7 @@ class ConsolidationReads:
     async def forget_checks_of(self, app_id: str | None, user_id: str | None) -> None:
         """Drop the records of pairs of the app's spaces, or of one person's (in the app,
         or, with `app_id` None, everywhere): a purge and an erasure leave nothing of them."""
-        condition, params = "1 = 1", []
-        for column, value in (("app_id", app_id), ("user_id", user_id)):
-            if value is not None:
-                condition += f" AND {column} = ?"
-                params.append(value)
+        condition, params = of_app_and_user(app_id, user_id)
         await self._db.execute(f"DELETE FROM consolidation_checks WHERE {condition}", params)
 
     async def forget_checks_before(self, cutoff: str) -> int:

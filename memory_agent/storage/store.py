@@ -31,6 +31,7 @@ from memory_agent.storage.history import (
     live_condition,
     returned_condition,
 )
+from memory_agent.storage.proposals import ProfileProposals
 from memory_agent.storage.relations import MemoryRelations
 from memory_agent.storage.usage import MemoryUse
 
@@ -79,7 +80,9 @@ def _state_condition(state: MemoryState, now: str) -> tuple[str, tuple[str, ...]
     return "", ()
 
 
-class MemoryStore(MemoryHistory, MemoryUse, ConsolidationReads, MemoryRelations):
+class MemoryStore(
+    MemoryHistory, MemoryUse, ConsolidationReads, MemoryRelations, ProfileProposals
+):
     def __init__(self, session: SqlSession, clock: Clock | None = None) -> None:
         self._db = session
         self._clock = clock or SystemClock()

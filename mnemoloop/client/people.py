@@ -1,4 +1,5 @@
-"""The routes of the people apps serve (`Users`): erasing one, and a person's profile."""
+"""The routes of the people apps serve (`Users`): erasing one, a person's profile, and the
+changes proposed to its sensitive facts."""
 
 from __future__ import annotations
 
@@ -12,12 +13,15 @@ from admin_api.replies import (
     MemoriesOut,
     MemoryOut,
     ProfileErasedOut,
+    ProposalOut,
+    ProposalsOut,
 )
-from admin_api.schemas import ImportMemories
+from admin_api.schemas import AnswerProposal, ImportMemories
 from mnemoloop.client.calls import Call, Group, decoded_as, picked, query_params, route, segment
 
 S = TypeVar("S")
 MemoryList = list[MemoryOut]
+ProposalList = list[ProposalOut]
 
 
 class Users(Group[S]):
@@ -69,4 +73,25 @@ class Users(Group[S]):
         """Erase a person's profile in every app (their apps' own memories stay)."""
         return Call(
             "DELETE", f"/users/{segment(user_id)}/profile", decoded_as(ProfileErasedOut)
+        )
+
+    @route
+    def proposals(self, user_id: str, status: str | None = None) -> Call[ProposalList]:
+        """The changes proposed to a person's sensitive profile facts, newest first (those
+        of `status` only: pending, accepted, declined, lapsed, superseded)."""
+        return Call(
+            "GET", f"/users/{segment(user_id)}/profile/proposals",
+            picked(ProposalsOut, lambda out: out.proposals), query_params(status=status),
+        )
+
+    @route
+    def answer_proposal(self, user_id: str, proposal_id: int, *, accept: bool) -> Call[ProposalOut]:
+        """The person's answer to a pending proposal: accepted (written into the profile
+        now) or declined; `Conflict` when it is no longer pending."""
+        body = AnswerProposal(
+            id=int(proposal_id), decision="accept" if accept else "decline", through="client"
+        )
+        return Call(
+            "POST", f"/users/{segment(user_id)}/profile/proposals", decoded_as(ProposalOut),
+            body=body,
         )

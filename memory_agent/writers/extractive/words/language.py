@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import tomllib
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
@@ -158,6 +159,10 @@ class Words:
     # kinds of which a person has several at once (pets, doctors).
     topics: dict[str, str] = field(default_factory=dict, metadata=_RULES)
     many_valued: str = field(default="", metadata=_RULES)
+    # What names each sensitive field of a person's profile (`memory_agent.consent`): a fact
+    # that holds one of these waits for the person's consent before the profile changes. A
+    # language without this table cannot tell, and every profile change in it waits.
+    sensitive: dict[str, str] = field(default_factory=dict, metadata=_RULES)
 
 
 def _loaded(folder: Path) -> dict[str, Words]:
@@ -257,12 +262,18 @@ def pattern_of(field: str) -> WordClass:
     """One class of every language: its words and phrases found whole (an entry of a language
     written without spaces anywhere; a stem of a suffixing language, "alerji-", with any
     ending; an ending, "-yorum", after any stem), case aside."""
+    return class_of(field, [(words, getattr(words, field)) for words in LANGUAGES.values()])
+
+
+def class_of(field: str, entries: Sequence[tuple[Words, str]]) -> WordClass:
+    """A class of the entries (each language's, as `pattern_of` reads them); `field` names
+    it in an error."""
     whole: set[str] = set()
     anywhere: set[str] = set()
     stems: set[str] = set()
     endings: set[str] = set()
-    for words in LANGUAGES.values():
-        for entry in entries_of(getattr(words, field)):
+    for words, text in entries:
+        for entry in entries_of(text):
             if not words.spaces:
                 anywhere.add(entry)
             elif words.suffixes and entry.endswith("-"):

@@ -96,11 +96,14 @@ def _ends_with_stop(text: str, word: re.Match[str]) -> bool:
     return text[end : end + 1] == "." and not _WORD_CHAR.match(text, end + 1)
 
 
-@lru_cache(maxsize=1)
-def _vocabularies() -> tuple[_Vocabulary, ...]:
-    """Every language's entries of every class, whole (stems and endings left out)."""
+@lru_cache(maxsize=4)
+def _vocabularies(codes: frozenset[str] | None = None) -> tuple[_Vocabulary, ...]:
+    """Every language's entries of every class, whole (stems and endings left out); only the
+    languages of `codes` when given."""
     found = []
-    for words in LANGUAGES.values():
+    for code, words in LANGUAGES.items():
+        if codes is not None and code not in codes:
+            continue
         entries = {
             spelling.lower()
             for field in fields(Words)
@@ -132,13 +135,15 @@ def _vocabulary(spaces: bool, entries: set[str]) -> _Vocabulary:
     )
 
 
-def some_language_reads(text: str, *, words: int, unspaced: int, share: float) -> bool:
-    """Whether one language's file reads at least `share` of the text: its words found whole,
-    for every word of the text (`words`), or for a language written without spaces, the
-    characters they cover for every such character (`unspaced`). The languages are asked in
-    their files' rank, and the first that reads enough answers."""
+def some_language_reads(
+    text: str, *, words: int, unspaced: int, share: float, codes: frozenset[str] | None = None
+) -> bool:
+    """Whether one language's file (of `codes`, when given) reads at least `share` of the
+    text: its words found whole, for every word of the text (`words`), or for a language
+    written without spaces, the characters they cover for every such character (`unspaced`).
+    The languages are asked in their files' rank, and the first that reads enough answers."""
     found, lowered = cut(text) if words else ((), ())
-    for vocabulary in _vocabularies():
+    for vocabulary in _vocabularies(codes):
         if vocabulary.spaces and words:
             read = vocabulary.words_read(text, found, lowered) / words
         elif not vocabulary.spaces and unspaced:
