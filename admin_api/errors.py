@@ -20,6 +20,7 @@ from loop.errors import (
     InvalidInput,
     MemoryCountChanged,
     NoChatModel,
+    NotRelaying,
 )
 from memory_agent import (
     InvalidExpiry,
@@ -45,6 +46,7 @@ DOMAIN_STATUS: dict[type[MnemoloopError], int] = {
     InvalidImport: 400,
     InvalidKind: 400,
     KindNotAllowed: 403,
+    NotRelaying: 403,
     AppNotFound: 404,
     ConversationNotFound: 404,
     ConsolidationNotFound: 404,

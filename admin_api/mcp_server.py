@@ -378,8 +378,8 @@ def build_mcp_server(stores: Stores, find_caller: FindCaller) -> FastMCP[Any]:
         """The changes proposed to a sensitive fact of the person's profile (their name,
         city, health...), newest first; by default those waiting for their answer. Show them
         to the person, and relay their answer with `answer_profile_proposal`. An app's key
-        reaches them only when the app shares its users' profiles."""
-        await _relaying(await find_caller(ctx))
+        reaches them only when the app shares its users' profiles and serves this person."""
+        await _relaying(await find_caller(ctx), user_id)
         async with _tool_errors():
             found = await agent.proposals.proposals(_space(user_id), status)
         return [_builtins(proposal_out(p)) for p in found]
@@ -394,7 +394,7 @@ def build_mcp_server(stores: Stores, find_caller: FindCaller) -> FastMCP[Any]:
         """The person's own answer to a pending proposal: `accept` writes it into their
         profile now, `decline` writes nothing. Relay only what the person said."""
         caller = await find_caller(ctx)
-        await _relaying(caller)
+        await _relaying(caller, user_id)
         async with _tool_errors():
             answered = await agent.proposals.answer(
                 _space(user_id), proposal_id, accept=decision == "accept",
@@ -402,14 +402,12 @@ def build_mcp_server(stores: Stores, find_caller: FindCaller) -> FastMCP[Any]:
             )
         return _builtins(proposal_out(answered))
 
-    async def _relaying(caller: Caller) -> None:
-        """Only the admin, or an app that shares its users' profiles, sees proposals."""
-        if caller.app_id is None:
-            return
-        async with _tool_errors():
-            record = await registry.require(caller.app_id)
-        if not record.shares_profile:
-            raise ToolError(f"the app {caller.app_id!r} does not share people's profiles")
+    async def _relaying(caller: Caller, user_id: str) -> None:
+        """Only the admin, or an app that shares its users' profiles and serves this
+        person, sees their proposals."""
+        if caller.app_id is not None:
+            async with _tool_errors():
+                await registry.relays_for(caller.app_id, _space(user_id))
 
     @server.tool()
     async def list_apps(ctx: Context[Any, Any, Any]) -> list[dict[str, Any]]:

@@ -74,5 +74,9 @@ class InvalidInput(MnemoloopError):
     pass
 
 
+class NotRelaying(MnemoloopError):
+    """An app's key asked for what only an app relaying a person's answers may see."""
+
+
 class NoChatModel(MnemoloopError):
     pass

@@ -5,12 +5,14 @@ one transaction with the proposal's new status, so that it is answered once."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from memory_agent.consolidation.consolidator import Consolidator
 from memory_agent.core.errors import ProposalNotFound, ProposalNotPending
 from memory_agent.core.ports import Clock, Database, SqlTransaction, now_text
 from memory_agent.job.creation import MemoryCreation
 from memory_agent.models import ProfileProposal, ProposalStatus
-from memory_agent.storage.store import MemoryStore
+from memory_agent.storage.store import PROFILE_APP, MemoryStore
 
 
 class ProposalDesk:
@@ -47,20 +49,30 @@ class ProposalDesk:
             lambda tx: self._answer(tx, user_id, proposal_id, accept=accept, through=through)
         )
         found = await self._store.proposal(user_id, proposal_id)
-        assert found is not None
+        if found is None:  # the person was erased meanwhile
+            raise ProposalNotFound(user_id, proposal_id)
         if superseded:
             raise ProposalNotPending(
-                f"proposal {proposal_id} is superseded: the memories it would change changed"
-                " since it was proposed; nothing was changed"
+                f"proposal {proposal_id} is superseded: what it would change changed since it"
+                " was proposed; nothing was changed"
+                + (f" (it waits again as proposal {superseded})" if superseded > 0 else "")
             )
         return found[0]
 
     async def _answer(
         self, tx: SqlTransaction, user_id: str, proposal_id: int, *, accept: bool, through: str
-    ) -> bool:
-        """Inside one transaction; True when the proposal turned out superseded."""
+    ) -> int:
+        """Inside one transaction: 0 when answered; when it turned out superseded, the
+        proposal that asks again (-1: none)."""
         store = self._store.within(tx)
         found = await store.proposal(user_id, proposal_id)
+        if found is None:
+            raise ProposalNotFound(user_id, proposal_id)
+        # The rows in the order an erasure takes them: the apps', the proposal's, then the
+        # person's profile (which the change's writes take).
+        for space in spaces_of(found[1]):
+            await store.lock_space(*space, create=False)
+        found = await store.proposal(user_id, proposal_id, lock=True)
         if found is None:
             raise ProposalNotFound(user_id, proposal_id)
         proposal, change = found
@@ -69,19 +81,30 @@ class ProposalDesk:
                 f"proposal {proposal_id} is {proposal.status}, not pending; nothing was changed"
             )
         status: ProposalStatus = "declined"
-        memory_id = None
+        memory_id, asks_again = None, 0
         if accept:
             if proposal.origin == "memory":
-                memory_id = await self._creation.apply_proposal(tx, proposal, change, through)
+                memory_id, asks_again = await self._creation.apply_proposal(
+                    tx, proposal, change, through
+                )
             else:
-                memory_id = await self._consolidator.apply_accepted(tx, change)
-            status = "accepted" if memory_id is not None or proposal.origin == "memory" else (
-                "superseded"
-            )
+                memory_id = await self._consolidator.apply_accepted(
+                    tx, change, f"proposal {proposal.id}, accepted through {through}"
+                )
+                asks_again = 0 if memory_id is not None else -1
+            status = "superseded" if asks_again else "accepted"
         if not await store.decide(proposal_id, status, now_text(self._clock), through,
                                   memory_id):
-            # Answered by someone else meanwhile: this transaction's writes roll back.
+            # Answered by someone else meanwhile, or lapsed: this transaction's writes roll
+            # back.
             raise ProposalNotPending(
-                f"proposal {proposal_id} was answered meanwhile; nothing was changed"
+                f"proposal {proposal_id} was answered meanwhile, or lapsed; nothing was changed"
             )
-        return status == "superseded"
+        return asks_again
+
+
+def spaces_of(change: dict[str, Any]) -> list[tuple[str, str]]:
+    """The app spaces a consolidation's change touches (none for a memory job's, which
+    writes the profile only), apps before the profile."""
+    sides = [change[side] for side in ("older", "newer") if side in change]
+    return sorted({(s["app"], s["user"]) for s in sides if s["app"] != PROFILE_APP})

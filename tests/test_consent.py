@@ -172,10 +172,53 @@ async def test_what_needs_no_consent_and_what_an_app_may_relay(client):
     assert refused.status_code == 403 and "does not share" in refused.json()["detail"]
     assert (await answer(client, "ana", proposal["id"], "accept",
                          keys["notes"])).status_code == 403
+    # An app that shares profiles but has never served this person sees nothing of theirs.
+    keys["travel"] = bearer(await install(client, "travel", True))
+    stranger = await client.get("/users/ana/profile/proposals", headers=keys["travel"])
+    assert stranger.status_code == 403 and "serves no user" in stranger.json()["detail"]
     relayed = await answer(client, "ana", proposal["id"], "accept", keys["calendar"])
     assert relayed.status_code == 200, relayed.text
     assert relayed.json()["decidedThrough"] == "app:calendar"
     assert [f for f in await profile(client, "ana") if "ana@example.org" in f]
+
+
+async def test_a_change_is_asked_once_and_a_refusal_is_remembered(client):
+    await install(client, "calendar", True)
+    first = await told(client, "calendar", LISBON)
+    await converse(client, "calendar", LISBON, user="ana")
+    await settled(client, "calendar")
+    assert [p["id"] for p in await pending(client, "ana")] == [first["id"]]
+    assert (await answer(client, "ana", first["id"], "decline")).status_code == 200
+    await converse(client, "calendar", LISBON, user="ana")
+    await settled(client, "calendar")
+    every = (await client.get("/users/ana/profile/proposals", headers=ADMIN)).json()
+    assert [(p["id"], p["status"]) for p in every["proposals"]] == [(first["id"], "declined")]
+    assert await profile(client, "ana") == []
+
+
+async def test_an_accepted_change_that_no_longer_fits_as_shown_asks_again(db_path):
+    async with service(db_path, echoing_model(), memory_writer="extractive",
+                       profile_limit=1) as small, running(small), \
+            http_client(small, TOKEN) as client:
+        await install(client, "calendar", True)
+        await converse(client, "calendar", "I prefer window seats.", user="ana")
+        await settled(client, "calendar")
+        await eventually(lambda: profile(client, "ana"))
+        lisbon = await told(client, "calendar", LISBON)
+        assert "window" in (lisbon["before"] or "")  # making room would remove it
+        health = await told(client, "calendar", "I am allergic to penicillin.")
+        assert (await answer(client, "ana", health["id"], "accept")).status_code == 200
+        [held] = await profile(client, "ana")
+        assert "penicillin" in held
+        # Making room for Lisbon now would remove the allergy, which the person was not shown.
+        late = await answer(client, "ana", lisbon["id"], "accept")
+        assert late.status_code == 409 and "superseded" in late.json()["detail"], late.text
+        [again] = await pending(client, "ana")
+        assert "Lisbon" in again["content"] and "penicillin" in (again["before"] or "")
+        assert await profile(client, "ana") == [held]
+        accepted = await answer(client, "ana", again["id"], "accept")
+        assert accepted.status_code == 200, accepted.text
+        assert [f for f in await profile(client, "ana") if "Lisbon" in f]
 
 
 async def test_the_client_lists_and_answers(services):
@@ -269,6 +312,9 @@ async def test_a_passs_change_to_a_sensitive_profile_fact_waits_too(client):
     accepted = await answer(client, "ana", held["id"], "accept")
     assert accepted.status_code == 200, accepted.text
     assert sum("Lisbon" in f for f in await profile(client, "ana")) == 1
+    history = (await client.get("/users/ana/profile/history", headers=ADMIN)).json()["events"]
+    assert any(f"proposal {held['id']}, accepted through api" in (e["reason"] or "")
+               and "consolidated" in (e["reason"] or "") for e in history)
     block = await converse(client, "travel", SHOW_PROMPT, user="ana")
     assert block.count("Lisbon") >= 1
 
@@ -329,7 +375,7 @@ async def test_no_fields_configured_asks_for_nothing(db_path):
     # Nothing sensitive: written at once.
     ("The user prefers tea over coffee in the morning.", set()),
     ("The user has a meeting on 2026-05-04 at 10:00.", set()),
-    ("La usuaria prefiere el té al café.", set()),
+    ("La usuaria siempre prefiere el té y no el café por la mañana.", set()),
 ])
 def test_the_fields_a_text_speaks_of(text, fields):
     assert SensitiveFields().found_in(text) == fields

@@ -11,12 +11,14 @@ from collections.abc import Callable
 import pytest
 
 from memory_agent import (
+    PROFILE_APP,
     ChatReply,
     ImportedMemory,
     Memory,
     MemoryChange,
     MemorySubAgent,
     PassFigures,
+    ProposalNotPending,
 )
 from memory_agent.consolidation.pairs import candidate_pairs
 from memory_agent.core.errors import ChatModelResponseError
@@ -218,6 +220,26 @@ async def test_an_update_crosses_from_an_app_into_the_profile_only_where_it_is_s
     assert accepted.status == "accepted"
     assert await texts(agent, "", "ana") == []  # the profile's stale city went
     assert await texts(agent, "app", "ana") == ["The user now lives in Porto, in Ribeira."]
+
+
+async def test_a_held_change_is_superseded_when_its_memory_is_steered_meanwhile(
+    database, clock
+):
+    await install_app(database, "app")
+    agent = MemorySubAgent(database, pair_model(lambda call: verdict("update")), clock=clock)
+    await stored(agent, "", "ana", "The user lives in Lisbon, in Alfama.")
+    await agent.import_memories("app", [ImportedMemory(
+        "The user now lives in Porto, in Ribeira.", "2025-10-05T09:00:00.000000Z"
+    )], user_id="ana")
+    await run_pass(agent, user_id="ana")
+    [held] = await agent.proposals.proposals("ana", "pending")
+    [city] = await agent.list_memories(PROFILE_APP, user_id="ana")
+    await agent.steer_memory(PROFILE_APP, city.id, MemoryChange(pinned=True))
+    with pytest.raises(ProposalNotPending, match="superseded"):
+        await agent.proposals.answer("ana", held.id, accept=True, through="api")
+    [superseded] = await agent.proposals.proposals("ana")
+    assert superseded.status == "superseded"
+    assert await texts(agent, "", "ana") == ["The user lives in Lisbon, in Alfama."]
 
 
 async def test_a_memory_changed_while_the_model_decides_is_left_as_it_is(database, clock):

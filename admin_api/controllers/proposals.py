@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from litestar import Controller, Request, get, post
-from litestar.exceptions import PermissionDeniedException
 from litestar.params import JSONBody, QueryParameter
 
 from admin_api.auth import admin_or_any_app, key_app
@@ -31,8 +30,8 @@ class ProposalsController(Controller):
             " profile that speaks of a sensitive field (`MNEMOLOOP_SENSITIVE_FIELDS`: by"
             " default name, pronouns, city, language, health, contact) waits here until the"
             " person answers; it is never injected meanwhile, and lapses after 7 days."
-            " The admin token, or the key of an app that shares people's profiles (to show"
-            " the person what waits for their answer)."
+            " The admin token, or the key of an app that shares people's profiles and serves"
+            " this person (to show them what waits for their answer)."
         ),
         responses=problems(400, 401, 403),
     )
@@ -46,7 +45,7 @@ class ProposalsController(Controller):
             QueryParameter(description="only the proposals of this status (pending, ...)"),
         ] = None,
     ) -> ProposalsOut:
-        await _may_relay(request, stores)
+        await _may_relay(request, stores, user_id)
         found = await stores.agent.proposals.proposals(user_id, status)
         return ProposalsOut([proposal_out(p) for p in found])
 
@@ -70,7 +69,7 @@ class ProposalsController(Controller):
         data: JSONBody[AnswerProposal],
         stores: Provided[Stores],
     ) -> ProposalOut:
-        app_id = await _may_relay(request, stores)
+        app_id = await _may_relay(request, stores, user_id)
         answered = await stores.agent.proposals.answer(
             user_id, data.id, accept=data.decision == "accept",
             through=f"app:{app_id}" if app_id else data.through,
@@ -78,13 +77,12 @@ class ProposalsController(Controller):
         return proposal_out(answered)
 
 
-async def _may_relay(request: Request[Any, Any, Any], stores: Stores) -> str | None:
+async def _may_relay(
+    request: Request[Any, Any, Any], stores: Stores, user_id: str
+) -> str | None:
     """The app whose key calls (None: the admin); only an app that shares people's
-    profiles may show or answer their proposals."""
+    profiles, and serves this person, may show or answer their proposals (403)."""
     app_id = key_app(request)
-    if app_id is not None and not (await stores.registry.require(app_id)).shares_profile:
-        raise PermissionDeniedException(
-            f"the app {app_id!r} does not share people's profiles: it cannot relay their"
-            " answers"
-        )
+    if app_id is not None:
+        await stores.registry.relays_for(app_id, user_id)
     return app_id

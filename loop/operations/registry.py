@@ -9,7 +9,13 @@ import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from loop.errors import AppAlreadyInstalled, AppNotFound, InvalidInput, MemoryCountChanged
+from loop.errors import (
+    AppAlreadyInstalled,
+    AppNotFound,
+    InvalidInput,
+    MemoryCountChanged,
+    NotRelaying,
+)
 from loop.jobs.consolidations import ConsolidationStore
 from loop.jobs.store import MemoryJobStore
 from loop.storage import Engine
@@ -350,6 +356,25 @@ class AppRegistry:
         app = await self.get(app_id)
         if app is None:
             raise AppNotFound(app_id)
+        return app
+
+    async def relays_for(self, app_id: str, user_id: str) -> App:
+        """The app, when it may show a person the changes proposed to their profile and
+        relay their answer: it shares people's profiles and serves this one (a conversation
+        or a memory of theirs); else `NotRelaying`."""
+        app = await self.require(app_id)
+        if not app.shares_profile:
+            raise NotRelaying(
+                f"the app {app_id!r} does not share people's profiles: it cannot relay their"
+                " answers"
+            )
+        served = await self._db.fetch_one(
+            "SELECT 1 FROM conversations WHERE app_id = ? AND user_id = ?"
+            " UNION ALL SELECT 1 FROM app_memories WHERE app_id = ? AND user_id = ? LIMIT 1",
+            (app_id, user_id, app_id, user_id),
+        )
+        if served is None:
+            raise NotRelaying(f"the app {app_id!r} serves no user {user_id!r}")
         return app
 
     async def list(self) -> list[App]:

@@ -28,6 +28,11 @@ _READ_SHARE = 0.25
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 # Seven digits or more, grouped as phone numbers are written ("+351 912 345 678").
 _PHONE = re.compile(r"(?<!\w)\+?\d(?:[\d\s().-]{5,}\d)(?!\w)")
+# Pronouns as people give theirs ("she/her", "they/them", "elle/la", "iel/ellui").
+_PRONOUNS = re.compile(
+    r"(?<!\w)(?:he|she|they|xe|ze|ey|fae|it|il|elle|iel|él|ella|elle|elu|er|sie|hen|hän)"
+    r"/\p{L}{1,8}(?!\w)", re.IGNORECASE,
+)
 _WORD = re.compile(r"[\w'’-]+")
 _UNSPACED = re.compile(r"[\p{Han}\p{Hiragana}\p{Katakana}\p{Thai}\p{Lao}\p{Khmer}\p{Myanmar}]")
 
@@ -80,17 +85,24 @@ class SensitiveFields:
         found = {field for field, words in self._classes.items() if words.search(text)}
         if "contact" in self.fields and (_EMAIL.search(text) or _phone_in(text)):
             found.add("contact")
+        if "pronouns" in self.fields and _PRONOUNS.search(text):
+            found.add("pronouns")
         if not found and not self._read(text):
             found.add(UNREAD)
         return frozenset(found)
 
     def _read(self, text: str) -> bool:
-        words = len(_WORD.findall(text))
+        """A language that can tell reads the text's words of three letters or more (the
+        short ones, "na", "i", "da", are another language's words as often as not)."""
         unspaced = 0 if text.isascii() else len(_UNSPACED.findall(text))
-        if not words and not unspaced:
-            return True  # nothing but digits and signs: no field unless by shape
-        return some_language_reads(text, words=words, unspaced=unspaced, share=_READ_SHARE,
-                                   codes=self._readers)
+        if unspaced:
+            return some_language_reads(text, words=0, unspaced=unspaced, share=_READ_SHARE,
+                                       codes=self._readers)
+        long = [w for w in _WORD.findall(text) if len(w) >= 3 and not w.isdigit()]
+        if not long:
+            return True  # nothing but short words, digits and signs: no field but by shape
+        return some_language_reads(" ".join(long), words=len(long), unspaced=0,
+                                   share=_READ_SHARE, codes=self._readers)
 
 
 _DATE = re.compile(r"\d{4}[-./]\d{1,2}[-./]\d{1,2}|\d{1,2}[-./]\d{1,2}[-./]\d{2,4}")

@@ -13,6 +13,7 @@ names it ↔merged), decided by the model or by the writer's policy."""
 from __future__ import annotations
 
 import functools
+import json
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -20,7 +21,7 @@ from datetime import timedelta
 from typing import Any
 
 from memory_agent.consent.holding import Consent
-from memory_agent.consolidation.pairs import Pair, candidate_pairs, within_caps
+from memory_agent.consolidation.pairs import Pair, candidate_pairs, consolidable, within_caps
 from memory_agent.core.ports import Clock, Database, SqlTransaction, format_timestamp, now_text
 from memory_agent.core.redaction import redact_text
 from memory_agent.links.linking import link_in_space
@@ -168,24 +169,33 @@ class Consolidator:
                 return False
         return True
 
-    async def apply_accepted(self, tx: SqlTransaction, change: dict[str, Any]) -> int | None:
+    async def apply_accepted(
+        self, tx: SqlTransaction, change: dict[str, Any], accepted_as: str
+    ) -> int | None:
         """Inside the answer's transaction: a held change the person accepted, applied if
-        both memories are still as the writer saw them. The memory it kept (None: they
-        changed meanwhile, and nothing was)."""
+        both memories are still as the writer saw them (text, steering, level, kind,
+        expiry) and may still be consolidated; the history's reason names `accepted_as`.
+        The memory it kept (None: they changed meanwhile, and nothing was)."""
         store = self._store.within(tx)
         now = now_text(self._clock)
         found = []
-        for app_id, memory_id, updated_at in (change["older"], change["newer"]):
-            memory = await store.get(app_id, memory_id)
-            if memory is None or memory.state(now) != "live" or memory.updated_at != updated_at:
+        for side in (change["older"], change["newer"]):
+            memory = await store.get(side["app"], side["id"])
+            if (memory is None or memory.state(now) != "live" or not consolidable(memory)
+                    or _seen(memory) != side["seen"]):
                 return None
             found.append(memory)
+        verdict = PairVerdict(**{**change["verdict"],
+                                 "reason": f"{change['verdict']['reason']} ({accepted_as})"})
         applied = await self._apply(
-            tx, pair=Pair(found[0], found[1], change["share"]),
-            verdict=PairVerdict(**change["verdict"]), model=change["model"],
-            wanted=_always, hold=False,
+            tx, pair=Pair(found[0], found[1], change["share"]), verdict=verdict,
+            model=change["model"], wanted=_always, hold=False,
         )
-        return found[0].id if applied else None
+        if not applied:
+            return None
+        # The memory that holds the fact now: the one rewritten, or the newer that updates
+        # the one removed.
+        return found[0].id if verdict.content else found[1].id
 
     async def _apply(
         self, tx: SqlTransaction, *, pair: Pair, verdict: PairVerdict, model: str,
@@ -252,8 +262,7 @@ class Consolidator:
             store, user_id=older.user_id, app_id=pair.kept_with[0], origin="consolidation",
             fields=fields, content=content, before=[m.content for m in in_profile],
             change={
-                "older": [older.app_id, older.id, older.updated_at],
-                "newer": [newer.app_id, newer.id, newer.updated_at],
+                "older": _side(older), "newer": _side(newer),
                 "share": pair.share, "model": model,
                 "verdict": {"action": verdict.action, "reason": verdict.reason,
                             "decided_by": verdict.decided_by, "content": content},
@@ -299,6 +308,20 @@ class Consolidator:
         await store.record_event(memory.app_id, memory.id, "deleted", verdict.decided_by,
                                  source, reason=reason, before=memory.content,
                                  user_id=memory.user_id)
+
+
+def _seen(memory: Memory) -> list[object]:
+    """What a held change depends on of a memory, as its proposal stores it."""
+    seen: list[object] = json.loads(json.dumps([
+        memory.updated_at, memory.content, memory.pinned, memory.private, memory.sensitivity,
+        memory.kind, memory.expires_at, memory.metadata,
+    ]))
+    return seen
+
+
+def _side(memory: Memory) -> dict[str, object]:
+    return {"app": memory.app_id, "user": memory.user_id, "id": memory.id,
+            "seen": _seen(memory)}
 
 
 async def _always(tx: SqlTransaction, spaces: Sequence[tuple[str, str]]) -> bool:

@@ -36,7 +36,7 @@ from memory_agent.core.ports import (
 )
 from memory_agent.core.redaction import redact_json, redact_text
 from memory_agent.job.commit import apply_write
-from memory_agent.job.held import decided_steps, held_as_proposal
+from memory_agent.job.held import changed_by, decided_steps, held_as_proposal, shown_as
 from memory_agent.job.outcome import (
     Allowed,
     CommitCheck,
@@ -377,10 +377,12 @@ class MemoryCreation:
     async def apply_proposal(
         self, tx: SqlTransaction, proposal: ProfileProposal, change: dict[str, Any],
         through: str,
-    ) -> int | None:
+    ) -> tuple[int | None, int]:
         """Inside the answer's transaction: an accepted proposal written into the profile as
-        the job would have (its decision, when the profile is as it saw it; else the writer's
-        fallback keeps the cap). The memory it wrote or went into."""
+        the job would have: with its decision when the profile is as it saw it; else with
+        what fits now or the writer's fallback, unless that would change another sensitive
+        fact than the person was shown, which is proposed anew instead. The memory it wrote
+        or went into, and the proposal asking anew (0: none)."""
         request = MemoryCreationRequest(
             app_id=PROFILE_APP, conversation_id=proposal.conversation_id or "", messages=(),
             user_id=proposal.user_id,
@@ -392,17 +394,26 @@ class MemoryCreation:
         steps = decided_steps(change, current)
         if steps is None:
             steps = self._profiles.steps_if_they_fit(current, written)
-        if steps is None:
-            steps = self._profiles.fallback(
-                current, written, "the profile changed between the proposal and its answer"
-            )
+            if steps is None:
+                steps = self._profiles.fallback(
+                    current, written, "the profile changed between the proposal and its answer"
+                )
+            shown = set((proposal.before or "").split("\n"))
+            unseen = [m.content for m in changed_by(current, steps) if shown_as(m) not in shown]
+            if self._consent is not None and self._consent.touched(unseen):
+                again = await held_as_proposal(
+                    self._consent, self._store.within(tx),
+                    replace(request, from_app=proposal.app_id), written, current, steps,
+                    kind=change["kind"], model=change.get("model"),
+                )
+                return None, again or 0
         result = await self._apply(tx, request, written, current, steps, CommitCheck(),
                                    hold=False)
         self._log_created(request, result)
         if result.memory is not None:
-            return result.memory.id
+            return result.memory.id, 0
         return next((o.target_memory_id for o in result.compactions
-                     if o.folded_memory_id == NEW_MEMORY_ID), None)
+                     if o.folded_memory_id == NEW_MEMORY_ID), None), 0
 
     def _log_created(self, request: MemoryCreationRequest, result: MemoryCreated) -> None:
         if result.memory is not None:

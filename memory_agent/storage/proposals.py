@@ -28,6 +28,17 @@ class ProfileProposals:
         change: dict[str, Any], at: str, lapses_at: str, conversation_id: str | None = None,
         job_id: int | None = None,
     ) -> int:
+        """The proposal's id: a new one, or the person's earlier one of the same change
+        still pending or declined (a person is not asked again what they were asked or
+        refused)."""
+        earlier = await self._db.fetch_one(
+            "SELECT id FROM profile_proposals WHERE user_id = ? AND origin = ?"
+            " AND status IN ('pending', 'declined') AND content IS NOT DISTINCT FROM ?"
+            " AND before IS NOT DISTINCT FROM ? ORDER BY id DESC LIMIT 1",
+            (user_id, origin, content, before),
+        )
+        if earlier is not None:
+            return int(earlier[0])
         rows = await self._db.execute_returning(
             "INSERT INTO profile_proposals (user_id, app_id, origin, fields, content, before,"
             " change, conversation_id, job_id, proposed_at, lapses_at)"
@@ -53,11 +64,14 @@ class ProfileProposals:
         return [_proposal(row) for row in rows]
 
     async def proposal(
-        self, user_id: str, proposal_id: int
+        self, user_id: str, proposal_id: int, *, lock: bool = False
     ) -> tuple[ProfileProposal, dict[str, Any]] | None:
-        """One of the person's proposals, with the change it would make."""
+        """One of the person's proposals, with the change it would make (its row held until
+        the transaction ends, with `lock`)."""
+        held = self._db.dialect.lock_rows if lock else ""
         row = await self._db.fetch_one(
-            f"SELECT {_COLUMNS}, change FROM profile_proposals WHERE user_id = ? AND id = ?",
+            f"SELECT {_COLUMNS}, change FROM profile_proposals WHERE user_id = ? AND id = ?"
+            f"{held}",
             (user_id, proposal_id),
         )
         return None if row is None else (_proposal(row), json.loads(row[-1]))
@@ -66,11 +80,12 @@ class ProfileProposals:
         self, proposal_id: int, status: ProposalStatus, at: str, through: str,
         memory_id: int | None = None,
     ) -> bool:
-        """The pending proposal answered (or lapsed); False when it was no longer pending."""
+        """The pending proposal answered at `at`; False when it was no longer pending, or
+        its time was over."""
         changed = await self._db.execute(
             "UPDATE profile_proposals SET status = ?, decided_at = ?, decided_through = ?,"
-            " memory_id = ? WHERE id = ? AND status = 'pending'",
-            (status, at, through, memory_id, proposal_id),
+            " memory_id = ? WHERE id = ? AND status = 'pending' AND lapses_at > ?",
+            (status, at, through, memory_id, proposal_id, at),
         )
         return changed > 0
 
