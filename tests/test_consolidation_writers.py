@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -199,15 +200,22 @@ async def test_a_person_erased_while_the_model_decides_is_not_written_back(
     assert query(db_path, "SELECT COUNT(*) FROM consolidation_checks") == [(0,)]
 
 
-async def test_an_update_crosses_from_an_app_into_the_profile_only_where_it_is_shared(
-    database, clock
-):
+async def moved_from_lisbon(database: Any, clock: Any) -> MemorySubAgent:
+    """An agent whose model judges every pair an update, with ana's profile city and her
+    newer one in an app's space."""
     await install_app(database, "app")
     agent = MemorySubAgent(database, pair_model(lambda call: verdict("update")), clock=clock)
     await stored(agent, "", "ana", "The user lives in Lisbon, in Alfama.")
     await agent.import_memories("app", [ImportedMemory(
         "The user now lives in Porto, in Ribeira.", "2025-10-05T09:00:00.000000Z"
     )], user_id="ana")
+    return agent
+
+
+async def test_an_update_crosses_from_an_app_into_the_profile_only_where_it_is_shared(
+    database, clock
+):
+    agent = await moved_from_lisbon(database, clock)
     assert (await run_pass(agent, user_id="ana", shares=False)).pairs_asked == 0
     figures = await run_pass(agent, user_id="ana")
     # The profile's city is a sensitive fact: its change waits for the person's consent.
@@ -225,12 +233,7 @@ async def test_an_update_crosses_from_an_app_into_the_profile_only_where_it_is_s
 async def test_a_held_change_is_superseded_when_its_memory_is_steered_meanwhile(
     database, clock
 ):
-    await install_app(database, "app")
-    agent = MemorySubAgent(database, pair_model(lambda call: verdict("update")), clock=clock)
-    await stored(agent, "", "ana", "The user lives in Lisbon, in Alfama.")
-    await agent.import_memories("app", [ImportedMemory(
-        "The user now lives in Porto, in Ribeira.", "2025-10-05T09:00:00.000000Z"
-    )], user_id="ana")
+    agent = await moved_from_lisbon(database, clock)
     await run_pass(agent, user_id="ana")
     [held] = await agent.proposals.proposals("ana", "pending")
     [city] = await agent.list_memories(PROFILE_APP, user_id="ana")

@@ -17,7 +17,10 @@ from functools import cached_property
 from memory_agent.core import patterns as re
 from memory_agent.writers.extractive.words.classes import WordClass
 from memory_agent.writers.extractive.words.language import LANGUAGES, class_of
-from memory_agent.writers.extractive.words.reading import some_language_reads
+from memory_agent.writers.extractive.words.reading import (
+    some_language_reads,
+    unspaced_characters,
+)
 
 DEFAULT_FIELDS = ("name", "pronouns", "city", "language", "health", "contact")
 # What a text no language with a `[sensitive]` table reads is said to speak of.
@@ -34,7 +37,6 @@ _PRONOUNS = re.compile(
     r"/\p{L}{1,8}(?!\w)", re.IGNORECASE,
 )
 _WORD = re.compile(r"[\w'’-]+")
-_UNSPACED = re.compile(r"[\p{Han}\p{Hiragana}\p{Katakana}\p{Thai}\p{Lao}\p{Khmer}\p{Myanmar}]")
 
 
 def known_fields() -> frozenset[str]:
@@ -94,7 +96,7 @@ class SensitiveFields:
     def _read(self, text: str) -> bool:
         """A language that can tell reads the text's words of three letters or more (the
         short ones, "na", "i", "da", are another language's words as often as not)."""
-        unspaced = 0 if text.isascii() else len(_UNSPACED.findall(text))
+        unspaced = unspaced_characters(text)
         if unspaced:
             return some_language_reads(text, words=0, unspaced=unspaced, share=_READ_SHARE,
                                        codes=self._readers)

@@ -23,7 +23,11 @@ from memory_agent.writers.extractive.facts import (
     significant_numbers,
 )
 from memory_agent.writers.extractive.words import language
-from memory_agent.writers.extractive.words.reading import some_language_reads
+from memory_agent.writers.extractive.words.reading import (
+    UNSPACED,
+    some_language_reads,
+    unspaced_characters,
+)
 from memory_agent.writers.extractive.words.text import (
     FREQUENCY,
     WORD,
@@ -47,7 +51,7 @@ def _asks_about_the_world(text: str) -> bool:
     if not first or first[0].lower() not in language.QUESTION_STARTS:
         return (
             asked
-            and _UNSPACED.search(text) is not None
+            and UNSPACED.search(text) is not None
             and language.QUESTION_FOUND.search(text) is not None
         )
     return asked or first[0].lower() in _PLAIN_QUESTION_WORDS
@@ -132,7 +136,7 @@ def _asks(text: str) -> bool:
 def word_count(text: str) -> int:
     """The text's words; a script written without spaces counted a word every three
     characters (Chinese and Japanese words run one to four)."""
-    return len(WORD.findall(text)) + _unspaced_characters(text) // 3
+    return len(WORD.findall(text)) + unspaced_characters(text) // 3
 
 
 # Code or a log line, which reads as no language: an identifier joined by "_" or called,
@@ -189,7 +193,7 @@ def readable(text: str) -> bool:
     language no file covers: a tenth or less, by words other languages share). A text too
     short to tell (under five words) is readable."""
     words = len(WORD.findall(text))
-    unspaced = _unspaced_characters(text)
+    unspaced = unspaced_characters(text)
     if words + unspaced // 3 < 5:
         return True
     return some_language_reads(text, words=words, unspaced=unspaced, share=_READ_SHARE)
@@ -197,14 +201,6 @@ def readable(text: str) -> bool:
 
 _READ_SHARE = 0.25
 
-
-# Characters of the scripts written without spaces between words.
-_UNSPACED = re.compile(r"[\p{Han}\p{Hiragana}\p{Katakana}\p{Thai}\p{Lao}\p{Khmer}\p{Myanmar}]")
-
-
-def _unspaced_characters(text: str) -> int:
-    # None of those scripts is in ASCII, which most texts are.
-    return 0 if text.isascii() else len(_UNSPACED.findall(text))
 
 
 def unread_statement_score(sentence: str, speaker: str, *, confirming: bool = False) -> int:

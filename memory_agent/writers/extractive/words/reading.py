@@ -135,6 +135,17 @@ def _vocabulary(spaces: bool, entries: set[str]) -> _Vocabulary:
     )
 
 
+# Characters of the scripts written without spaces between words.
+UNSPACED = re.compile(r"[\p{Han}\p{Hiragana}\p{Katakana}\p{Thai}\p{Lao}\p{Khmer}\p{Myanmar}]")
+
+
+def unspaced_characters(text: str) -> int:
+    """The text's characters of a script written without spaces (`some_language_reads`'s
+    `unspaced`)."""
+    # None of those scripts is in ASCII, which most texts are.
+    return 0 if text.isascii() else len(UNSPACED.findall(text))
+
+
 def some_language_reads(
     text: str, *, words: int, unspaced: int, share: float, codes: frozenset[str] | None = None
 ) -> bool:
