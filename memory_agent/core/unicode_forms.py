@@ -28,12 +28,37 @@ def normalise_text(text: str) -> str:
     return "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
 
 
+# What `folded` drops from an ASCII text.
+_NOT_KEPT_ASCII = re.compile(r"[^a-z0-9]+")
+
+
+# Texts up to this long (a memory, a word, a sentence) are folded once and kept, the least
+# recently used 8,192 of them (a few MB): the same memories are compared again and again (a
+# pass's pairs, a turn's selection, a quote's grounding). A transcript is longer, and is not
+# kept.
+_KEPT_FOLDED_CHARS = 1000
+
+
 def folded(text: str) -> str:
     """`text` as the checks compare it: NFKC, case-folded, every script's digits as 0-9, and
     only letters, marks and digits."""
+    return _folded_kept(text) if len(text) <= _KEPT_FOLDED_CHARS else _fold(text)
+
+
+@lru_cache(maxsize=8192)
+def _folded_kept(text: str) -> str:
+    return _fold(text)
+
+
+def _fold(text: str) -> str:
+    if text.isascii():
+        # NFKC leaves ASCII alone, case-folding lowers it, and its letters and digits are
+        # a-z and 0-9: one pass in C.
+        return _NOT_KEPT_ASCII.sub("", text.lower())
     kept: list[str] = []
     # Case-folding writes "İ" as "i" and a combining dot above: the dot goes, so that
-    # "İstanbul" and "istanbul" read alike.
+    # "İstanbul" and "istanbul" read alike. Each character's category is the interpreter's
+    # own (`unicodedata`), whatever Unicode version the `regex` module knows.
     for char in unicodedata.normalize("NFKC", text).casefold().replace("\u0307", ""):
         category = unicodedata.category(char)
         if category == "Nd":
