@@ -5,9 +5,11 @@ memories of one space whole):
 - `consolidation_work_s`: a pass over every space that never rests (its work alone), with the
   p99 of a turn's memory block built meanwhile on the same event loop;
 - the same p99 while a pass runs as the worker runs it, resting `REST_FACTOR` times as long as
-  each group took (sampled for a while, then the pass is stopped; a whole pass at that pace
-  takes about `consolidation_work_s` × (1 + `REST_FACTOR`), `consolidation_pass_s`), beside it
-  with no pass running;
+  each group took, against the p99 with no pass: windows of each in turn (quiet, paced, quiet,
+  ...; the pass paused between its groups in the quiet ones), so that a machine that slows
+  down or speeds up meanwhile weighs on both alike. Pooled, and each window's, to show the
+  spread from one window to the next; a whole pass at that pace takes about
+  `consolidation_work_s` × (1 + `REST_FACTOR`), `consolidation_pass_s`;
 - `edge_write_ms`: linking a memory to those of its space, as a memory job does (p50, p99)."""
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ def bench_consolidation(tmp: Path, quick: bool) -> dict[str, Any]:
     shutil.copy(seeded, paced)
     samples = 2_000 if quick else 10_000
     figures = anyio.run(_whole_pass, seeded, users, samples)
-    figures.update(anyio.run(_paced_pass, paced, users, 20.0 if quick else 60.0))
+    figures.update(anyio.run(_paced_pass, paced, users, 5.0 if quick else 15.0, 6))
     figures["consolidation_pass_s"] = round(figures["consolidation_work_s"] * (1 + REST_FACTOR))
     figures.update(anyio.run(_edges, seeded, users, 500 if quick else 2_000))
     return figures
@@ -69,25 +71,68 @@ async def _whole_pass(db: Path, users: int, samples: int) -> dict[str, Any]:
     }
 
 
-async def _paced_pass(db: Path, users: int, seconds: float) -> dict[str, Any]:
+async def _paced_pass(db: Path, users: int, window: float, windows: int) -> dict[str, Any]:
     async with _services(db) as services:
         block = _block_timer(services, users)
-        quiet: list[float] = []
-        with anyio.move_on_after(seconds / 3):
-            while True:
-                quiet.append(await block())
-                await anyio.sleep(0.001)
-        during: list[float] = []
+        gated = _Paused(services.stores.consolidations)
+        quiet: list[list[float]] = []
+        paced: list[list[float]] = []
         await services.stores.consolidations.request(None, None)
-        with anyio.move_on_after(seconds):
-            await _sampling_while(_runner(services, rest_factor=REST_FACTOR).run_next(),
-                                  block, during)
+        runner = _runner(services, rest_factor=REST_FACTOR, passes=gated)
+        async with anyio.create_task_group() as group:
+            group.start_soon(runner.run_next)
+            # The pass's start (its claim, its groups found) is neither window's.
+            await gated.waiting.wait()
+            for turn in range(windows):
+                gated.pause(turn % 2 == 0)
+                timings: list[float] = []
+                with anyio.move_on_after(window):
+                    while True:
+                        timings.append(await block())
+                        await anyio.sleep(0.001)
+                (quiet if gated.paused else paced).append(timings)
+            group.cancel_scope.cancel()
     return {
         "consolidation_rest_factor": REST_FACTOR,
-        # Quiet, and while a pass runs at the worker's pace.
-        "consolidation_paced_block_p99_ms": [_p99_ms(quiet), _p99_ms(during)],
-        "consolidation_paced_samples": [len(quiet), len(during)],
+        # Quiet, and while a pass runs at the worker's pace: pooled, then each window's.
+        "consolidation_paced_block_p99_ms": [_p99_ms([t for w in quiet for t in w]),
+                                             _p99_ms([t for w in paced for t in w])],
+        "consolidation_paced_window_p99_ms": [[_p99_ms(w) for w in quiet],
+                                              [_p99_ms(w) for w in paced]],
+        "consolidation_paced_samples": [sum(map(len, quiet)), sum(map(len, paced))],
+        "consolidation_paced_groups": gated.groups,
     }
+
+
+class _Paused:
+    """The store of passes as the runner sees it, except that its check before each group
+    waits while `paused`: the pass stands between two groups for the quiet windows (before
+    the group's time is taken, so its rest after is as long as it would have been)."""
+
+    def __init__(self, passes: Any) -> None:
+        self._passes = passes
+        self.paused = True
+        self.resumed = anyio.Event()
+        # The pass stands at its first group.
+        self.waiting = anyio.Event()
+        self.groups = 0
+
+    def pause(self, paused: bool) -> None:
+        if paused and self.resumed.is_set():
+            self.resumed = anyio.Event()
+        elif not paused:
+            self.resumed.set()
+        self.paused = paused
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._passes, name)
+
+    async def still_held(self, held: Any) -> bool:
+        self.waiting.set()
+        while self.paused:
+            await self.resumed.wait()
+        self.groups += 1
+        return bool(await self._passes.still_held(held))
 
 
 async def _sampling_while(work: Any, block: Any, timings: list[float]) -> None:
@@ -126,11 +171,11 @@ def _services(db: Path) -> Any:
                          chat_model=model, memory_model=model)
 
 
-def _runner(services: Services, *, rest_factor: float) -> ConsolidationRunner:
+def _runner(services: Services, *, rest_factor: float, passes: Any = None) -> ConsolidationRunner:
     """The worker's runner of passes, as `open_services` builds it (5 pairs per space)."""
     stores = services.stores
     return ConsolidationRunner(
-        passes=stores.consolidations, agent=stores.agent, registry=stores.registry,
+        passes=passes or stores.consolidations, agent=stores.agent, registry=stores.registry,
         energy=stores.energy, metrics=services.metrics, clock=services.clock,
         pairs_per_space=services.settings.consolidation_pairs_per_space, every_seconds=0,
         rest_factor=rest_factor,

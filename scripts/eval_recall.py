@@ -11,11 +11,13 @@ The memories are dealt into spaces of `--memories` each, in the set's order, old
 probe is the user turn of the app's stories that first matches the fact's pattern (what the
 user said when the subject came up, in the conversation's own language), asked in the space
 holding the fact; it hits when the fact's memory is in the block the service builds for that
-turn (`memory_block_within`, the budget `--tokens`, the safe estimate). Beside it, the block
-as it was before a turn had a say: every memory, the oldest left out first, within half the
-default prompt budget (3,000 tokens). The same probes asked of the query for agents
-(`POST .../memories/query`, `recall.query.answer`): a hit when the fact's memory is among the
-first five results (`query_top5_hit_rate`) or is the first (`query_top1_hit_rate`).
+turn (`memory_block_within`, the budget `--tokens`, the safe estimate, with the links the
+service keeps among the space's memories: `hit_rate`; without them: `hit_rate_unlinked`).
+Beside it, the block as it was before a turn had a say: every memory, the oldest left out
+first, within half the default prompt budget (3,000 tokens). The same probes asked of the
+query for agents (`POST .../memories/query`, `recall.query.answer`): a hit when the fact's
+memory is among the first five results (`query_top5_hit_rate`) or is the first
+(`query_top1_hit_rate`).
 
 `decay`: a 12-turn conversation in each app, its space the memories of the app's newest ten
 conversations that state facts (each the sentences of those facts, as a capable model writes
@@ -46,6 +48,7 @@ from memory_agent import (
     format_memories_for_context,
     memory_block_within,
 )
+from memory_agent.links.linking import links_for
 from memory_agent.recall.query import answer
 
 HERE = Path(__file__).resolve().parent
@@ -87,19 +90,38 @@ def before(memories: list[Memory]) -> str:
         kept.pop()
 
 
+def links_among(memories: list[Memory]) -> dict[int, list[int]]:
+    """The links the service would keep among `memories`: each linked when written to those of
+    its space before it that it shares most with (`links.linking`), read both ways, the
+    strongest first."""
+    found: dict[int, list[tuple[float, int]]] = {}
+    space: dict[int, str] = {}
+    for memory in sorted(memories, key=lambda m: m.id):
+        space[memory.id] = memory.content
+        for other, strength in links_for(memory.id, space):
+            found.setdefault(memory.id, []).append((strength, other))
+            found.setdefault(other, []).append((strength, memory.id))
+    return {i: [other for _, other in sorted(links, key=lambda link: (-link[0], link[1]))]
+            for i, links in found.items()}
+
+
 def measure(story_file: Path, size: int, tokens: int) -> dict[str, Any]:
     found = probes(json.loads(story_file.read_text()))
-    hits = hits_before = top5 = top1 = 0
+    hits = hits_unlinked = hits_before = top5 = top1 = 0
     block_tokens: list[int] = []
     tokens_before: list[int] = []
     for start in range(0, len(found), size):
         space = found[start:start + size]
         memories = as_memories([text for text, _ in space])
         old = before(memories)
+        related = links_among(memories)
         for text, probe in space:
             block = memory_block_within(BlockBudget(tokens), estimate_tokens, "Eval", memories,
-                                        recent=probe).text
+                                        recent=probe, related=related).text
+            unlinked = memory_block_within(BlockBudget(tokens), estimate_tokens, "Eval",
+                                           memories, recent=probe).text
             hits += text in block
+            hits_unlinked += text in unlinked
             hits_before += text in old
             asked = MemoryQuery(probe[:MAX_QUERY_CHARS], top_k=5)
             results = [hit.memory.content for hit in answer(
@@ -112,6 +134,7 @@ def measure(story_file: Path, size: int, tokens: int) -> dict[str, Any]:
         "probes": len(found),
         "spaces": -(-len(found) // size),
         "hit_rate": round(hits / len(found), 3),
+        "hit_rate_unlinked": round(hits_unlinked / len(found), 3),
         "block_tokens_p50": statistics.median(block_tokens),
         "hit_rate_before": round(hits_before / len(found), 3),
         "block_tokens_before_p50": statistics.median(tokens_before),

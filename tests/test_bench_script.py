@@ -18,6 +18,8 @@ KEYS = {
     "dropin_ttft_p50_ms", "model_ttft_p50_ms", "energy_memory_share_steady",
     "model_memory_s_busy_core", "unnamed_concurrent_errors", "responses_added_p50_ms",
     "tool_round_trip_added_p50_ms", "profile_retrieval_p99_ms", "profile_p99_scaling",
+    "consolidation_work_s", "consolidation_paced_block_p99_ms",
+    "consolidation_paced_window_p99_ms", "edge_write_ms",
 }
 
 
@@ -36,3 +38,5 @@ def test_bench_quick_prints_every_key():
     # writer a memory costs no call, so one quick conversation may spend none on memory).
     assert 0 <= figures["energy_memory_share"] < 1
     assert figures["jobs_per_s_extractive"] > 0
+    # The paced pass ran in its windows (it is paused between them, not stopped).
+    assert figures["consolidation_paced_groups"] > 0

@@ -20,6 +20,7 @@ from memory_agent import (
     ChatMessage,
     Given,
     Memory,
+    MemoryBlock,
     MemorySubAgent,
     MnemoloopError,
     ToolSpec,
@@ -72,6 +73,23 @@ class TurnContexts:
                         " shown in full", conversation_id, error)
             return None
 
+    async def _links_left_out(self, block: MemoryBlock) -> dict[int, list[int]]:
+        """The links (`memory_agent.links`, strongest first) of the first `LINKS_READ` memories
+        the turn is about, when one of them leads to a memory the block left out: else none,
+        and the block stands as it is. None either when they cannot be read: the block is
+        chosen without them, and it is logged."""
+        if not block.left_out or not block.relevant:
+            return {}
+        try:
+            related = await self._agent.linked_ids(list(block.relevant[:LINKS_READ]))
+        except MnemoloopError as error:
+            log.warning("the links among a block's memories could not be read (%s): it is"
+                        " chosen without them", error)
+            return {}
+        left_out = set(block.left_out)
+        leads = any(other in left_out for links in related.values() for other in links)
+        return related if leads else {}
+
     async def build(
         self,
         app: App,
@@ -103,10 +121,17 @@ class TurnContexts:
             # Memories fade only where the model can recall them (`recall_tool`): not beside
             # a client's own tools, nor for a structured answer.
             given = await self._given_in(conversation_id) if fading else None
+        recent = _recent_words(conversation)
         block = memory_block_within(
             self._budget.memory_block, self._budget.count, app.name, shared, own, profile,
-            changes, recent=_recent_words(conversation), given=given,
+            changes, recent=recent, given=given,
         )
+        if related := await self._links_left_out(block):
+            # Not every memory fits: those linked to the ones the turn is about come next.
+            block = memory_block_within(
+                self._budget.memory_block, self._budget.count, app.name, shared, own, profile,
+                changes, recent=recent, given=given, related=related,
+            )
         self._metrics.retrieval_seconds.observe(time.perf_counter() - started)
         self._metrics.count_answer(with_memories=bool(block.text))
         system = (
@@ -134,6 +159,9 @@ class TurnContexts:
 
 # The newest user turns a memory block is chosen for, when not every memory fits it.
 RECENT_TURNS = 3
+# The memories the turn is about whose links are read, the most relevant first (the block
+# adds at most `RELATED_IN_BLOCK` linked ones, from the first that have any).
+LINKS_READ = 20
 
 
 def _recent_words(conversation: Sequence[ChatMessage]) -> str:

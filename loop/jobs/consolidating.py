@@ -35,7 +35,7 @@ _ENERGY_WAIT_SECONDS = 5.0
 # (`MNEMOLOOP_CONSOLIDATION_REST_FACTOR`): it shares the event loop, the database's threads
 # and the interpreter lock with the turns being answered, whose p99 doubles when it works a
 # quarter of the time (`bench.py`, bench_consolidation); working 1 % of the time, a daily
-# pass over 20,000 spaces still ends within two hours.
+# pass over 20,000 spaces ends in one and a half to three hours on a 2-core machine.
 REST_FACTOR = 99.0
 
 

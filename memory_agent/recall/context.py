@@ -127,6 +127,10 @@ class MemoryBlock:
     shown: list[Memory]
     # How each is shown (`recall.decay`).
     views: dict[int, View] = field(default_factory=dict)
+    # The memories of its spaces it does not show (the budget chose among them).
+    left_out: tuple[int, ...] = ()
+    # The memories the turn's messages share something with, the most first (`selection`).
+    relevant: tuple[int, ...] = ()
 
     @property
     def recallable(self) -> bool:
@@ -145,12 +149,14 @@ def memory_block_within(
     *,
     recent: str = "",
     given: Mapping[int, Given] | None = None,
+    related: Mapping[int, Sequence[int]] | None = None,
 ) -> MemoryBlock:
     """The memory block within `budget` (`count_tokens` tells a text's tokens): every memory
-    while they fit, else those the turn's `recent` messages make the most relevant
-    (`selection`), each in full, as its digest or as a stub by how often the conversation's
-    turns were `given` it before (`decay`). Each memory's line is counted apart, with room for
-    any number: the block's tokens are at most the sum of its lines' and its frame's."""
+    while they fit, else those the turn's `recent` messages make the most relevant and the
+    ones `related` links to them (`selection`), each in full, as its digest or as a stub by
+    how often the conversation's turns were `given` it before (`decay`). Each memory's line is
+    counted apart, with room for any number: the block's tokens are at most the sum of its
+    lines' and its frame's."""
     frame = count_tokens(_frame(app_name, changes))
     profile, user_memories, memories = _said_once(profile, user_memories, memories)
     every = [*profile, *user_memories, *memories]
@@ -160,14 +166,16 @@ def memory_block_within(
     shown_profile, shown_own, shown_shared = chosen(
         (profile, user_memories, memories), recent, budget,
         lambda memory: count_tokens(_line(9999, memory, views[memory.id])) + 1, frame,
-        relevance,
+        relevance, related,
     )
     shown = [*shown_profile, *shown_own, *shown_shared]
     kept = {memory.id: views[memory.id] for memory in shown}
     text = format_memories_for_context(
         app_name, shown_shared, shown_own, shown_profile, changes, kept
     )
-    return MemoryBlock(text, shown, kept)
+    left_out = tuple(memory.id for memory in every if memory.id not in kept)
+    about = sorted((i for i, score in relevance.items() if score > 0), key=lambda i: -relevance[i])
+    return MemoryBlock(text, shown, kept, left_out, tuple(about))
 
 
 def _said_once(*sections: Sequence[Memory]) -> list[list[Memory]]:
